@@ -1,0 +1,208 @@
+//! The snapshot model: what `torch.cuda.memory._dump_snapshot()` wrote, in compact typed form.
+//!
+//! A snapshot is the allocator state at dump time ([`Snapshot::segments`]) plus the
+//! per-device event history ([`Snapshot::device_traces`]). Callstacks are interned once in
+//! [`Stacks`]: PyTorch shares frame dicts and lists through the pickle memo, and millions of
+//! events point at a few thousand distinct stacks, so every event carries a 4-byte
+//! [`StackId`] instead of its own frame list.
+//!
+//! [`decode`] builds a `Snapshot` straight from a pickle stream (see that module for the
+//! accepted layouts). Nothing here touches the filesystem, threads or clocks, so the same code
+//! runs natively and in wasm.
+
+pub mod decode;
+mod stacks;
+
+pub use decode::{decode, decode_slice, DecodeError, Progress};
+pub use stacks::{Frame, FrameId, StackId, Stacks};
+
+/// A whole snapshot, as dumped.
+#[derive(Debug, Default)]
+pub struct Snapshot {
+    /// Dump-time segments of every device, in file order.
+    pub segments: Vec<Segment>,
+    /// One chronological event list per device ordinal (empty lists for idle devices).
+    pub device_traces: Vec<Vec<TraceEvent>>,
+    /// Interned frames and callstacks referenced by segments, blocks and events.
+    pub stacks: Stacks,
+    /// Action names outside the known set (`free`, `snapshot`, …), indexed by [`Action::Other`].
+    pub other_actions: Vec<Box<str>>,
+    /// How the file was laid out at the top level.
+    pub layout: TopLevel,
+}
+
+/// The top-level shape of a snapshot file.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub enum TopLevel {
+    /// `{"segments": [...], "device_traces": [[...], ...], ...}` from `_dump_snapshot()`.
+    #[default]
+    Dict,
+    /// A bare list of segment dicts, from pickling `torch.cuda.memory_snapshot()`.
+    SegmentList,
+}
+
+/// One reserved device-memory range (a `cudaMalloc`, or one mapped run of an expandable
+/// segment).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Segment {
+    /// Device ordinal; PyTorch always writes it, the reference defaults it to 0.
+    pub device: i64,
+    pub address: i64,
+    pub total_size: i64,
+    pub stream: i64,
+    /// `large` or `small` (empty when absent).
+    pub segment_type: Box<str>,
+    pub allocated_size: i64,
+    pub active_size: i64,
+    pub is_expandable: bool,
+    pub frames: StackId,
+    /// Blocks in file order (ascending address).
+    pub blocks: Vec<Block>,
+}
+
+/// A sub-range of a segment.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Block {
+    pub address: i64,
+    pub size: i64,
+    pub requested_size: i64,
+    pub state: BlockState,
+    pub frames: StackId,
+}
+
+/// A block's state; the discriminants are the codes the SnapshotDB stores.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum BlockState {
+    /// Free, cached by the allocator.
+    Inactive = -1,
+    /// Freed by the user but still in use by another stream (`record_stream`).
+    ActivePendingFree = 0,
+    /// Handed out to the user.
+    ActiveAllocated = 1,
+}
+
+impl BlockState {
+    pub fn from_name(name: &str) -> Option<Self> {
+        Some(match name {
+            "inactive" => Self::Inactive,
+            "active_pending_free" | "active_awaiting_free" => Self::ActivePendingFree,
+            "active_allocated" => Self::ActiveAllocated,
+            _ => return None,
+        })
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Inactive => "inactive",
+            Self::ActivePendingFree => "active_pending_free",
+            Self::ActiveAllocated => "active_allocated",
+        }
+    }
+
+    pub fn code(self) -> i64 {
+        self as i64
+    }
+}
+
+/// One allocator event of a device trace.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TraceEvent {
+    pub action: Action,
+    /// `-1` when the entry has no `addr` (OOM entries).
+    pub addr: i64,
+    pub size: i64,
+    pub stream: i64,
+    pub frames: StackId,
+    /// The explicit `id` key, when the entry carries one (split slices do).
+    pub id: Option<i64>,
+}
+
+/// A trace action. The discriminants of the known actions are the integer codes of the
+/// SnapshotDB `dictionary` table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Action {
+    SegmentMap,
+    SegmentUnmap,
+    SegmentAlloc,
+    SegmentFree,
+    Alloc,
+    FreeRequested,
+    FreeCompleted,
+    WorkspaceSnapshot,
+    Oom,
+    /// Legacy (torch 2.0 era) single-step free: `free_requested` and `free_completed` at once.
+    Free,
+    /// Any other action name (e.g. `snapshot` markers); index into [`Snapshot::other_actions`].
+    Other(u32),
+}
+
+impl Action {
+    /// The known actions in code order; `KNOWN[code]` has that code.
+    pub const KNOWN: [Action; 9] = [
+        Action::SegmentMap,
+        Action::SegmentUnmap,
+        Action::SegmentAlloc,
+        Action::SegmentFree,
+        Action::Alloc,
+        Action::FreeRequested,
+        Action::FreeCompleted,
+        Action::WorkspaceSnapshot,
+        Action::Oom,
+    ];
+
+    /// Parses a known action name; `None` for names that must go to [`Action::Other`].
+    pub fn from_name(name: &str) -> Option<Self> {
+        Some(match name {
+            "segment_map" => Self::SegmentMap,
+            "segment_unmap" => Self::SegmentUnmap,
+            "segment_alloc" => Self::SegmentAlloc,
+            "segment_free" => Self::SegmentFree,
+            "alloc" => Self::Alloc,
+            "free_requested" => Self::FreeRequested,
+            "free_completed" => Self::FreeCompleted,
+            "workspace_snapshot" => Self::WorkspaceSnapshot,
+            "oom" => Self::Oom,
+            "free" => Self::Free,
+            _ => return None,
+        })
+    }
+
+    /// The integer code stored in the DB, or `None` for actions stored as text.
+    pub fn code(self) -> Option<i64> {
+        Self::KNOWN
+            .iter()
+            .position(|a| *a == self)
+            .map(|i| i as i64)
+    }
+
+    /// The action's name; `other` resolves [`Action::Other`].
+    pub fn name(self, other: &[Box<str>]) -> &str {
+        match self {
+            Self::SegmentMap => "segment_map",
+            Self::SegmentUnmap => "segment_unmap",
+            Self::SegmentAlloc => "segment_alloc",
+            Self::SegmentFree => "segment_free",
+            Self::Alloc => "alloc",
+            Self::FreeRequested => "free_requested",
+            Self::FreeCompleted => "free_completed",
+            Self::WorkspaceSnapshot => "workspace_snapshot",
+            Self::Oom => "oom",
+            Self::Free => "free",
+            Self::Other(i) => other.get(i as usize).map_or("?", |s| s),
+        }
+    }
+}
+
+impl Snapshot {
+    /// Devices whose trace list is non-empty, ascending: the devices an import writes.
+    pub fn devices_with_events(&self) -> Vec<usize> {
+        (0..self.device_traces.len())
+            .filter(|&d| !self.device_traces[d].is_empty())
+            .collect()
+    }
+
+    /// Total number of trace events over all devices.
+    pub fn event_count(&self) -> usize {
+        self.device_traces.iter().map(Vec::len).sum()
+    }
+}

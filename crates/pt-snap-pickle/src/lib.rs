@@ -1,0 +1,1 @@
+//! Safe streaming pickle decoder (being written).
