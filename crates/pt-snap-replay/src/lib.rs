@@ -1,1 +1,313 @@
-//! (being written)
+//! Backward replay of the caching allocator, from the dump-time state to the first event.
+//!
+//! A snapshot holds the allocator state *at dump time* and the history that led there. Walking
+//! the history backwards and undoing each event reconstructs every earlier state, which gives,
+//! per event, the device totals right after it happened (`allocated`, `active`, `reserved`)
+//! and, per block lifetime, the events that allocated and freed it. This is the replay of
+//! pt-snap-cli 0.4.1 (its spec §4), rule for rule, so both tools write the same SnapshotDB rows;
+//! the places where we deliberately differ are listed in `docs/compatibility.md`.
+//!
+//! The replay writes nothing itself: it hands [`TraceRow`]s and [`BlockRow`]s to a
+//! [`RowSink`], in the order the reference writes them (events last to first, then the
+//! pre-trace blocks and synthetic segment events).
+
+mod state;
+
+use pt_snap_model::{Action, BlockState, Snapshot, StackId, TraceEvent};
+use state::{DeviceState, LiveBlock, SegState};
+
+/// One row of `trace_entry_<device>`: an event and the device totals right after it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TraceRow {
+    /// The event id (position in the trace, or the explicit `id` key); negative for the
+    /// synthetic events that stand for segments reserved before the trace begins.
+    pub id: i64,
+    pub action: Action,
+    pub addr: i64,
+    pub size: i64,
+    pub stream: i64,
+    pub allocated: i64,
+    pub active: i64,
+    pub reserved: i64,
+    pub stack: StackId,
+}
+
+/// One row of `block_<device>`: a block lifetime.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BlockRow {
+    /// The allocating event's id, or a negative id for blocks live before the trace.
+    pub id: i64,
+    pub address: i64,
+    pub size: i64,
+    pub requested_size: i64,
+    /// The block's state when the row was written (see [`BlockState::code`]).
+    pub state: BlockState,
+    /// `-1` for blocks allocated before the trace.
+    pub alloc_event_id: i64,
+    /// The `free_completed` (or legacy `free`) event that ended it, else `-1`.
+    pub free_event_id: i64,
+}
+
+/// Receives the rows of one device's replay.
+pub trait RowSink {
+    type Error;
+    fn trace_row(&mut self, row: &TraceRow) -> Result<(), Self::Error>;
+    fn block_row(&mut self, row: &BlockRow) -> Result<(), Self::Error>;
+}
+
+/// Why a device could not be replayed.
+#[derive(Debug, thiserror::Error)]
+pub enum ReplayError<E> {
+    #[error("replay of device {device} failed at event {event_id} ({action} addr={addr} size={size} stream={stream}): {reason}")]
+    Inconsistent {
+        device: usize,
+        event_id: i64,
+        action: String,
+        addr: i64,
+        size: i64,
+        stream: i64,
+        reason: String,
+    },
+    #[error(transparent)]
+    Sink(E),
+}
+
+/// What a replay saw, for logs and progress.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct DeviceSummary {
+    pub events: usize,
+    pub blocks: usize,
+    pub synthetic_events: usize,
+    /// Things the reference logs as warnings (tolerated inconsistencies, skipped actions).
+    pub warnings: Vec<String>,
+}
+
+/// Replays the events of `device` backwards and hands every row to `sink`.
+///
+/// `progress` is called with the number of events undone so far, every few thousand events.
+/// Negative ids (pre-trace blocks, synthetic segment events) start at -1 for every device.
+pub fn replay_device<S: RowSink>(
+    snapshot: &Snapshot,
+    device: usize,
+    sink: &mut S,
+    progress: &mut dyn FnMut(usize),
+) -> Result<DeviceSummary, ReplayError<S::Error>> {
+    let events: &[TraceEvent] = snapshot
+        .device_traces
+        .get(device)
+        .map_or(&[], Vec::as_slice);
+    let mut state = DeviceState::at_dump(snapshot, device as i64);
+    let mut summary = DeviceSummary {
+        events: events.len(),
+        ..DeviceSummary::default()
+    };
+    let workspace = state.adapt_workspace(events, &mut summary.warnings);
+
+    for (pos, event) in events.iter().enumerate().rev() {
+        let id = event.id.unwrap_or(pos as i64);
+        sink.trace_row(&TraceRow {
+            id,
+            action: event.action,
+            addr: event.addr,
+            size: event.size,
+            stream: event.stream,
+            allocated: state.allocated,
+            active: state.active,
+            reserved: state.reserved,
+            stack: event.frames,
+        })
+        .map_err(ReplayError::Sink)?;
+        let undone = state
+            .undo(event, id, workspace, &mut summary.warnings)
+            .map_err(|reason| ReplayError::Inconsistent {
+                device,
+                event_id: id,
+                action: event.action.name(&snapshot.other_actions).to_owned(),
+                addr: event.addr,
+                size: event.size,
+                stream: event.stream,
+                reason,
+            })?;
+        if let Some(row) = undone {
+            sink.block_row(&row).map_err(ReplayError::Sink)?;
+            summary.blocks += 1;
+        }
+        let done = events.len() - pos;
+        if done % 8192 == 0 {
+            progress(done);
+        }
+    }
+    progress(events.len());
+
+    // What is left is the state before the first event: blocks and segments that predate the
+    // trace. Each gets a negative id; each segment a synthetic reserving event.
+    let mut next_block_id = -1;
+    let mut next_event_id = -1;
+    for seg in &state.segments {
+        for block in &seg.blocks {
+            sink.block_row(&BlockRow {
+                id: next_block_id,
+                address: block.address,
+                size: block.size,
+                requested_size: block.requested,
+                state: block.state,
+                alloc_event_id: -1,
+                free_event_id: block.free_event,
+            })
+            .map_err(ReplayError::Sink)?;
+            next_block_id -= 1;
+            summary.blocks += 1;
+        }
+        sink.trace_row(&TraceRow {
+            id: next_event_id,
+            action: if seg.is_expandable {
+                Action::SegmentMap
+            } else {
+                Action::SegmentAlloc
+            },
+            addr: seg.address,
+            size: seg.total_size,
+            stream: seg.stream,
+            allocated: state.allocated,
+            active: state.active,
+            reserved: state.reserved,
+            stack: seg.frames,
+        })
+        .map_err(ReplayError::Sink)?;
+        next_event_id -= 1;
+        summary.synthetic_events += 1;
+    }
+    Ok(summary)
+}
+
+impl DeviceState {
+    /// Undoes one event. Returns the block row that the undo of an `alloc` completes.
+    fn undo(
+        &mut self,
+        e: &TraceEvent,
+        id: i64,
+        workspace: bool,
+        warnings: &mut Vec<String>,
+    ) -> Result<Option<BlockRow>, String> {
+        match e.action {
+            Action::Alloc => {
+                let found = self
+                    .find_segment(e.addr, e.stream)
+                    .and_then(|s| self.segments[s].block_at(e.addr).map(|b| (s, b)));
+                let Some((s, b)) = found else {
+                    if workspace {
+                        warnings.push(format!("alloc {id}: no block at {:#x}, skipped", e.addr));
+                        return Ok(None);
+                    }
+                    return Err(self.missing(e.addr));
+                };
+                let block = self.segments[s].blocks[b];
+                if block.size < e.size {
+                    return Err(format!(
+                        "block at {:#x} has size {} < allocated size {}",
+                        block.address, block.size, e.size
+                    ));
+                }
+                self.detach(s, b);
+                Ok(Some(BlockRow {
+                    id,
+                    address: block.address,
+                    size: block.size,
+                    requested_size: block.requested,
+                    state: block.state,
+                    alloc_event_id: id,
+                    free_event_id: block.free_event,
+                }))
+            }
+            Action::FreeRequested => {
+                let found = self
+                    .find_segment(e.addr, e.stream)
+                    .and_then(|s| self.segments[s].block_at(e.addr).map(|b| (s, b)));
+                let Some((s, b)) = found else {
+                    return Err(self.missing(e.addr));
+                };
+                let block = &mut self.segments[s].blocks[b];
+                if block.state != BlockState::ActivePendingFree {
+                    if workspace {
+                        warnings.push(format!("free_requested {id}: block not pending, skipped"));
+                        return Ok(None);
+                    }
+                    return Err(format!(
+                        "block at {:#x} is {}, not active_pending_free",
+                        block.address,
+                        block.state.name()
+                    ));
+                }
+                block.state = BlockState::ActiveAllocated;
+                self.allocated += block.size;
+                Ok(None)
+            }
+            Action::FreeCompleted | Action::Free => {
+                let state = if e.action == Action::Free {
+                    BlockState::ActiveAllocated
+                } else {
+                    BlockState::ActivePendingFree
+                };
+                let block = LiveBlock {
+                    address: e.addr,
+                    size: e.size,
+                    requested: e.size,
+                    state,
+                    free_event: id,
+                };
+                let s = self
+                    .find_segment(e.addr, e.stream)
+                    .ok_or_else(|| self.missing(e.addr))?;
+                self.attach(s, block)?;
+                Ok(None)
+            }
+            Action::SegmentAlloc => {
+                let s = self
+                    .segment_at(e.addr, e.stream)
+                    .ok_or_else(|| format!("no segment at {:#x} on stream {}", e.addr, e.stream))?;
+                let seg = &self.segments[s];
+                if seg.total_size != e.size || seg.active != 0 {
+                    return Err(format!(
+                        "segment at {:#x} has size {} and {} active bytes; expected size {} and none active",
+                        seg.address, seg.total_size, seg.active, e.size
+                    ));
+                }
+                self.segments.remove(s);
+                self.reserved -= e.size;
+                Ok(None)
+            }
+            Action::SegmentFree => {
+                self.insert_segment(SegState {
+                    address: e.addr,
+                    total_size: e.size,
+                    stream: e.stream,
+                    is_expandable: false,
+                    frames: e.frames,
+                    active: 0,
+                    allocated: 0,
+                    blocks: Vec::new(),
+                });
+                self.reserved += e.size;
+                Ok(None)
+            }
+            Action::SegmentMap => {
+                self.unmap_range(e, warnings)?;
+                self.reserved -= e.size;
+                Ok(None)
+            }
+            Action::SegmentUnmap => {
+                self.map_range(e)?;
+                self.reserved += e.size;
+                Ok(None)
+            }
+            Action::WorkspaceSnapshot | Action::Oom | Action::Other(_) => Ok(None),
+        }
+    }
+
+    fn missing(&self, addr: i64) -> String {
+        format!("no live block or segment contains address {addr:#x}")
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,336 @@
+//! The allocator state of one device during the backward replay.
+
+use pt_snap_model::{Action, BlockState, Snapshot, StackId, TraceEvent};
+
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct LiveBlock {
+    pub address: i64,
+    pub size: i64,
+    pub requested: i64,
+    pub state: BlockState,
+    /// The event that freed this block, once the undo of that free re-created it.
+    pub free_event: i64,
+}
+
+impl LiveBlock {
+    fn end(&self) -> i64 {
+        self.address + self.size
+    }
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct SegState {
+    pub address: i64,
+    pub total_size: i64,
+    pub stream: i64,
+    pub is_expandable: bool,
+    pub frames: StackId,
+    /// Bytes of live blocks; starts from the dump's `active_size`, like the reference.
+    pub active: i64,
+    /// The dump's `allocated_size`; only the workspace adaptation reads it.
+    pub allocated: i64,
+    /// Live (non-inactive) blocks, ascending by address.
+    pub blocks: Vec<LiveBlock>,
+}
+
+impl SegState {
+    fn end(&self) -> i64 {
+        self.address + self.total_size
+    }
+
+    fn contains(&self, addr: i64) -> bool {
+        self.address <= addr && addr < self.end()
+    }
+
+    /// Index of the live block whose range contains `addr`.
+    pub fn block_at(&self, addr: i64) -> Option<usize> {
+        let i = self.blocks.partition_point(|b| b.address <= addr);
+        (i > 0 && addr < self.blocks[i - 1].end()).then(|| i - 1)
+    }
+}
+
+pub(crate) struct DeviceState {
+    /// Segments sorted by `(address, stream)`.
+    pub segments: Vec<SegState>,
+    pub allocated: i64,
+    pub active: i64,
+    pub reserved: i64,
+}
+
+impl DeviceState {
+    /// The dump-time state of `device`: its segments with their live blocks, and totals taken
+    /// from the segments' own `allocated_size`/`active_size`/`total_size` fields (as the
+    /// reference does; in real files they equal the block sums).
+    pub fn at_dump(snapshot: &Snapshot, device: i64) -> Self {
+        let mut segments: Vec<SegState> = snapshot
+            .segments
+            .iter()
+            .filter(|s| s.device == device)
+            .map(|s| SegState {
+                address: s.address,
+                total_size: s.total_size,
+                stream: s.stream,
+                is_expandable: s.is_expandable,
+                frames: s.frames,
+                active: s.active_size,
+                allocated: s.allocated_size,
+                blocks: s
+                    .blocks
+                    .iter()
+                    .filter(|b| b.state != BlockState::Inactive)
+                    .map(|b| LiveBlock {
+                        address: b.address,
+                        size: b.size,
+                        requested: b.requested_size,
+                        state: b.state,
+                        free_event: -1,
+                    })
+                    .collect(),
+            })
+            .collect();
+        // Stable, so equal keys keep file order, as Python's sort does.
+        segments.sort_by_key(|s| (s.address, s.stream));
+        let mut state = DeviceState {
+            allocated: segments.iter().map(|s| s.allocated).sum(),
+            active: segments.iter().map(|s| s.active).sum(),
+            reserved: segments.iter().map(|s| s.total_size).sum(),
+            segments,
+        };
+        for seg in &mut state.segments {
+            seg.blocks.sort_by_key(|b| b.address);
+        }
+        state
+    }
+
+    /// torch_npu puts its workspace allocator's history at the front of a device's trace as
+    /// `workspace_snapshot, segment_alloc, alloc` triplets whose segments the dump reports as
+    /// empty. Fill each such segment with the one block it really holds, so that undoing the
+    /// triplet balances. Returns whether the trace starts with such a triplet, in which case
+    /// the replay tolerates some inconsistencies the workspace allocator causes.
+    pub fn adapt_workspace(&mut self, events: &[TraceEvent], warnings: &mut Vec<String>) -> bool {
+        if events.first().map(|e| e.action) != Some(Action::WorkspaceSnapshot) {
+            return false;
+        }
+        for triplet in events.chunks_exact(3) {
+            let [ws, seg_alloc, alloc] = triplet else {
+                unreachable!()
+            };
+            if ws.action != Action::WorkspaceSnapshot {
+                break;
+            }
+            let same = seg_alloc.action == Action::SegmentAlloc
+                && alloc.action == Action::Alloc
+                && ws.addr == seg_alloc.addr
+                && ws.addr == alloc.addr
+                && ws.size == seg_alloc.size
+                && ws.size == alloc.size;
+            let seg = self.segments.iter_mut().find(|s| {
+                s.address == ws.addr && s.stream == seg_alloc.stream && s.total_size == ws.size
+            });
+            match seg {
+                Some(seg) if same && seg.blocks.is_empty() => {
+                    self.allocated += ws.size - seg.allocated;
+                    self.active += ws.size - seg.active;
+                    seg.allocated = ws.size;
+                    seg.active = ws.size;
+                    seg.blocks.push(LiveBlock {
+                        address: seg.address,
+                        size: ws.size,
+                        requested: ws.size,
+                        state: BlockState::ActiveAllocated,
+                        free_event: -1,
+                    });
+                }
+                _ => {
+                    warnings.push(format!(
+                        "workspace triplet at {:#x} does not match the dump state; stopped adapting",
+                        ws.addr
+                    ));
+                    break;
+                }
+            }
+        }
+        true
+    }
+
+    /// Index of the segment on `stream` whose range contains `addr`.
+    pub fn find_segment(&self, addr: i64, stream: i64) -> Option<usize> {
+        let upper = self.segments.partition_point(|s| s.address <= addr);
+        self.segments[..upper]
+            .iter()
+            .rposition(|s| s.stream == stream && s.contains(addr))
+    }
+
+    /// Index of the segment starting exactly at `addr` on `stream`.
+    pub fn segment_at(&self, addr: i64, stream: i64) -> Option<usize> {
+        let i = self
+            .segments
+            .partition_point(|s| (s.address, s.stream) < (addr, stream));
+        let seg = self.segments.get(i)?;
+        (seg.address == addr && seg.stream == stream).then_some(i)
+    }
+
+    pub fn insert_segment(&mut self, seg: SegState) {
+        let key = (seg.address, seg.stream);
+        let i = self
+            .segments
+            .partition_point(|s| (s.address, s.stream) <= key);
+        self.segments.insert(i, seg);
+    }
+
+    /// Puts `block` back into segment `s`, in the gap that holds it.
+    pub fn attach(&mut self, s: usize, block: LiveBlock) -> Result<(), String> {
+        let seg = &mut self.segments[s];
+        let i = seg.blocks.partition_point(|b| b.address < block.address);
+        let after_prev = i == 0 || seg.blocks[i - 1].end() <= block.address;
+        let before_next = i == seg.blocks.len() || block.end() <= seg.blocks[i].address;
+        if !(after_prev && before_next && block.end() <= seg.end()) {
+            return Err(format!(
+                "block {:#x}+{} does not fit in a free gap of segment {:#x}+{}",
+                block.address, block.size, seg.address, seg.total_size
+            ));
+        }
+        seg.blocks.insert(i, block);
+        seg.active += block.size;
+        self.active += block.size;
+        if block.state == BlockState::ActiveAllocated {
+            self.allocated += block.size;
+        }
+        Ok(())
+    }
+
+    /// Takes block `b` out of segment `s`: its allocation is being undone.
+    pub fn detach(&mut self, s: usize, b: usize) {
+        let seg = &mut self.segments[s];
+        let block = seg.blocks.remove(b);
+        seg.active -= block.size;
+        self.active -= block.size;
+        if block.state == BlockState::ActiveAllocated {
+            self.allocated -= block.size;
+        }
+    }
+
+    /// Undo of `segment_map`: the range was not mapped before, so cut it out of the segment
+    /// that holds it (shrinking an edge, removing the segment, or splitting it in two).
+    pub fn unmap_range(
+        &mut self,
+        e: &TraceEvent,
+        warnings: &mut Vec<String>,
+    ) -> Result<(), String> {
+        let (start, end) = (e.addr, e.addr + e.size);
+        let s = self
+            .find_segment(start, e.stream)
+            .ok_or_else(|| format!("no mapped segment contains {start:#x}"))?;
+        let seg = &mut self.segments[s];
+        if end > seg.end() {
+            return Err(format!(
+                "range {start:#x}..{end:#x} exceeds segment {:#x}..{:#x}",
+                seg.address,
+                seg.end()
+            ));
+        }
+        let inside = |b: &LiveBlock| b.address >= start && b.end() <= end;
+        let at_left = start == seg.address;
+        let at_right = end == seg.end();
+        if (at_left || at_right) && seg.blocks.iter().any(inside) {
+            return Err(format!(
+                "live block inside the range {start:#x}..{end:#x} being unmapped"
+            ));
+        }
+        match (at_left, at_right) {
+            (true, true) => {
+                self.segments.remove(s);
+            }
+            (true, false) => {
+                let mut seg = self.segments.remove(s);
+                seg.address = end;
+                seg.total_size -= e.size;
+                self.insert_segment(seg);
+            }
+            (false, true) => seg.total_size -= e.size,
+            (false, false) => {
+                let mut right = SegState {
+                    address: end,
+                    total_size: seg.end() - end,
+                    stream: seg.stream,
+                    is_expandable: seg.is_expandable,
+                    frames: seg.frames,
+                    active: 0,
+                    allocated: 0,
+                    blocks: Vec::new(),
+                };
+                seg.total_size = start - seg.address;
+                let blocks = std::mem::take(&mut seg.blocks);
+                for b in blocks {
+                    if b.end() <= start {
+                        seg.blocks.push(b);
+                    } else if b.address >= end {
+                        right.active += b.size;
+                        right.blocks.push(b);
+                    } else {
+                        // The reference drops such blocks without touching the totals; a
+                        // consistent trace never has them.
+                        warnings.push(format!(
+                            "block {:#x}+{} overlaps the unmapped range; dropped",
+                            b.address, b.size
+                        ));
+                    }
+                }
+                seg.active = seg.blocks.iter().map(|b| b.size).sum();
+                self.insert_segment(right);
+            }
+        }
+        Ok(())
+    }
+
+    /// Undo of `segment_unmap`: the range was mapped before, so re-create it, merged with the
+    /// mapped runs it touches on the same stream.
+    pub fn map_range(&mut self, e: &TraceEvent) -> Result<(), String> {
+        let (start, end) = (e.addr, e.addr + e.size);
+        if self
+            .segments
+            .iter()
+            .any(|s| s.stream == e.stream && s.address < end && start < s.end())
+        {
+            return Err(format!(
+                "range {start:#x}..{end:#x} being re-mapped overlaps a mapped segment"
+            ));
+        }
+        let left = self
+            .segments
+            .iter()
+            .position(|s| s.stream == e.stream && s.end() == start);
+        let right = self
+            .segments
+            .iter()
+            .position(|s| s.stream == e.stream && s.address == end);
+        match (left, right) {
+            (Some(l), Some(r)) => {
+                let right = self.segments.remove(r);
+                let l = if r < l { l - 1 } else { l };
+                let seg = &mut self.segments[l];
+                seg.total_size += e.size + right.total_size;
+                seg.active += right.active;
+                seg.blocks.extend(right.blocks);
+            }
+            (Some(l), None) => self.segments[l].total_size += e.size,
+            (None, Some(r)) => {
+                let mut seg = self.segments.remove(r);
+                seg.address = start;
+                seg.total_size += e.size;
+                self.insert_segment(seg);
+            }
+            (None, None) => self.insert_segment(SegState {
+                address: start,
+                total_size: e.size,
+                stream: e.stream,
+                is_expandable: true,
+                frames: e.frames,
+                active: 0,
+                allocated: 0,
+                blocks: Vec::new(),
+            }),
+        }
+        Ok(())
+    }
+}

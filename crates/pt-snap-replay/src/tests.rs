@@ -1,0 +1,252 @@
+use super::*;
+use pt_snap_model::{Block, Segment};
+
+#[derive(Debug, Default)]
+struct Rows {
+    trace: Vec<TraceRow>,
+    blocks: Vec<BlockRow>,
+}
+
+impl RowSink for Rows {
+    type Error = std::convert::Infallible;
+    fn trace_row(&mut self, row: &TraceRow) -> Result<(), Self::Error> {
+        self.trace.push(*row);
+        Ok(())
+    }
+    fn block_row(&mut self, row: &BlockRow) -> Result<(), Self::Error> {
+        self.blocks.push(*row);
+        Ok(())
+    }
+}
+
+fn event(action: Action, addr: i64, size: i64) -> TraceEvent {
+    TraceEvent {
+        action,
+        addr,
+        size,
+        stream: 0,
+        frames: StackId::EMPTY,
+        id: None,
+    }
+}
+
+fn block(address: i64, size: i64, state: BlockState) -> Block {
+    Block {
+        address,
+        size,
+        requested_size: size,
+        state,
+        frames: StackId::EMPTY,
+    }
+}
+
+fn segment(address: i64, total_size: i64, blocks: Vec<Block>) -> Segment {
+    let live = |s: BlockState| -> i64 {
+        blocks
+            .iter()
+            .filter(|b| {
+                b.state != BlockState::Inactive && (s == BlockState::Inactive || b.state == s)
+            })
+            .map(|b| b.size)
+            .sum()
+    };
+    Segment {
+        device: 0,
+        address,
+        total_size,
+        stream: 0,
+        segment_type: "small".into(),
+        allocated_size: live(BlockState::ActiveAllocated),
+        active_size: live(BlockState::Inactive),
+        is_expandable: false,
+        frames: StackId::EMPTY,
+        blocks,
+    }
+}
+
+fn replay(snapshot: &Snapshot, device: usize) -> Result<Rows, String> {
+    let mut rows = Rows::default();
+    replay_device(snapshot, device, &mut rows, &mut |_| {}).map_err(|e| e.to_string())?;
+    Ok(rows)
+}
+
+/// The worked example of the reference's spec (appendix A, `synth_small_1dev.pkl`).
+fn worked_example() -> Snapshot {
+    use Action::*;
+    use BlockState::*;
+    let (a, b, c) = (4294967296, 4295032832, 4295098368);
+    Snapshot {
+        segments: vec![
+            segment(
+                a,
+                4096,
+                vec![
+                    block(a, 512, ActiveAllocated),
+                    block(a + 512, 3584, Inactive),
+                ],
+            ),
+            segment(
+                b,
+                8192,
+                vec![
+                    block(b, 512, ActiveAllocated),
+                    block(b + 512, 512, Inactive),
+                    block(b + 1024, 2048, ActiveAllocated),
+                    block(b + 3072, 1024, Inactive),
+                    block(b + 4096, 1024, ActivePendingFree),
+                    block(b + 5120, 3072, Inactive),
+                ],
+            ),
+        ],
+        device_traces: vec![vec![
+            event(SegmentAlloc, b, 8192),
+            event(Alloc, b, 1024),
+            event(Alloc, b + 1024, 2048),
+            event(FreeRequested, b, 1024),
+            event(FreeCompleted, b, 1024),
+            event(FreeRequested, a + 512, 256),
+            event(FreeCompleted, a + 512, 256),
+            event(Alloc, b, 512),
+            event(Oom, -1, 1 << 40),
+            event(Other(0), 0, 0),
+            event(Alloc, b + 4096, 1024),
+            event(FreeRequested, b + 4096, 1024),
+            event(SegmentAlloc, c, 2048),
+            event(Alloc, c, 2048),
+            event(FreeRequested, c, 2048),
+            event(FreeCompleted, c, 2048),
+            event(SegmentFree, c, 2048),
+        ]],
+        other_actions: vec!["snapshot".into()],
+        ..Snapshot::default()
+    }
+}
+
+#[test]
+fn worked_example_counters_are_the_totals_right_after_each_event() {
+    let rows = replay(&worked_example(), 0).unwrap();
+    let mut got: Vec<_> = rows
+        .trace
+        .iter()
+        .map(|r| (r.id, r.allocated, r.active, r.reserved))
+        .collect();
+    got.sort();
+    let expected = vec![
+        (-1, 768, 768, 4096),
+        (0, 768, 768, 12288),
+        (1, 1792, 1792, 12288),
+        (2, 3840, 3840, 12288),
+        (3, 2816, 3840, 12288),
+        (4, 2816, 2816, 12288),
+        (5, 2560, 2816, 12288),
+        (6, 2560, 2560, 12288),
+        (7, 3072, 3072, 12288),
+        (8, 3072, 3072, 12288),
+        (9, 3072, 3072, 12288),
+        (10, 4096, 4096, 12288),
+        (11, 3072, 4096, 12288),
+        (12, 3072, 4096, 14336),
+        (13, 5120, 6144, 14336),
+        (14, 3072, 6144, 14336),
+        (15, 3072, 4096, 14336),
+        (16, 3072, 4096, 12288),
+    ];
+    assert_eq!(got, expected);
+    // Rows come last event first, the synthetic segment event last.
+    assert_eq!(rows.trace.first().unwrap().id, 16);
+    assert_eq!(rows.trace.last().unwrap().id, -1);
+    assert_eq!(rows.trace.last().unwrap().action, Action::SegmentAlloc);
+}
+
+#[test]
+fn worked_example_block_lifetimes() {
+    let rows = replay(&worked_example(), 0).unwrap();
+    let mut got: Vec<_> = rows
+        .blocks
+        .iter()
+        .map(|b| {
+            (
+                b.id,
+                b.address,
+                b.size,
+                b.state.code(),
+                b.alloc_event_id,
+                b.free_event_id,
+            )
+        })
+        .collect();
+    got.sort();
+    let expected = vec![
+        (-2, 4294967808, 256, 1, -1, 6),
+        (-1, 4294967296, 512, 1, -1, -1),
+        (1, 4295032832, 1024, 1, 1, 4),
+        (2, 4295033856, 2048, 1, 2, -1),
+        (7, 4295032832, 512, 1, 7, -1),
+        (10, 4295036928, 1024, 1, 10, -1),
+        (13, 4295098368, 2048, 1, 13, 15),
+    ];
+    assert_eq!(got, expected);
+}
+
+#[test]
+fn negative_ids_restart_for_every_device() {
+    let mut snap = worked_example();
+    let mut second = snap.segments.clone();
+    for s in &mut second {
+        s.device = 1;
+    }
+    snap.segments.extend(second);
+    snap.device_traces.push(snap.device_traces[0].clone());
+    let d0 = replay(&snap, 0).unwrap();
+    let d1 = replay(&snap, 1).unwrap();
+    assert_eq!(d0.trace, d1.trace);
+    assert_eq!(d0.blocks, d1.blocks);
+}
+
+#[test]
+fn a_free_of_an_unknown_block_fails_with_the_event_named() {
+    let snap = Snapshot {
+        device_traces: vec![vec![event(Action::FreeCompleted, 4096, 512)]],
+        ..Snapshot::default()
+    };
+    let err = replay(&snap, 0).unwrap_err();
+    assert!(err.contains("event 0"), "{err}");
+    assert!(err.contains("free_completed"), "{err}");
+}
+
+#[test]
+fn expandable_map_and_unmap_split_and_merge_ranges() {
+    use Action::*;
+    let mb2 = 2 << 20;
+    let base = 1 << 32;
+    // Forward: map [0,2M), map [2M,4M), alloc at 2M, free it, unmap [2M,4M).
+    let mut seg = segment(base, mb2, vec![block(base, mb2, BlockState::Inactive)]);
+    seg.is_expandable = true;
+    let snap = Snapshot {
+        segments: vec![seg],
+        device_traces: vec![vec![
+            event(SegmentMap, base, mb2),
+            event(SegmentMap, base + mb2, mb2),
+            event(Alloc, base + mb2, 4096),
+            event(FreeRequested, base + mb2, 4096),
+            event(FreeCompleted, base + mb2, 4096),
+            event(SegmentUnmap, base + mb2, mb2),
+        ]],
+        ..Snapshot::default()
+    };
+    let rows = replay(&snap, 0).unwrap();
+    let reserved: Vec<_> = rows.trace.iter().map(|r| (r.id, r.reserved)).collect();
+    assert_eq!(
+        reserved,
+        vec![
+            (5, mb2),
+            (4, 2 * mb2),
+            (3, 2 * mb2),
+            (2, 2 * mb2),
+            (1, 2 * mb2),
+            (0, mb2)
+        ]
+    );
+    assert_eq!(rows.blocks.len(), 1);
+    assert_eq!(rows.blocks[0].free_event_id, 4);
+}
