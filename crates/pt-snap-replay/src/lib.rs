@@ -133,7 +133,7 @@ pub fn replay_device<S: RowSink>(
             summary.blocks += 1;
         }
         let done = events.len() - pos;
-        if done % 8192 == 0 {
+        if done.is_multiple_of(8192) {
             progress(done);
         }
     }
