@@ -1,1 +1,70 @@
-fn main() {}
+//! `pt-snap`: the command-line face of the pipeline, with pt-snap-cli 0.4.1's commands,
+//! flags, JSON envelopes, error codes and exit statuses.
+
+mod cli;
+mod clock;
+mod commands;
+mod error;
+mod focus;
+mod output;
+mod progress;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+use cli::{Cli, Command};
+use error::{CliError, CliResult};
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args_os()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    let cli = match Cli::try_parse_from(&args) {
+        Ok(cli) => cli,
+        Err(e) => return usage_error(e, output::json_requested(&args)),
+    };
+    let json = cli.command.json();
+    match run(&cli.command) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            e.report(json);
+            ExitCode::from(e.exit)
+        }
+    }
+}
+
+fn run(command: &Command) -> CliResult {
+    match command {
+        Command::Import(a) => commands::import::run(a),
+        Command::Overview(a) => commands::overview::run(a.db_path.as_deref(), a.json),
+        Command::Metadata(a) => commands::metadata::run(a.db_path.as_deref(), a.json),
+        Command::Focus(a) => commands::focus::run(a),
+        Command::Config(a) => commands::config::run(a),
+    }
+}
+
+/// Help and version go to stdout with status 0; real usage errors exit 2, as an envelope
+/// when `--json` was asked for.
+fn usage_error(e: clap::Error, json: bool) -> ExitCode {
+    use clap::error::ErrorKind;
+    if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) {
+        let _ = e.print();
+        return ExitCode::SUCCESS;
+    }
+    if json {
+        let message = e
+            .render()
+            .to_string()
+            .lines()
+            .next()
+            .unwrap_or("invalid usage")
+            .trim_start_matches("error: ")
+            .to_owned();
+        CliError::usage(message).report(true);
+        ExitCode::from(2)
+    } else {
+        let _ = e.print();
+        ExitCode::from(2)
+    }
+}

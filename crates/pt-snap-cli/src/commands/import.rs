@@ -1,0 +1,300 @@
+//! `pt-snap import`: snapshot pickle → SnapshotDB, with the SHA-256 reuse cache and atomic
+//! publication (a failed import never leaves a partial DB and never harms an existing one).
+
+use std::fs::{self, File};
+use std::io::BufReader;
+use std::path::{Path, PathBuf};
+
+use pt_snap_db::{SnapshotDb, IMPORT_FORMAT_VERSION};
+use pt_snap_import::{ImportRequest, Sha256Reader};
+use pt_snap_model::DecodeError;
+use serde_json::{json, Value};
+
+use crate::cli::ImportArgs;
+use crate::error::{CliError, CliResult};
+use crate::focus::{self, FocusRecord, FocusState, Source};
+use crate::output;
+use crate::progress::ImportProgress;
+
+const OPTION_HINT: &str = "Check the import options with 'pt-snap import --help'.";
+
+pub fn run(args: &ImportArgs) -> CliResult {
+    let device = validate_options(args)?;
+    let source = check_source(&args.snapshot_file)?;
+    let out_dir = match &args.output_dir {
+        Some(dir) => {
+            fs::create_dir_all(dir).map_err(|e| {
+                CliError::import_failed(format!(
+                    "Snapshot import backend failed: cannot create {}: {e}",
+                    dir.display()
+                ))
+            })?;
+            focus::absolute(dir)?
+        }
+        None => source.parent().expect("a file has a parent").to_path_buf(),
+    };
+    let name = source
+        .file_name()
+        .and_then(|n| n.to_str())
+        .ok_or_else(|| CliError::snapshot_invalid("Snapshot file name is not valid UTF-8"))?
+        .to_owned();
+    let target = out_dir.join(format!("{name}.db"));
+
+    let sha256 = hash_file(&source)?;
+    let miss = cache_miss_reason(&target, args.force, &sha256, device)?;
+    let (metadata, reused) = match miss {
+        None => {
+            let db = SnapshotDb::open_readonly(&target)?;
+            let metadata = db.metadata()?.map_err(|p| {
+                CliError::import_failed(format!("existing database became unusable: {p:?}"))
+            })?;
+            (metadata, true)
+        }
+        Some(_) => {
+            let request = ImportRequest {
+                device: device.map(|d| d as usize),
+                source_sha256: sha256.clone(),
+                source_size: 0,
+                source_name: name.clone(),
+                completed_at: String::new(),
+            };
+            let summary = build_and_publish(&source, &target, request, args.json)?;
+            for w in &summary.warnings {
+                if !args.json {
+                    eprintln!("warning: {w}");
+                }
+            }
+            (summary.metadata, false)
+        }
+    };
+
+    let focus_state = if args.no_focus || !has_devices(&target) {
+        None
+    } else {
+        let file = focus::project_file_here()?;
+        focus::write_record(
+            &file,
+            &FocusRecord {
+                db_path: Some(target.display().to_string()),
+                device_id: device,
+            },
+        )?;
+        Some(FocusState {
+            db_path: target.clone(),
+            source: Source::Project,
+            focus_file: Some(file),
+            device_id: device,
+        })
+    };
+
+    if args.json {
+        output::print_json(&output::envelope(vec![
+            ("db_path", json!(target.display().to_string())),
+            ("device_id", json!(device)),
+            ("reused", json!(reused)),
+            ("cache_miss_reason", json!(miss)),
+            ("metadata", crate::commands::metadata::to_json(&metadata)),
+            (
+                "focus_state",
+                focus_state
+                    .as_ref()
+                    .map_or(Value::Null, FocusState::to_json),
+            ),
+            (
+                "focus_source",
+                json!(focus_state.as_ref().map(|_| "project")),
+            ),
+        ]));
+    } else {
+        match miss {
+            None => println!("Reused: {}", target.display()),
+            Some(reason) => {
+                println!("Imported: {}", target.display());
+                println!("Cache miss: {reason}");
+            }
+        }
+        if let Some(f) = focus_state.as_ref().and_then(|s| s.focus_file.as_ref()) {
+            println!("Focus: {}", f.display());
+        }
+    }
+    Ok(())
+}
+
+/// Checks the option combinations; returns the requested device.
+fn validate_options(args: &ImportArgs) -> CliResult<Option<i64>> {
+    if args.device.is_some_and(|d| d < 0) {
+        return Err(CliError::invalid_parameter(
+            "device must be a nonnegative integer.",
+            OPTION_HINT,
+        ));
+    }
+    if args.events_per_slice.is_some_and(|k| k <= 0) {
+        return Err(CliError::invalid_parameter(
+            "events_per_slice must be a positive integer.",
+            OPTION_HINT,
+        ));
+    }
+    match args.format.as_deref() {
+        None | Some("single-db") if args.events_per_slice.is_none() => Ok(args.device),
+        None | Some("single-db") => Err(CliError::invalid_parameter(
+            "pt-snap-native-v2 requires --events-per-slice; single-db forbids it.",
+            OPTION_HINT,
+        )),
+        Some(f @ ("pt-snap-native-v2" | "msinsight" | "compatibility-v1")) => {
+            Err(CliError::invalid_parameter(
+                format!("Import format {f} (sharded datasets) is not available in this pt-snap version yet."),
+                "Import as a single database (the default) instead.",
+            ))
+        }
+        Some(f) => Err(CliError::invalid_parameter(
+            format!("Unsupported import format: {f}"),
+            OPTION_HINT,
+        )),
+    }
+}
+
+/// The source must be an existing regular file named `.pkl`/`.pickle`; returns its absolute path.
+fn check_source(path: &Path) -> CliResult<PathBuf> {
+    if !path.exists() {
+        return Err(CliError::snapshot_invalid(format!(
+            "Snapshot file does not exist: {}",
+            path.display()
+        )));
+    }
+    if !path.is_file() {
+        return Err(CliError::snapshot_invalid(format!(
+            "Snapshot path is not a file: {}",
+            path.display()
+        )));
+    }
+    let suffix = path
+        .extension()
+        .map(|e| format!(".{}", e.to_string_lossy()))
+        .unwrap_or_default();
+    if !matches!(suffix.to_ascii_lowercase().as_str(), ".pkl" | ".pickle") {
+        return Err(CliError::snapshot_invalid(format!(
+            "Snapshot suffix must be .pkl or .pickle, got '{suffix}'"
+        )));
+    }
+    focus::absolute(path)
+}
+
+fn hash_file(path: &Path) -> CliResult<String> {
+    File::open(path)
+        .and_then(pt_snap_import::sha256_hex)
+        .map_err(|e| CliError::import_failed(format!("Snapshot import backend failed: {e}")))
+}
+
+/// The reference's reuse rule (§5.2): `None` when the existing DB can be reused as is.
+fn cache_miss_reason(
+    target: &Path,
+    force: bool,
+    sha256: &str,
+    device: Option<i64>,
+) -> CliResult<Option<&'static str>> {
+    if !target.exists() {
+        return Ok(Some("database_missing"));
+    }
+    if force {
+        return Ok(Some("forced"));
+    }
+    let Ok(db) = SnapshotDb::open_readonly(target) else {
+        return Ok(Some("database_invalid"));
+    };
+    let metadata = match db.metadata() {
+        Err(_) => return Ok(Some("database_invalid")),
+        Ok(Err(problem)) => return Ok(Some(problem.reason())),
+        Ok(Ok(m)) => m,
+    };
+    Ok(if metadata.source_sha256 != sha256 {
+        Some("source_changed")
+    } else if metadata.import_format_version != IMPORT_FORMAT_VERSION {
+        Some("import_format_changed")
+    } else if metadata.requested_device != device {
+        Some("device_changed")
+    } else {
+        None
+    })
+}
+
+/// Imports into a temp file beside the target, checks it, then renames it over the target.
+fn build_and_publish(
+    source: &Path,
+    target: &Path,
+    mut request: ImportRequest,
+    json: bool,
+) -> CliResult<pt_snap_import::ImportSummary> {
+    let dir = target.parent().expect("target is in a directory");
+    let tmp = tempfile::Builder::new()
+        .prefix(&format!(
+            ".{}.",
+            target.file_name().unwrap_or_default().to_string_lossy()
+        ))
+        .suffix(".tmp")
+        .tempfile_in(dir)
+        .map_err(|e| {
+            CliError::import_failed(format!(
+                "Snapshot import backend failed: cannot create a file in {}: {e}",
+                dir.display()
+            ))
+        })?;
+    // The file is removed on any early return: `tmp` deletes it when dropped.
+    let file = File::open(source)
+        .map_err(|e| CliError::import_failed(format!("Snapshot import backend failed: {e}")))?;
+    let size = file.metadata().map(|m| m.len()).unwrap_or(0);
+    request.source_size = size;
+    request.completed_at = crate::clock::now_utc_iso();
+    let mut reader = Sha256Reader::new(BufReader::with_capacity(1 << 20, file));
+    let mut progress = ImportProgress::new(size, !json);
+    let summary = {
+        let conn = rusqlite::Connection::open(tmp.path())?;
+        let summary = pt_snap_import::import_pickle(&mut reader, &conn, &request, &mut |s| {
+            progress.update(s)
+        })
+        .map_err(import_error)?;
+        conn.close().map_err(|(_, e)| CliError::from(e))?;
+        summary
+    };
+    progress.finish();
+    // The bytes we decoded must be the bytes we hashed, and still be the source's bytes.
+    let (decoded_sha, _) = reader.finish();
+    if decoded_sha != request.source_sha256 || hash_file(source)? != request.source_sha256 {
+        return Err(CliError::import_failed(
+            "Snapshot source changed while import was running; existing database preserved.",
+        ));
+    }
+    let written = SnapshotDb::open_readonly(tmp.path())?.metadata()?;
+    if written.as_ref() != Ok(&summary.metadata) {
+        return Err(CliError::import_failed(format!(
+            "Snapshot import backend failed: metadata read back differs: {written:?}"
+        )));
+    }
+    tmp.persist(target).map_err(|e| {
+        CliError::import_failed(format!(
+            "Snapshot import backend failed: cannot publish {}: {}",
+            target.display(),
+            e.error
+        ))
+    })?;
+    Ok(summary)
+}
+
+fn import_error(e: pt_snap_import::ImportError) -> CliError {
+    use pt_snap_import::ImportError as E;
+    match e {
+        E::Decode(DecodeError::Unsafe(m)) => {
+            CliError::import_failed(format!("Snapshot pickle rejected: Unsafe pickle: {m}"))
+        }
+        E::Decode(e) => {
+            CliError::import_failed(format!("Snapshot import backend reported failure: {e}"))
+        }
+        E::DeviceWithoutEvents { .. } | E::Replay(_) => {
+            CliError::import_failed(format!("Snapshot import backend reported failure: {e}"))
+        }
+        E::Sqlite(e) => CliError::import_failed(format!("Snapshot import backend failed: {e}")),
+    }
+}
+
+fn has_devices(db: &Path) -> bool {
+    SnapshotDb::open_readonly(db).is_ok_and(|db| !db.devices().is_empty())
+}

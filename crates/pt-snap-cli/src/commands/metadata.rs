@@ -1,0 +1,86 @@
+//! `pt-snap metadata`: the import metadata of a database, and whether it is usable.
+
+use std::path::Path;
+
+use pt_snap_db::{Metadata, SnapshotDb};
+use serde_json::{json, Value};
+
+use crate::error::{CliError, CliResult};
+use crate::focus;
+
+pub fn to_json(m: &Metadata) -> Value {
+    json!({
+        "metadata_schema_version": m.metadata_schema_version,
+        "import_format_version": m.import_format_version,
+        "source_sha256": m.source_sha256,
+        "source_size": m.source_size,
+        "source_name": m.source_name,
+        "requested_device": m.requested_device,
+        "importer_name": m.importer_name,
+        "importer_version": m.importer_version,
+        "completed_at": m.completed_at,
+    })
+}
+
+/// `{status, reason, metadata}` as `metadata` and `overview` report it.
+pub fn status(db: &SnapshotDb) -> CliResult<Value> {
+    Ok(match db.metadata()? {
+        Ok(m) => json!({"status": "available", "reason": null, "metadata": to_json(&m)}),
+        Err(p @ pt_snap_db::MetadataProblem::Missing) => {
+            json!({"status": "unavailable", "reason": p.reason(), "metadata": null})
+        }
+        Err(p) => json!({"status": "invalid", "reason": p.reason(), "metadata": null}),
+    })
+}
+
+/// Opens the database a read-only command works on, with the reference's errors.
+pub fn open_resolved(
+    explicit: Option<&Path>,
+) -> CliResult<(SnapshotDb, std::path::PathBuf, focus::Source)> {
+    let resolved = focus::resolve_required(explicit)?;
+    let path = focus::absolute(&resolved.db_path)?;
+    if !path.is_file() {
+        return Err(CliError::database_not_found(format!(
+            "Database not found: {}",
+            resolved.db_path.display()
+        )));
+    }
+    Ok((SnapshotDb::open_readonly(&path)?, path, resolved.source))
+}
+
+pub fn run(db_path: Option<&Path>, json: bool) -> CliResult {
+    let (db, path, _) = open_resolved(db_path)?;
+    let status = status(&db)?;
+    if json {
+        let mut out = serde_json::Map::new();
+        out.insert("db_path".into(), json!(path.display().to_string()));
+        for (k, v) in status.as_object().expect("status is an object") {
+            out.insert(k.clone(), v.clone());
+        }
+        crate::output::print_json(&Value::Object(out));
+        return Ok(());
+    }
+    println!("Database: {}", path.display());
+    println!("Status: {}", status["status"].as_str().unwrap_or(""));
+    if let Some(reason) = status["reason"].as_str() {
+        println!("Reason: {reason}");
+    }
+    if let Some(meta) = status["metadata"].as_object() {
+        println!("Metadata:");
+        for (k, v) in meta {
+            println!("  {k}: {}", python_repr(v));
+        }
+    }
+    Ok(())
+}
+
+/// How the reference prints a metadata value (Python's `str()` of it).
+pub fn python_repr(v: &Value) -> String {
+    match v {
+        Value::Null => "None".into(),
+        Value::Bool(true) => "True".into(),
+        Value::Bool(false) => "False".into(),
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}

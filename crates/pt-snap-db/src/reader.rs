@@ -1,0 +1,163 @@
+//! Read-only access to a SnapshotDB, ours or the reference's.
+
+use std::path::Path;
+
+use rusqlite::{Connection, OpenFlags};
+
+use crate::{Metadata, MetadataProblem};
+
+/// How callstacks are stored (spec §5.1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CallstackLayout {
+    /// Inline `callstack` TEXT column in every trace table (import format 1).
+    V1,
+    /// `callstackId` in the trace tables, texts in a shared `callstack` table (formats 2, 3).
+    V2,
+}
+
+impl CallstackLayout {
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::V1 => "v1",
+            Self::V2 => "v2",
+        }
+    }
+}
+
+/// Why a file could not be opened as a SnapshotDB.
+#[derive(Debug, thiserror::Error)]
+pub enum OpenError {
+    /// Not SQLite, or SQLite without a `dictionary` table (`DATABASE_SCHEMA_INVALID`).
+    #[error("{0}")]
+    SchemaInvalid(String),
+    #[error("{0}")]
+    Sqlite(#[from] rusqlite::Error),
+}
+
+/// The id range of one device's real events.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DeviceBounds {
+    pub device: i64,
+    /// `(first, last)` over ids ≥ 0; `None` when the device has no real event.
+    pub events: Option<(i64, i64)>,
+}
+
+/// An open SnapshotDB.
+#[derive(Debug)]
+pub struct SnapshotDb {
+    conn: Connection,
+    devices: Vec<i64>,
+}
+
+impl SnapshotDb {
+    /// Opens a database file read-only; no statement run through it can write.
+    pub fn open_readonly(path: &Path) -> Result<Self, OpenError> {
+        let conn = Connection::open_with_flags(
+            path,
+            OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )?;
+        conn.execute_batch("PRAGMA query_only = 1")?;
+        Self::from_connection(conn)
+    }
+
+    /// Wraps an open connection (e.g. a deserialized in-memory DB) after checking its schema.
+    pub fn from_connection(conn: Connection) -> Result<Self, OpenError> {
+        let tables: Vec<String> = {
+            let mut stmt = conn
+                .prepare("SELECT name FROM sqlite_master WHERE type = 'table'")
+                .map_err(schema_error)?;
+            let names = stmt
+                .query_map([], |r| r.get(0))
+                .map_err(schema_error)?
+                .collect::<rusqlite::Result<_>>()
+                .map_err(schema_error)?;
+            names
+        };
+        if !tables.iter().any(|t| t == "dictionary") {
+            return Err(OpenError::SchemaInvalid(
+                "Invalid database schema: 'dictionary' table not found. \
+                 Is this a SnapshotDB created by 'pt-snap import'?"
+                    .into(),
+            ));
+        }
+        let mut devices: Vec<i64> = tables
+            .iter()
+            .filter_map(|t| t.strip_prefix("trace_entry_")?.parse().ok())
+            .collect();
+        devices.sort_unstable();
+        Ok(SnapshotDb { conn, devices })
+    }
+
+    pub fn conn(&self) -> &Connection {
+        &self.conn
+    }
+
+    pub fn into_connection(self) -> Connection {
+        self.conn
+    }
+
+    /// Device ids with a trace table, ascending.
+    pub fn devices(&self) -> &[i64] {
+        &self.devices
+    }
+
+    pub fn metadata(&self) -> rusqlite::Result<Result<Metadata, MetadataProblem>> {
+        Metadata::read(&self.conn)
+    }
+
+    /// Real-event id bounds of every device.
+    pub fn bounds(&self) -> rusqlite::Result<Vec<DeviceBounds>> {
+        self.devices
+            .iter()
+            .map(|&device| {
+                let sql =
+                    format!("SELECT min(id), max(id) FROM trace_entry_{device} WHERE id >= 0");
+                let (lo, hi): (Option<i64>, Option<i64>) = self
+                    .conn
+                    .query_row(&sql, [], |r| Ok((r.get(0)?, r.get(1)?)))?;
+                Ok(DeviceBounds {
+                    device,
+                    events: lo.zip(hi),
+                })
+            })
+            .collect()
+    }
+
+    /// Detects the callstack layout; `Err` explains a mixed or unknown layout.
+    pub fn layout(&self) -> rusqlite::Result<Result<CallstackLayout, String>> {
+        let has_callstack_table: bool = self.conn.query_row(
+            "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'callstack'",
+            [],
+            |r| r.get::<_, i64>(0).map(|n| n > 0),
+        )?;
+        let mut layouts = Vec::new();
+        for &d in &self.devices {
+            let mut stmt = self.conn.prepare(&format!(
+                "SELECT name FROM pragma_table_info('trace_entry_{d}')"
+            ))?;
+            let cols: Vec<String> = stmt
+                .query_map([], |r| r.get(0))?
+                .collect::<rusqlite::Result<_>>()?;
+            let has = |c: &str| cols.iter().any(|x| x == c);
+            layouts.push(match (has("callstackId"), has("callstack")) {
+                (true, false) if has_callstack_table => Some(CallstackLayout::V2),
+                (false, true) if !has_callstack_table => Some(CallstackLayout::V1),
+                _ => None,
+            });
+        }
+        let first = layouts.first().copied().flatten();
+        Ok(match first {
+            Some(l) if layouts.iter().all(|x| *x == Some(l)) => Ok(l),
+            _ if self.devices.is_empty() && has_callstack_table => Ok(CallstackLayout::V2),
+            _ if self.devices.is_empty() => Ok(CallstackLayout::V1),
+            _ => Err("trace tables have mixed or unknown callstack layouts".to_owned()),
+        })
+    }
+}
+
+fn schema_error(e: rusqlite::Error) -> OpenError {
+    OpenError::SchemaInvalid(match &e {
+        rusqlite::Error::SqliteFailure(_, Some(msg)) => msg.clone(),
+        _ => e.to_string(),
+    })
+}

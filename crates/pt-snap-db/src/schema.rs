@@ -1,0 +1,83 @@
+//! The DDL and dictionary rows of SnapshotDB format 3, exactly as the reference writes them.
+
+/// Action codes of the `trace_entry_<d>.action` column, in dictionary order.
+pub const ACTIONS: [(i64, &str); 9] = [
+    (0, "segment_map"),
+    (1, "segment_unmap"),
+    (2, "segment_alloc"),
+    (3, "segment_free"),
+    (4, "alloc"),
+    (5, "free_requested"),
+    (6, "free_completed"),
+    (7, "workspace_snapshot"),
+    (8, "oom"),
+];
+
+/// Block state codes of the `block_<d>.state` column, in dictionary order.
+pub const BLOCK_STATES: [(i64, &str); 3] = [
+    (-1, "inactive"),
+    (1, "active_allocated"),
+    (0, "active_pending_free"),
+];
+
+pub fn trace_table(device: usize) -> String {
+    format!("trace_entry_{device}")
+}
+
+pub fn block_table(device: usize) -> String {
+    format!("block_{device}")
+}
+
+pub fn create_trace_table(device: usize) -> String {
+    format!(
+        "CREATE TABLE trace_entry_{device} (`id` INTEGER PRIMARY KEY, `action` INTEGER, \
+         `address` INTEGER, `size` INTEGER, `stream` INTEGER, `allocated` INTEGER, \
+         `active` INTEGER, `reserved` INTEGER, `callstackId` INTEGER)"
+    )
+}
+
+pub fn create_block_table(device: usize) -> String {
+    format!(
+        "CREATE TABLE block_{device} (`id` INTEGER PRIMARY KEY, `address` INTEGER, \
+         `size` INTEGER, `requestedSize` INTEGER, `state` INTEGER DEFAULT 99, \
+         `allocEventId` INTEGER, `freeEventId` INTEGER)"
+    )
+}
+
+/// Indexes of one device's tables; built after the rows, which is much faster.
+pub fn create_device_indexes(device: usize) -> String {
+    let mut sql = String::new();
+    for col in ["allocated", "active", "reserved"] {
+        sql += &format!(
+            "CREATE INDEX idx_trace_entry_{device}_{col} ON trace_entry_{device} ({col});\n"
+        );
+    }
+    for col in ["allocEventId", "freeEventId", "size"] {
+        sql += &format!("CREATE INDEX idx_block_{device}_{col} ON block_{device} ({col});\n");
+    }
+    sql
+}
+
+pub const CREATE_SHARED_TABLES: &str = "\
+CREATE TABLE callstack (`id` INTEGER PRIMARY KEY, `callstack` TEXT);
+CREATE TABLE frame (`id` INTEGER PRIMARY KEY, `filename` TEXT NOT NULL, `line` INTEGER NOT NULL, `name` TEXT NOT NULL);
+CREATE TABLE callstack_frame (`callstackId` INTEGER NOT NULL, `position` INTEGER NOT NULL, `frameId` INTEGER NOT NULL);
+CREATE TABLE callstack_frame_manifest (`callstackId` INTEGER PRIMARY KEY, `frameCount` INTEGER NOT NULL);
+CREATE TABLE dictionary (`table` TEXT, `column` TEXT, `key` TEXT, `value` TEXT);
+";
+
+pub const CREATE_SHARED_INDEXES: &str =
+    "CREATE UNIQUE INDEX idx_callstack_frame_position ON callstack_frame (callstackId, position);\n";
+
+pub const CREATE_METADATA_TABLE: &str = "CREATE TABLE pt_snap_metadata (
+                        id INTEGER PRIMARY KEY CHECK (id = 1),
+                        metadata_schema_version INTEGER NOT NULL,
+                        import_format_version INTEGER NOT NULL,
+                        source_sha256 TEXT NOT NULL,
+                        source_size INTEGER NOT NULL,
+                        source_name TEXT NOT NULL,
+                        requested_device INTEGER,
+                        importer_name TEXT NOT NULL,
+                        importer_version TEXT NOT NULL,
+                        completed_at TEXT NOT NULL
+                    )";
