@@ -1,0 +1,106 @@
+use clap::Parser;
+use pt_snap_gen::{calibrate_events, generate, Config};
+use std::fs::File;
+use std::io::BufWriter;
+use std::path::PathBuf;
+use std::time::Instant;
+
+/// Generate a realistic, deterministic PyTorch memory-snapshot pickle.
+#[derive(Parser, Debug)]
+#[command(name = "pt-snap-gen", version)]
+struct Args {
+    /// PRNG seed (same arguments -> byte-identical output)
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// approximate output size, e.g. 5M, 100M, 1G (ignored with --events)
+    #[arg(long, value_parser = parse_size, default_value = "5M")]
+    target_bytes: u64,
+    /// simulated events per device (overrides --target-bytes)
+    #[arg(long)]
+    events: Option<u64>,
+    /// output file
+    #[arg(long, short)]
+    out: PathBuf,
+    /// number of devices (one trace list each)
+    #[arg(long, default_value_t = 1)]
+    devices: u32,
+    /// number of CUDA streams per device (1..=8)
+    #[arg(long, default_value_t = 3)]
+    streams: u8,
+    /// expandable_segments:True mode (segment_map/segment_unmap)
+    #[arg(long)]
+    expandable: bool,
+    /// keep only the last N events per device (ring buffer)
+    #[arg(long)]
+    max_entries: Option<u64>,
+    /// emit an `oom` entry now and then
+    #[arg(long)]
+    oom: bool,
+    /// approximate number of distinct call stacks
+    #[arg(long, default_value_t = 300)]
+    stacks: usize,
+}
+
+fn parse_size(s: &str) -> Result<u64, String> {
+    let s = s.trim();
+    let (num, mul) = match s.chars().last() {
+        Some('k' | 'K') => (&s[..s.len() - 1], 1e3),
+        Some('m' | 'M') => (&s[..s.len() - 1], 1e6),
+        Some('g' | 'G') => (&s[..s.len() - 1], 1e9),
+        _ => (s, 1.0),
+    };
+    num.parse::<f64>()
+        .map(|n| (n * mul) as u64)
+        .map_err(|e| format!("bad size {s:?}: {e}"))
+}
+
+fn main() {
+    let a = Args::parse();
+    let mut cfg = Config::small(a.seed);
+    cfg.devices = a.devices.clamp(1, 8);
+    cfg.streams = a.streams.clamp(1, 8);
+    cfg.expandable = a.expandable;
+    cfg.max_entries = a.max_entries;
+    cfg.oom = a.oom;
+    cfg.sites = a.stacks;
+    let t0 = Instant::now();
+    cfg.events_per_device = match a.events {
+        Some(n) => n,
+        None => calibrate_events(&cfg, a.target_bytes),
+    };
+    let file = match File::create(&a.out) {
+        Ok(f) => f,
+        Err(e) => {
+            eprintln!("pt-snap-gen: cannot create {}: {e}", a.out.display());
+            std::process::exit(1);
+        }
+    };
+    match generate(&cfg, BufWriter::with_capacity(1 << 20, file)) {
+        Ok(s) => {
+            eprintln!(
+                "pt-snap-gen: wrote {} ({} bytes, {:.1} MB) in {:.1}s",
+                a.out.display(),
+                s.bytes,
+                s.bytes as f64 / 1e6,
+                t0.elapsed().as_secs_f64()
+            );
+            eprintln!(
+                "  events per device: {:?} (simulated {:?})",
+                s.events, s.simulated
+            );
+            eprintln!(
+                "  segments: {}, blocks: {} ({} active_allocated, {} active_pending_free)",
+                s.segments, s.blocks, s.active_blocks, s.pending_free_blocks
+            );
+            eprintln!(
+                "  distinct stacks: {}, frame lists: {}, memo entries: {}",
+                s.distinct_stacks, s.frame_lists, s.memo_entries
+            );
+        }
+        Err(e) => {
+            eprintln!("pt-snap-gen: write failed: {e}");
+            let _ = std::fs::remove_file(&a.out);
+            std::process::exit(1);
+        }
+    }
+}
