@@ -1,0 +1,226 @@
+//! The decoded object graph: inline scalars plus an arena of shared nodes.
+
+use std::ops::Index;
+
+/// A decoded value. Scalars are stored inline; strings, big integers and containers live in
+/// the [`Arena`] and are referenced by id, so a memo reference shares the node instead of
+/// copying it (real snapshots reference the same frame lists millions of times).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Val {
+    None,
+    Bool(bool),
+    /// Any integer that fits in `i64`; wider ones are [`Node::BigInt`].
+    Int(i64),
+    Float(f64),
+    Ref(NodeId),
+    /// A container the [`Sink`](crate::Sink) compacted into its own representation.
+    Handle(Handle),
+}
+
+/// Index of a node in the [`Arena`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct NodeId(pub(crate) u32);
+
+impl NodeId {
+    pub fn index(self) -> usize {
+        self.0 as usize
+    }
+}
+
+/// A consumer-chosen replacement for a compacted container (see [`Sink::compact`]).
+///
+/// Limited to 31 bits because the memo packs a slot into 4 bytes.
+///
+/// [`Sink::compact`]: crate::Sink::compact
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Handle(u32);
+
+impl Handle {
+    pub const MAX: u32 = 0x7fff_fffe;
+
+    /// `None` when `value` exceeds [`Handle::MAX`].
+    pub fn new(value: u32) -> Option<Handle> {
+        (value <= Self::MAX).then_some(Handle(value))
+    }
+
+    pub fn get(self) -> u32 {
+        self.0
+    }
+}
+
+/// A heap object of the pickle.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Node {
+    Str(Box<str>),
+    Bytes(Box<[u8]>),
+    ByteArray(Box<[u8]>),
+    /// An integer outside `i64`: minimal little-endian two's complement, as LONG1 writes it.
+    BigInt(Box<[u8]>),
+    List(Vec<Val>),
+    Tuple(Box<[Val]>),
+    /// Items in insertion order; duplicate keys are kept as written (later ones win in Python).
+    Dict(Vec<(Val, Val)>),
+    Set(Vec<Val>),
+    FrozenSet(Box<[Val]>),
+    /// A container compacted while other references to it were still around.
+    Handle(Handle),
+}
+
+impl Node {
+    /// The Python type name, for error messages.
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            Node::Str(_) => "str",
+            Node::Bytes(_) => "bytes",
+            Node::ByteArray(_) => "bytearray",
+            Node::BigInt(_) => "int",
+            Node::List(_) => "list",
+            Node::Tuple(_) => "tuple",
+            Node::Dict(_) => "dict",
+            Node::Set(_) => "set",
+            Node::FrozenSet(_) => "frozenset",
+            Node::Handle(_) => "compacted container",
+        }
+    }
+
+    fn is_container(&self) -> bool {
+        matches!(
+            self,
+            Node::List(_) | Node::Tuple(_) | Node::Dict(_) | Node::Set(_) | Node::FrozenSet(_)
+        )
+    }
+}
+
+const NO_SLOT: u32 = u32::MAX;
+const SHARED: u8 = 1;
+const OFFERED: u8 = 2;
+
+/// Bookkeeping that decides whether a compacted node can be freed.
+#[derive(Clone, Copy)]
+struct Meta {
+    /// The first memo slot this node was stored in.
+    memo_slot: u32,
+    flags: u8,
+}
+
+/// All heap nodes of one pickle.
+///
+/// Compacted nodes that nothing else can reach are recycled, so the arena's size follows
+/// the number of containers under construction rather than the size of the file.
+#[derive(Default)]
+pub struct Arena {
+    nodes: Vec<Node>,
+    meta: Vec<Meta>,
+    free: Vec<u32>,
+}
+
+impl Index<NodeId> for Arena {
+    type Output = Node;
+
+    fn index(&self, id: NodeId) -> &Node {
+        &self.nodes[id.index()]
+    }
+}
+
+impl Arena {
+    /// Follows a reference to a shared compacted node, so consumers only ever see
+    /// [`Val::Handle`] for compacted containers.
+    pub fn resolve(&self, v: Val) -> Val {
+        match v {
+            Val::Ref(id) => match self[id] {
+                Node::Handle(h) => Val::Handle(h),
+                _ => v,
+            },
+            _ => v,
+        }
+    }
+
+    /// The string `v` refers to, if it is one.
+    pub fn as_str(&self, v: Val) -> Option<&str> {
+        match v {
+            Val::Ref(id) => match &self[id] {
+                Node::Str(s) => Some(s),
+                _ => None,
+            },
+            _ => None,
+        }
+    }
+
+    /// The Python type name of `v`, for error messages.
+    pub fn type_name(&self, v: Val) -> &'static str {
+        match v {
+            Val::None => "None",
+            Val::Bool(_) => "bool",
+            Val::Int(_) => "int",
+            Val::Float(_) => "float",
+            Val::Ref(id) => self[id].type_name(),
+            Val::Handle(_) => "compacted container",
+        }
+    }
+
+    /// Number of node slots currently allocated (live or awaiting reuse).
+    pub fn capacity_used(&self) -> usize {
+        self.nodes.len()
+    }
+
+    pub(crate) fn alloc(&mut self, node: Node, limit: usize) -> Option<NodeId> {
+        let meta = Meta {
+            memo_slot: NO_SLOT,
+            flags: 0,
+        };
+        if let Some(i) = self.free.pop() {
+            self.nodes[i as usize] = node;
+            self.meta[i as usize] = meta;
+            return Some(NodeId(i));
+        }
+        if self.nodes.len() >= limit {
+            return None;
+        }
+        let id = u32::try_from(self.nodes.len()).ok()?;
+        self.nodes.push(node);
+        self.meta.push(meta);
+        Some(NodeId(id))
+    }
+
+    pub(crate) fn get_mut(&mut self, id: NodeId) -> &mut Node {
+        &mut self.nodes[id.index()]
+    }
+
+    /// Records that `id` was stored in memo `slot`; a second slot makes it shared.
+    pub(crate) fn note_memoized(&mut self, id: NodeId, slot: u32) {
+        let m = &mut self.meta[id.index()];
+        if m.memo_slot == NO_SLOT && slot != NO_SLOT {
+            m.memo_slot = slot;
+        } else {
+            m.flags |= SHARED;
+        }
+    }
+
+    /// Records a second live reference (DUP, memo get): the node must then outlive compaction.
+    pub(crate) fn note_shared(&mut self, id: NodeId) {
+        self.meta[id.index()].flags |= SHARED;
+    }
+
+    /// Whether `id` is a container that has not been offered to the sink yet; marks it offered.
+    pub(crate) fn take_offer(&mut self, id: NodeId) -> bool {
+        let m = &mut self.meta[id.index()];
+        if m.flags & OFFERED != 0 || !self.nodes[id.index()].is_container() {
+            return false;
+        }
+        m.flags |= OFFERED;
+        true
+    }
+
+    /// Replaces `id` by `h`. Returns the memo slot to repoint at `h`, if any.
+    ///
+    /// An unshared node is freed: its only other reference is the memo slot, which the caller
+    /// repoints, so nothing can observe the recycled id.
+    pub(crate) fn compact(&mut self, id: NodeId, h: Handle) -> Option<u32> {
+        let m = self.meta[id.index()];
+        self.nodes[id.index()] = Node::Handle(h);
+        if m.flags & SHARED == 0 {
+            self.free.push(id.0);
+        }
+        (m.memo_slot != NO_SLOT).then_some(m.memo_slot)
+    }
+}

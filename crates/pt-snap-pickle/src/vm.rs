@@ -1,0 +1,568 @@
+//! The pickle virtual machine: an iterative stack machine over the opcode stream.
+
+use std::collections::HashMap;
+use std::io::Read;
+
+use crate::memo::{Memo, MAX_NODE};
+use crate::op;
+use crate::source::Source;
+use crate::text::{self, Int};
+use crate::value::{Arena, Node, NodeId, Val};
+use crate::{Error, Limits, Pickle, Sink};
+
+pub(crate) struct Machine<'a, R, S: ?Sized> {
+    src: Source<R>,
+    sink: &'a mut S,
+    limits: Limits,
+    arena: Arena,
+    stack: Vec<Val>,
+    /// Stack heights at each open MARK.
+    marks: Vec<usize>,
+    memo: Memo,
+    /// Equal strings share one node. Frame filenames and names repeat millions of times
+    /// as distinct objects in some writers; sharing keeps them from filling the arena.
+    strings: HashMap<Box<str>, NodeId>,
+    /// Offset of the opcode being executed, for error messages.
+    at: u64,
+}
+
+impl<'a, R: Read, S: Sink + ?Sized> Machine<'a, R, S> {
+    pub fn new(reader: R, sink: &'a mut S, limits: &Limits) -> Self {
+        Machine {
+            src: Source::new(reader, limits.max_len),
+            sink,
+            limits: limits.clone(),
+            arena: Arena::default(),
+            stack: Vec::new(),
+            marks: Vec::new(),
+            memo: Memo::default(),
+            strings: HashMap::new(),
+            at: 0,
+        }
+    }
+
+    pub fn run(mut self) -> Result<Pickle, Error> {
+        loop {
+            if self.src.take_refilled() {
+                self.sink.progress(self.src.offset());
+            }
+            self.at = self.src.offset();
+            let Some(code) = self.src.next_byte()? else {
+                return Err(if self.at == 0 {
+                    Error::malformed(0, "empty input: not a pickle")
+                } else {
+                    Error::malformed(self.at, "pickle data was truncated (no STOP opcode)")
+                });
+            };
+            if code == op::STOP {
+                let root = self.pop()?;
+                let root = self.arena.resolve(root);
+                return Ok(Pickle {
+                    arena: self.arena,
+                    root,
+                });
+            }
+            self.step(code)?;
+        }
+    }
+
+    fn err(&self, message: impl Into<String>) -> Error {
+        Error::malformed(self.at, message)
+    }
+
+    fn step(&mut self, code: u8) -> Result<(), Error> {
+        match code {
+            op::PROTO => {
+                let v = self.src.byte()?;
+                if v > 5 {
+                    return Err(self.err(format!("unsupported pickle protocol: {v}")));
+                }
+            }
+            op::FRAME => {
+                // Frames only group opcodes for buffered writers; reading straight through is
+                // equivalent, so the length is not needed.
+                self.src.array::<8>()?;
+            }
+            op::MARK => {
+                self.check_room()?;
+                self.marks.push(self.stack.len());
+            }
+            op::POP => {
+                if self.stack.len() > self.floor() {
+                    self.stack.pop();
+                } else {
+                    self.pop_mark()?;
+                }
+            }
+            op::POP_MARK => {
+                self.pop_mark()?;
+            }
+            op::DUP => {
+                let v = self.top()?;
+                self.note_copy(v);
+                self.push(v)?;
+            }
+
+            op::NONE => self.push(Val::None)?,
+            op::NEWTRUE => self.push(Val::Bool(true))?,
+            op::NEWFALSE => self.push(Val::Bool(false))?,
+            op::BININT => {
+                let v = i32::from_le_bytes(self.src.array()?);
+                self.push(Val::Int(v.into()))?;
+            }
+            op::BININT1 => {
+                let v = self.src.byte()?;
+                self.push(Val::Int(v.into()))?;
+            }
+            op::BININT2 => {
+                let v = u16::from_le_bytes(self.src.array()?);
+                self.push(Val::Int(v.into()))?;
+            }
+            op::LONG1 => {
+                let n = self.src.byte()?;
+                self.long(n.into())?;
+            }
+            op::LONG4 => {
+                let n = i32::from_le_bytes(self.src.array()?);
+                let n =
+                    u64::try_from(n).map_err(|_| self.err("LONG4 has a negative byte count"))?;
+                self.long(n)?;
+            }
+            op::INT => {
+                let line = self.src.line()?;
+                // Protocol 0 spells booleans as INT 00 / 01.
+                let parsed = match &*line {
+                    b"00" => Ok(Err(false)),
+                    b"01" => Ok(Err(true)),
+                    l => text::parse_decimal(l).map(Ok),
+                };
+                match parsed.map_err(|m| Error::malformed(self.at, m))? {
+                    Ok(i) => self.push_int(i)?,
+                    Err(b) => self.push(Val::Bool(b))?,
+                }
+            }
+            op::LONG => {
+                let line = self.src.line()?;
+                let v = text::parse_decimal(&line).map_err(|m| Error::malformed(self.at, m))?;
+                self.push_int(v)?;
+            }
+            op::BINFLOAT => {
+                let v = f64::from_be_bytes(self.src.array()?);
+                self.push(Val::Float(v))?;
+            }
+            op::FLOAT => {
+                let line = self.src.line()?;
+                let v = text::parse_float(&line).map_err(|m| Error::malformed(self.at, m))?;
+                self.push(Val::Float(v))?;
+            }
+
+            op::SHORT_BINUNICODE => {
+                let n = self.src.byte()?;
+                self.unicode(n.into())?;
+            }
+            op::BINUNICODE => {
+                let n = u32::from_le_bytes(self.src.array()?);
+                self.unicode(n.into())?;
+            }
+            op::BINUNICODE8 => {
+                let n = u64::from_le_bytes(self.src.array()?);
+                self.unicode(n)?;
+            }
+            op::UNICODE => {
+                let line = self.src.line()?;
+                let s =
+                    text::raw_unicode_escape(&line).map_err(|m| Error::malformed(self.at, m))?;
+                self.push_str(&s)?;
+            }
+            op::SHORT_BINSTRING => {
+                let n = self.src.byte()?;
+                let b = self.src.bytes(n.into())?.into_owned();
+                self.py2_str(&b)?;
+            }
+            op::BINSTRING => {
+                let n = i32::from_le_bytes(self.src.array()?);
+                let n = u64::try_from(n)
+                    .map_err(|_| self.err("BINSTRING has a negative byte count"))?;
+                let b = self.src.bytes(n)?.into_owned();
+                self.py2_str(&b)?;
+            }
+            op::STRING => {
+                let line = self.src.line()?;
+                let b = text::unescape_string(&line).map_err(|m| Error::malformed(self.at, m))?;
+                self.py2_str(&b)?;
+            }
+            op::SHORT_BINBYTES => {
+                let n = self.src.byte()?;
+                self.bytes(n.into(), false)?;
+            }
+            op::BINBYTES => {
+                let n = u32::from_le_bytes(self.src.array()?);
+                self.bytes(n.into(), false)?;
+            }
+            op::BINBYTES8 => {
+                let n = u64::from_le_bytes(self.src.array()?);
+                self.bytes(n, false)?;
+            }
+            op::BYTEARRAY8 => {
+                let n = u64::from_le_bytes(self.src.array()?);
+                self.bytes(n, true)?;
+            }
+
+            op::EMPTY_LIST => self.push_node(Node::List(Vec::new()))?,
+            op::EMPTY_DICT => self.push_node(Node::Dict(Vec::new()))?,
+            op::EMPTY_SET => self.push_node(Node::Set(Vec::new()))?,
+            op::EMPTY_TUPLE => self.push_node(Node::Tuple(Box::new([])))?,
+            op::TUPLE1 | op::TUPLE2 | op::TUPLE3 => {
+                let n = usize::from(code - op::TUPLE1 + 1);
+                if self.stack.len() < self.floor() + n {
+                    return Err(self.err("stack underflow building a tuple"));
+                }
+                let items = self.stack.split_off(self.stack.len() - n);
+                let items = self.attach_all(items);
+                self.push_node(Node::Tuple(items.into()))?;
+            }
+            op::TUPLE => {
+                let items = self.pop_mark()?;
+                let items = self.attach_all(items);
+                self.push_node(Node::Tuple(items.into()))?;
+            }
+            op::LIST => {
+                let items = self.pop_mark()?;
+                let items = self.attach_all(items);
+                self.push_node(Node::List(items))?;
+            }
+            op::DICT => {
+                let items = self.pop_mark()?;
+                let pairs = self.pairs(items)?;
+                self.push_node(Node::Dict(pairs))?;
+            }
+            op::FROZENSET => {
+                let items = self.pop_mark()?;
+                let items = self.attach_all(items);
+                self.push_node(Node::FrozenSet(items.into()))?;
+            }
+            op::APPEND => {
+                let v = self.pop()?;
+                self.extend_list(vec![v])?;
+            }
+            op::APPENDS => {
+                let items = self.pop_mark()?;
+                self.extend_list(items)?;
+            }
+            op::SETITEM => {
+                let v = self.pop()?;
+                let k = self.pop()?;
+                self.extend_dict(vec![k, v])?;
+            }
+            op::SETITEMS => {
+                let items = self.pop_mark()?;
+                self.extend_dict(items)?;
+            }
+            op::ADDITEMS => {
+                let items = self.pop_mark()?;
+                let set = self.container_on_top("ADDITEMS")?;
+                let items = self.attach_all(items);
+                match self.arena.get_mut(set) {
+                    Node::Set(s) => s.extend(items),
+                    other => {
+                        let t = other.type_name();
+                        return Err(self.err(format!("ADDITEMS on a {t}, expected a set")));
+                    }
+                }
+            }
+
+            op::MEMOIZE => {
+                let idx = u32::try_from(self.memo.len()).map_err(|_| self.err("memo is full"))?;
+                self.memo_put(idx)?;
+            }
+            op::BINPUT => {
+                let idx = self.src.byte()?;
+                self.memo_put(idx.into())?;
+            }
+            op::LONG_BINPUT => {
+                let idx = u32::from_le_bytes(self.src.array()?);
+                self.memo_put(idx)?;
+            }
+            op::PUT => {
+                let idx = self.text_index()?;
+                self.memo_put(idx)?;
+            }
+            op::BINGET => {
+                let idx = self.src.byte()?;
+                self.memo_get(idx.into())?;
+            }
+            op::LONG_BINGET => {
+                let idx = u32::from_le_bytes(self.src.array()?);
+                self.memo_get(idx)?;
+            }
+            op::GET => {
+                let idx = self.text_index()?;
+                self.memo_get(idx)?;
+            }
+
+            op::GLOBAL | op::INST => {
+                let module = String::from_utf8_lossy(&self.src.line()?).into_owned();
+                let name = String::from_utf8_lossy(&self.src.line()?).into_owned();
+                return Err(Error::global(&module, &name));
+            }
+            op::STACK_GLOBAL => {
+                // Refused whatever the operands; they only improve the message.
+                let n = self.stack.len();
+                let names = (n >= self.floor() + 2).then(|| {
+                    (
+                        self.arena.as_str(self.stack[n - 2]),
+                        self.arena.as_str(self.stack[n - 1]),
+                    )
+                });
+                return Err(match names {
+                    Some((Some(m), Some(n))) => Error::global(m, n),
+                    _ => Error::opcode("STACK_GLOBAL"),
+                });
+            }
+            _ => {
+                return Err(match op::refused_name(code) {
+                    Some(name) => Error::opcode(name),
+                    None => self.err(format!("invalid opcode 0x{code:02x}")),
+                })
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Stack, memo and container plumbing.
+impl<R: Read, S: Sink + ?Sized> Machine<'_, R, S> {
+    /// The lowest stack index the current MARK frame may pop to.
+    fn floor(&self) -> usize {
+        self.marks.last().copied().unwrap_or(0)
+    }
+
+    fn check_room(&self) -> Result<(), Error> {
+        if self.stack.len() + self.marks.len() >= self.limits.max_stack {
+            return Err(self.err(format!(
+                "stack depth exceeds the limit of {}",
+                self.limits.max_stack
+            )));
+        }
+        Ok(())
+    }
+
+    fn push(&mut self, v: Val) -> Result<(), Error> {
+        self.check_room()?;
+        self.stack.push(v);
+        Ok(())
+    }
+
+    fn pop(&mut self) -> Result<Val, Error> {
+        if self.stack.len() <= self.floor() {
+            return Err(self.err("unpickling stack underflow"));
+        }
+        Ok(self.stack.pop().expect("checked above"))
+    }
+
+    fn top(&self) -> Result<Val, Error> {
+        if self.stack.len() <= self.floor() {
+            return Err(self.err("unpickling stack underflow"));
+        }
+        Ok(self.stack[self.stack.len() - 1])
+    }
+
+    /// Pops everything above the innermost MARK, and the MARK.
+    fn pop_mark(&mut self) -> Result<Vec<Val>, Error> {
+        let mark = self
+            .marks
+            .pop()
+            .ok_or_else(|| self.err("could not find MARK"))?;
+        Ok(self.stack.split_off(mark))
+    }
+
+    /// A second reference to a node now exists, so compaction must not recycle it.
+    fn note_copy(&mut self, v: Val) {
+        if let Val::Ref(id) = v {
+            self.arena.note_shared(id);
+        }
+    }
+
+    fn new_node(&mut self, node: Node) -> Result<NodeId, Error> {
+        let limit = self.limits.max_nodes.min(MAX_NODE as usize);
+        self.arena
+            .alloc(node, limit)
+            .ok_or_else(|| self.err(format!("more than {limit} live objects")))
+    }
+
+    fn push_node(&mut self, node: Node) -> Result<(), Error> {
+        self.check_room()?;
+        let id = self.new_node(node)?;
+        self.stack.push(Val::Ref(id));
+        Ok(())
+    }
+
+    fn push_int(&mut self, i: Int) -> Result<(), Error> {
+        match i {
+            Int::Small(v) => self.push(Val::Int(v)),
+            Int::Big(b) => self.push_node(Node::BigInt(b.into())),
+        }
+    }
+
+    fn long(&mut self, len: u64) -> Result<(), Error> {
+        let i = text::int_from_le(&self.src.bytes(len)?);
+        self.push_int(i)
+    }
+
+    /// BINUNICODE payloads are UTF-8 with `surrogatepass`: lone surrogates, which Rust
+    /// strings cannot hold, become U+FFFD rather than failing a whole import over a path.
+    fn unicode(&mut self, len: u64) -> Result<(), Error> {
+        let bytes = self.src.bytes(len)?;
+        let s = String::from_utf8_lossy(&bytes).into_owned();
+        self.push_str(&s)
+    }
+
+    fn push_str(&mut self, s: &str) -> Result<(), Error> {
+        self.check_room()?;
+        let id = match self.strings.get(s) {
+            Some(&id) => id,
+            None => {
+                let id = self.new_node(Node::Str(s.into()))?;
+                self.strings.insert(s.into(), id);
+                id
+            }
+        };
+        self.stack.push(Val::Ref(id));
+        Ok(())
+    }
+
+    /// Python 2 `str`: decoded with pickle's default ASCII encoding, as CPython does.
+    fn py2_str(&mut self, bytes: &[u8]) -> Result<(), Error> {
+        if !bytes.is_ascii() {
+            return Err(self.err(
+                "non-ASCII Python 2 string; CPython's default ASCII decoding refuses it too",
+            ));
+        }
+        let s = std::str::from_utf8(bytes).expect("ASCII is UTF-8");
+        self.push_str(s)
+    }
+
+    fn bytes(&mut self, len: u64, bytearray: bool) -> Result<(), Error> {
+        let b: Box<[u8]> = self.src.bytes(len)?.into_owned().into();
+        self.push_node(if bytearray {
+            Node::ByteArray(b)
+        } else {
+            Node::Bytes(b)
+        })
+    }
+
+    /// Offers a container to the sink the first time it becomes an element of another
+    /// container; from then on every reference to it is the sink's handle.
+    fn attach(&mut self, v: Val) -> Val {
+        let Val::Ref(id) = v else { return v };
+        if let Node::Handle(h) = self.arena[id] {
+            return Val::Handle(h);
+        }
+        if !self.arena.take_offer(id) {
+            return v;
+        }
+        let Some(h) = self.sink.compact(&self.arena, id) else {
+            return v;
+        };
+        if let Some(slot) = self.arena.compact(id, h) {
+            self.memo.repoint(slot, id, h);
+        }
+        Val::Handle(h)
+    }
+
+    fn attach_all(&mut self, mut items: Vec<Val>) -> Vec<Val> {
+        for v in &mut items {
+            *v = self.attach(*v);
+        }
+        items
+    }
+
+    fn pairs(&mut self, items: Vec<Val>) -> Result<Vec<(Val, Val)>, Error> {
+        if !items.len().is_multiple_of(2) {
+            return Err(self.err("odd number of items for a dict"));
+        }
+        let items = self.attach_all(items);
+        Ok(items.chunks_exact(2).map(|kv| (kv[0], kv[1])).collect())
+    }
+
+    /// The node on top of the stack, which the opcode is about to fill.
+    fn container_on_top(&self, opcode: &str) -> Result<NodeId, Error> {
+        match self.top()? {
+            Val::Ref(id) => Ok(id),
+            v => Err(self.err(format!(
+                "{opcode} on a {}, expected a container",
+                self.arena.type_name(v)
+            ))),
+        }
+    }
+
+    fn extend_list(&mut self, items: Vec<Val>) -> Result<(), Error> {
+        let list = self.container_on_top("APPEND")?;
+        let items = self.attach_all(items);
+        match self.arena.get_mut(list) {
+            Node::List(l) => {
+                l.extend(items);
+                Ok(())
+            }
+            other => {
+                let got = other.type_name();
+                Err(self.mutation_error(got, "APPEND", "list"))
+            }
+        }
+    }
+
+    fn extend_dict(&mut self, items: Vec<Val>) -> Result<(), Error> {
+        let dict = self.container_on_top("SETITEM")?;
+        let pairs = self.pairs(items)?;
+        match self.arena.get_mut(dict) {
+            Node::Dict(d) => {
+                d.extend(pairs);
+                Ok(())
+            }
+            other => {
+                let got = other.type_name();
+                Err(self.mutation_error(got, "SETITEM", "dict"))
+            }
+        }
+    }
+
+    fn mutation_error(&self, got: &str, opcode: &str, want: &str) -> Error {
+        if got == "compacted container" {
+            // Only a container that contains itself can be filled after being attached.
+            self.err(format!(
+                "{opcode} into a container that was already handed to the consumer \
+                 (self-referencing structures are not supported)"
+            ))
+        } else {
+            self.err(format!("{opcode} on a {got}, expected a {want}"))
+        }
+    }
+
+    fn memo_put(&mut self, idx: u32) -> Result<(), Error> {
+        let v = self.top()?;
+        if let Val::Ref(id) = v {
+            self.arena.note_memoized(id, idx);
+        }
+        self.memo.put(idx, v);
+        Ok(())
+    }
+
+    fn memo_get(&mut self, idx: u32) -> Result<(), Error> {
+        let v = self
+            .memo
+            .get(idx)
+            .ok_or_else(|| self.err(format!("memo key {idx} not found")))?;
+        let v = self.arena.resolve(v);
+        self.note_copy(v);
+        self.push(v)
+    }
+
+    fn text_index(&mut self) -> Result<u32, Error> {
+        let line = self.src.line()?;
+        match text::parse_decimal(&line) {
+            Ok(Int::Small(i)) => u32::try_from(i).ok(),
+            _ => None,
+        }
+        .ok_or_else(|| self.err("invalid memo index"))
+    }
+}

@@ -1,0 +1,128 @@
+//! Shared test helpers.
+#![allow(dead_code)] // each test binary uses a different subset
+
+use std::path::PathBuf;
+
+use pt_snap_pickle::{Arena, Node, Val};
+
+pub fn data(name: &str) -> Vec<u8> {
+    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data")
+        .join(name);
+    std::fs::read(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+}
+
+/// `<repo>/../shared/fixtures`, where CI and developer machines keep the snapshot corpus.
+pub fn shared_fixtures() -> Option<PathBuf> {
+    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures");
+    if p.is_dir() {
+        Some(p)
+    } else {
+        eprintln!("note: {} is absent; skipping fixture checks", p.display());
+        None
+    }
+}
+
+/// Every pickle file of the shared fixture corpus.
+pub fn fixture_pickles() -> Vec<PathBuf> {
+    let Some(root) = shared_fixtures() else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for dir in ["real", "upstream-pkg/snapshots", "synthetic"] {
+        for e in std::fs::read_dir(root.join(dir)).expect("fixture dir") {
+            let p = e.expect("dir entry").path();
+            if matches!(
+                p.extension().and_then(|x| x.to_str()),
+                Some("pkl" | "pickle")
+            ) {
+                out.push(p);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// A deterministic Python-like rendering; `tests/data/make.py` writes the same format.
+pub fn render(arena: &Arena, v: Val) -> String {
+    let mut out = String::new();
+    render_into(arena, v, &mut out);
+    out
+}
+
+fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+fn join(arena: &Arena, items: &[Val], out: &mut String) {
+    for (i, x) in items.iter().enumerate() {
+        if i > 0 {
+            out.push_str(", ");
+        }
+        render_into(arena, *x, out);
+    }
+}
+
+fn sorted(arena: &Arena, items: &[Val]) -> String {
+    let mut parts: Vec<String> = items.iter().map(|x| render(arena, *x)).collect();
+    parts.sort();
+    parts.join(", ")
+}
+
+fn render_into(arena: &Arena, v: Val, out: &mut String) {
+    match v {
+        Val::None => out.push_str("None"),
+        Val::Bool(true) => out.push_str("True"),
+        Val::Bool(false) => out.push_str("False"),
+        Val::Int(i) => out.push_str(&i.to_string()),
+        Val::Float(f) => out.push_str(&format!("{f:?}")),
+        Val::Handle(h) => out.push_str(&format!("handle({})", h.get())),
+        Val::Ref(id) => match &arena[id] {
+            Node::Str(s) => {
+                out.push('"');
+                for ch in s.chars() {
+                    match ch {
+                        '"' | '\\' => {
+                            out.push('\\');
+                            out.push(ch);
+                        }
+                        c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
+                        c => out.push(c),
+                    }
+                }
+                out.push('"');
+            }
+            Node::Bytes(b) => out.push_str(&format!("b({})", hex(b))),
+            Node::ByteArray(b) => out.push_str(&format!("bytearray({})", hex(b))),
+            Node::BigInt(b) => out.push_str(&format!("bigint({})", hex(b))),
+            Node::List(items) => {
+                out.push('[');
+                join(arena, items, out);
+                out.push(']');
+            }
+            Node::Tuple(items) => {
+                out.push('(');
+                join(arena, items, out);
+                out.push(')');
+            }
+            Node::Dict(items) => {
+                out.push('{');
+                for (i, (k, x)) in items.iter().enumerate() {
+                    if i > 0 {
+                        out.push_str(", ");
+                    }
+                    render_into(arena, *k, out);
+                    out.push_str(": ");
+                    render_into(arena, *x, out);
+                }
+                out.push('}');
+            }
+            Node::Set(items) => out.push_str(&format!("set{{{}}}", sorted(arena, items))),
+            Node::FrozenSet(items) => {
+                out.push_str(&format!("frozenset{{{}}}", sorted(arena, items)))
+            }
+            Node::Handle(h) => out.push_str(&format!("handle({})", h.get())),
+        },
+    }
+}
