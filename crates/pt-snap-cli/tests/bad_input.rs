@@ -1,0 +1,205 @@
+//! Bad input gets the documented error code and exit status, stdout stays empty, and nothing
+//! is lost: no DB or temp file is left behind, and an existing DB survives a failed `--force`.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn pt_snap(dir: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_pt-snap"))
+        .args(args)
+        .current_dir(dir)
+        .env("HOME", dir)
+        .env_remove("PT_SNAP_DB_PATH")
+        .output()
+        .unwrap()
+}
+
+/// Runs `import --json` on `bytes` saved as `name`; asserts the failure contract and returns
+/// the error envelope.
+fn refused(name: &str, bytes: &[u8]) -> Value {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join(name), bytes).unwrap();
+    let out = pt_snap(dir.path(), &["import", name, "--json"]);
+    assert_eq!(out.status.code(), Some(1), "{name}: {out:?}");
+    assert!(
+        out.stdout.is_empty(),
+        "{name}: stdout {:?}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let envelope: Value = serde_json::from_slice(&out.stderr).unwrap();
+    assert_eq!(envelope["ok"], false);
+    assert_eq!(envelope["schema_version"], 1);
+    let left: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(left, vec![name.to_owned()], "{name}: files left behind");
+    envelope
+}
+
+fn code(envelope: &Value) -> &str {
+    envelope["error"]["code"].as_str().unwrap()
+}
+
+/// One `alloc` event (pickled by CPython, protocol 4).
+const OK_PICKLE: &[u8] = b"\x80\x04\x95g\x00\x00\x00\x00\x00\x00\x00}\x94(\x8c\x08segments\x94]\x94\x8c\rdevice_traces\x94]\x94]\x94}\x94(\x8c\x06action\x94\x8c\x05alloc\x94\x8c\x04addr\x94M\x00\x10\x8c\x04size\x94M\x00\x02\x8c\x06stream\x94K\x00\x8c\x06frames\x94]\x94uaau.";
+
+/// `{"device_traces": [[{"action": "free_completed", "addr": 4096, …}]]}`: nothing to free.
+const UNREPLAYABLE: &[u8] = b"\x80\x04\x95p\x00\x00\x00\x00\x00\x00\x00}\x94(\x8c\x08segments\x94]\x94\x8c\x0ddevice_traces\x94]\x94]\x94}\x94(\x8c\x06action\x94\x8c\x0efree_completed\x94\x8c\x04addr\x94M\x00\x10\x8c\x04size\x94M\x00\x02\x8c\x06stream\x94K\x00\x8c\x06frames\x94]\x94uaau.";
+
+#[test]
+fn malformed_pickles_are_import_failures() {
+    let real = std::fs::read(repo().join("fixtures/synthetic/synth_small_1dev.pkl")).unwrap();
+    for (name, bytes) in [
+        ("empty.pkl", &b""[..]),
+        ("truncated.pkl", &real[..real.len() / 2]),
+        ("text.pkl", b"hello, this is not a pickle"),
+        ("int.pkl", b"\x80\x04K\x05."),
+        ("segments_str.pkl", b"\x80\x02}q\x00X\x08\x00\x00\x00segmentsq\x01X\x01\x00\x00\x00xq\x02s."),
+        (
+            "segment_fields.pkl",
+            b"\x80\x02}q\x00X\x08\x00\x00\x00segmentsq\x01]q\x02}q\x03X\x07\x00\x00\x00addressq\x04K\x01sas.",
+        ),
+        // A free of a block that never existed cannot be replayed.
+        ("unreplayable.pkl", UNREPLAYABLE),
+    ] {
+        let env = refused(name, bytes);
+        assert_eq!(code(&env), "IMPORT_FAILED", "{name}: {env}");
+    }
+}
+
+#[test]
+fn code_in_a_pickle_is_refused_not_run() {
+    let marker = std::env::temp_dir().join("pt-snap-pwned-marker");
+    let _ = std::fs::remove_file(&marker);
+    let reduce = format!("cos\nsystem\n(S'touch {}'\ntR.", marker.display());
+    for (name, bytes) in [
+        (
+            "ordered.pkl",
+            b"\x80\x02ccollections\nOrderedDict\nq\x00)Rq\x01.".to_vec(),
+        ),
+        ("reduce.pkl", reduce.into_bytes()),
+    ] {
+        let env = refused(name, &bytes);
+        assert_eq!(code(&env), "IMPORT_FAILED");
+        let msg = env["error"]["message"].as_str().unwrap();
+        assert!(
+            msg.starts_with("Snapshot pickle rejected: Unsafe pickle:"),
+            "{msg}"
+        );
+    }
+    assert!(!marker.exists(), "the pickle's code ran");
+    let env = refused(
+        "ordered.pkl",
+        b"\x80\x02ccollections\nOrderedDict\nq\x00)Rq\x01.",
+    );
+    assert_eq!(
+        env["error"]["message"],
+        "Snapshot pickle rejected: Unsafe pickle: global 'collections.OrderedDict' is not allowed. Only basic Python types are permitted for security."
+    );
+}
+
+#[test]
+fn bad_paths_are_snapshot_invalid() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("x.txt"), OK_PICKLE).unwrap();
+    std::fs::create_dir(dir.path().join("d.pkl")).unwrap();
+    for (arg, message) in [
+        ("nope.pkl", "Snapshot file does not exist: nope.pkl"),
+        ("d.pkl", "Snapshot path is not a file: d.pkl"),
+        (
+            "x.txt",
+            "Snapshot suffix must be .pkl or .pickle, got '.txt'",
+        ),
+    ] {
+        let out = pt_snap(dir.path(), &["import", arg, "--json"]);
+        assert_eq!(out.status.code(), Some(1));
+        assert!(out.stdout.is_empty());
+        let env: Value = serde_json::from_slice(&out.stderr).unwrap();
+        assert_eq!(env["error"]["code"], "SNAPSHOT_INVALID");
+        assert_eq!(env["error"]["message"], message);
+    }
+}
+
+#[test]
+fn usage_errors_exit_2_with_an_envelope_under_json() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = pt_snap(dir.path(), &["import", "--bogus", "--json"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(out.stdout.is_empty());
+    let env: Value = serde_json::from_slice(&out.stderr).unwrap();
+    assert_eq!(env["error"]["code"], "INVALID_PARAMETER");
+    let out = pt_snap(dir.path(), &["import", "x.pkl", "--device", "-1", "--json"]);
+    assert_eq!(out.status.code(), Some(1));
+    let env: Value = serde_json::from_slice(&out.stderr).unwrap();
+    assert_eq!(
+        env["error"]["message"],
+        "device must be a nonnegative integer."
+    );
+}
+
+#[test]
+fn a_failed_forced_reimport_keeps_the_existing_database() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("snap.pkl");
+    std::fs::copy(repo().join("fixtures/synthetic/synth_small_1dev.pkl"), &src).unwrap();
+    let out = pt_snap(dir.path(), &["import", "snap.pkl", "--json", "--no-focus"]);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let db = dir.path().join("snap.pkl.db");
+    let before = std::fs::read(&db).unwrap();
+
+    std::fs::write(&src, b"\x80\x04K\x05.").unwrap();
+    let out = pt_snap(
+        dir.path(),
+        &["import", "snap.pkl", "--json", "--no-focus", "--force"],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(std::fs::read(&db).unwrap(), before);
+    let mut names: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert_eq!(names, ["snap.pkl", "snap.pkl.db"]);
+}
+
+#[test]
+fn reimport_reuses_and_force_rebuilds() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::copy(
+        repo().join("fixtures/synthetic/synth_small_2dev.pkl"),
+        dir.path().join("s.pkl"),
+    )
+    .unwrap();
+    let run = |extra: &[&str]| -> Value {
+        let mut args = vec!["import", "s.pkl", "--json"];
+        args.extend_from_slice(extra);
+        let out = pt_snap(dir.path(), &args);
+        assert_eq!(out.status.code(), Some(0), "{out:?}");
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    let first = run(&[]);
+    assert_eq!(first["reused"], false);
+    assert_eq!(first["cache_miss_reason"], "database_missing");
+    assert_eq!(first["focus_source"], "project");
+    assert_eq!(
+        first["focus_state"]["available_devices"],
+        serde_json::json!([0, 1])
+    );
+    assert!(dir.path().join(".pt-snap/focus.json").is_file());
+    let again = run(&[]);
+    assert_eq!(again["reused"], true);
+    assert_eq!(again["cache_miss_reason"], Value::Null);
+    assert_eq!(again["metadata"], first["metadata"]);
+    assert_eq!(run(&["--force"])["cache_miss_reason"], "forced");
+    assert_eq!(
+        run(&["--device", "1"])["cache_miss_reason"],
+        "device_changed"
+    );
+}
