@@ -148,8 +148,17 @@ impl SnapshotDb {
         let first = layouts.first().copied().flatten();
         Ok(match first {
             Some(l) if layouts.iter().all(|x| *x == Some(l)) => Ok(l),
-            _ if self.devices.is_empty() && has_callstack_table => Ok(CallstackLayout::V2),
-            _ if self.devices.is_empty() => Ok(CallstackLayout::V1),
+            // No trace table tells which layout it is; say so in the reference's words.
+            _ if self.devices.is_empty() => Err(match self.metadata()? {
+                Ok(m) => format!(
+                    "Incompatible callstack layout: pt_snap_metadata.import_format_version is {} \
+                     but the database structure is unrecognized.",
+                    m.import_format_version
+                ),
+                Err(_) => {
+                    "Incompatible callstack layout: the database has no trace tables.".to_owned()
+                }
+            }),
             _ => Err("trace tables have mixed or unknown callstack layouts".to_owned()),
         })
     }

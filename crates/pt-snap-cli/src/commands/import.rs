@@ -68,7 +68,7 @@ pub fn run(args: &ImportArgs) -> CliResult {
         }
     };
 
-    let focus_state = if args.no_focus || !has_devices(&target) {
+    let focus_state = if args.no_focus {
         None
     } else {
         let file = focus::project_file_here()?;
@@ -293,8 +293,4 @@ fn import_error(e: pt_snap_import::ImportError) -> CliError {
         }
         E::Sqlite(e) => CliError::import_failed(format!("Snapshot import backend failed: {e}")),
     }
-}
-
-fn has_devices(db: &Path) -> bool {
-    SnapshotDb::open_readonly(db).is_ok_and(|db| !db.devices().is_empty())
 }

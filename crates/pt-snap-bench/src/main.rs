@@ -1,0 +1,231 @@
+//! `pt-snap-bench`: imports one snapshot with our CLI and with pt-snap-cli 0.4.1, in the same
+//! run, and measures the physical floor: SQLite bulk-inserting the very same rows and
+//! building the same indexes, with no decoding or replay at all. Prints a Markdown table of
+//! wall time and peak RSS (children measured with `wait4`), ready for docs/performance.md.
+//!
+//! ```sh
+//! cargo build --release -p pt-snap-cli -p pt-snap-bench
+//! target/release/pt-snap-bench --snapshot big.pickle --reference .oracle/bin/pt-snap
+//! ```
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use clap::Parser;
+use rusqlite::Connection;
+
+#[derive(Parser)]
+struct Args {
+    /// The snapshot to import.
+    #[arg(long)]
+    snapshot: PathBuf,
+    /// Our binary.
+    #[arg(long, default_value = "target/release/pt-snap")]
+    ours: PathBuf,
+    /// pt-snap-cli 0.4.1's entry point (e.g. `.oracle/bin/pt-snap`); skipped when absent.
+    #[arg(long)]
+    reference: Option<PathBuf>,
+    /// Runs per tool; the best wall time and its RSS are reported.
+    #[arg(long, default_value_t = 1)]
+    runs: usize,
+}
+
+struct Measure {
+    wall: Duration,
+    max_rss_kib: i64,
+}
+
+/// Runs a command to completion and reads its peak RSS from the kernel's rusage.
+fn measure(cmd: &mut Command) -> Measure {
+    let start = Instant::now();
+    let child = cmd
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let pid = child.id() as libc::pid_t;
+    let mut status = 0;
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: waits for our own child; `usage` is a valid out-pointer.
+    let r = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+    let wall = start.elapsed();
+    assert_eq!(r, pid, "wait4 failed");
+    assert!(
+        libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
+        "{cmd:?} failed with status {status}"
+    );
+    Measure {
+        wall,
+        max_rss_kib: usage.ru_maxrss,
+    }
+}
+
+fn best(runs: usize, mut f: impl FnMut() -> Measure) -> Measure {
+    (0..runs.max(1))
+        .map(|_| f())
+        .min_by_key(|m| m.wall)
+        .unwrap()
+}
+
+fn import_cmd(bin: &Path, snapshot: &Path, out: &Path) -> Command {
+    let mut c = Command::new(bin);
+    c.arg("import")
+        .arg(snapshot)
+        .arg("-o")
+        .arg(out)
+        .args(["--json", "--no-focus", "--force"]);
+    c
+}
+
+/// Copies every device's rows from `db` into a fresh database with the same DDL, then builds
+/// the same indexes: what any importer must at least pay.
+fn sqlite_floor(db: &Path, scratch: &Path) -> Duration {
+    let src = Connection::open(db).unwrap();
+    let schema: Vec<(String, String, String)> = src
+        .prepare(
+            "SELECT type, name, sql FROM sqlite_master WHERE sql IS NOT NULL ORDER BY type DESC",
+        )
+        .unwrap()
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    let tables: Vec<(String, usize)> = schema
+        .iter()
+        .filter(|(t, _, _)| t == "table")
+        .map(|(_, name, _)| {
+            let cols: usize = src
+                .query_row(
+                    &format!("SELECT count(*) FROM pragma_table_info('{name}')"),
+                    [],
+                    |r| r.get(0),
+                )
+                .unwrap();
+            (name.clone(), cols)
+        })
+        .collect();
+    let rows: Vec<(String, usize, Vec<Vec<rusqlite::types::Value>>)> = tables
+        .iter()
+        .map(|(name, cols)| {
+            let mut stmt = src.prepare(&format!("SELECT * FROM {name}")).unwrap();
+            let data = stmt
+                .query_map([], |r| (0..*cols).map(|i| r.get(i)).collect())
+                .unwrap()
+                .map(Result::unwrap)
+                .collect();
+            (name.clone(), *cols, data)
+        })
+        .collect();
+    let _ = std::fs::remove_file(scratch);
+    let start = Instant::now();
+    let dst = Connection::open(scratch).unwrap();
+    dst.execute_batch(
+        "PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF; PRAGMA cache_size = -65536; \
+         PRAGMA temp_store = MEMORY; BEGIN;",
+    )
+    .unwrap();
+    for (_, _, sql) in schema.iter().filter(|(t, _, _)| t == "table") {
+        dst.execute_batch(sql).unwrap();
+    }
+    for (name, cols, data) in &rows {
+        let marks = vec!["?"; *cols].join(", ");
+        let mut stmt = dst
+            .prepare(&format!("INSERT INTO {name} VALUES ({marks})"))
+            .unwrap();
+        for row in data {
+            stmt.execute(rusqlite::params_from_iter(row.iter()))
+                .unwrap();
+        }
+    }
+    for (_, _, sql) in schema.iter().filter(|(t, _, _)| t == "index") {
+        dst.execute_batch(sql).unwrap();
+    }
+    dst.execute_batch("COMMIT").unwrap();
+    drop(dst);
+    start.elapsed()
+}
+
+fn main() {
+    let args = Args::parse();
+    let dir = tempfile::tempdir().unwrap();
+    let name = args
+        .snapshot
+        .file_name()
+        .unwrap()
+        .to_string_lossy()
+        .into_owned();
+    let size = std::fs::metadata(&args.snapshot).unwrap().len();
+    let ours_dir = dir.path().join("ours");
+    std::fs::create_dir_all(&ours_dir).unwrap();
+    let ours = best(args.runs, || {
+        measure(&mut import_cmd(&args.ours, &args.snapshot, &ours_dir))
+    });
+    let db = ours_dir.join(format!("{name}.db"));
+    let events: i64 = {
+        let c = Connection::open(&db).unwrap();
+        let tables: Vec<String> = c
+            .prepare(
+                "SELECT name FROM sqlite_master WHERE name LIKE 'trace_entry_%' AND type = 'table'",
+            )
+            .unwrap()
+            .query_map([], |r| r.get(0))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect();
+        tables
+            .iter()
+            .map(|t| {
+                c.query_row(&format!("SELECT count(*) FROM {t}"), [], |r| {
+                    r.get::<_, i64>(0)
+                })
+                .unwrap()
+            })
+            .sum()
+    };
+    let floor = (0..args.runs.max(1))
+        .map(|_| sqlite_floor(&db, &dir.path().join("floor.db")))
+        .min()
+        .unwrap();
+    let reference = args.reference.as_ref().filter(|r| r.exists()).map(|r| {
+        let ref_dir = dir.path().join("reference");
+        std::fs::create_dir_all(&ref_dir).unwrap();
+        best(args.runs, || {
+            measure(&mut import_cmd(r, &args.snapshot, &ref_dir))
+        })
+    });
+
+    let mib = |kib: i64| kib as f64 / 1024.0;
+    println!(
+        "Snapshot: {name} ({:.1} MB, {events} trace rows incl. synthetic)\n",
+        size as f64 / 1e6
+    );
+    println!("| importer | wall (s) | peak RSS (MiB) | vs reference |");
+    println!("| --- | ---: | ---: | --- |");
+    let vs = |m: &Measure| match &reference {
+        Some(r) => format!(
+            "{:.1}× faster, {:.1}% of its memory",
+            r.wall.as_secs_f64() / m.wall.as_secs_f64(),
+            100.0 * m.max_rss_kib as f64 / r.max_rss_kib as f64
+        ),
+        None => "n/a".into(),
+    };
+    println!(
+        "| pt-snap | {:.2} | {:.0} | {} |",
+        ours.wall.as_secs_f64(),
+        mib(ours.max_rss_kib),
+        vs(&ours)
+    );
+    if let Some(r) = &reference {
+        println!(
+            "| pt-snap-cli 0.4.1 | {:.2} | {:.0} | 1× |",
+            r.wall.as_secs_f64(),
+            mib(r.max_rss_kib)
+        );
+    }
+    println!(
+        "| SQLite floor (same rows + indexes, no decode/replay) | {:.2} | — | pt-snap = {:.2}× the floor |",
+        floor.as_secs_f64(),
+        ours.wall.as_secs_f64() / floor.as_secs_f64()
+    );
+}
