@@ -95,14 +95,14 @@ fn sqlite_floor(db: &Path, scratch: &Path) -> Duration {
         .iter()
         .filter(|(t, _, _)| t == "table")
         .map(|(_, name, _)| {
-            let cols: usize = src
+            let cols: i64 = src
                 .query_row(
                     &format!("SELECT count(*) FROM pragma_table_info('{name}')"),
                     [],
                     |r| r.get(0),
                 )
                 .unwrap();
-            (name.clone(), cols)
+            (name.clone(), cols as usize)
         })
         .collect();
     let rows: Vec<(String, usize, Vec<Vec<rusqlite::types::Value>>)> = tables
