@@ -37,11 +37,13 @@ struct Measure {
 }
 
 /// Runs a command to completion and reads its peak RSS from the kernel's rusage.
+// The child is reaped by `wait4` below, which std cannot see.
+#[allow(clippy::zombie_processes)]
 fn measure(cmd: &mut Command) -> Measure {
     let start = Instant::now();
     let child = cmd
         .stdout(Stdio::null())
-        .stderr(Stdio::piped())
+        .stderr(Stdio::inherit())
         .spawn()
         .expect("spawn");
     let pid = child.id() as libc::pid_t;
