@@ -56,7 +56,8 @@ impl Config {
         }
     }
 
-    fn sim_config(&self) -> SimConfig {
+    /// The simulation parameters derived from this config.
+    pub fn sim_config(&self) -> SimConfig {
         SimConfig {
             streams: self.streams.clamp(1, 8),
             expandable: self.expandable,

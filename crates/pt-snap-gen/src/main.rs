@@ -12,7 +12,8 @@ struct Args {
     /// PRNG seed (same arguments -> byte-identical output)
     #[arg(long, default_value_t = 1)]
     seed: u64,
-    /// approximate output size, e.g. 5M, 100M, 1G (ignored with --events)
+    /// approximate output size, e.g. 5M, 100M, 1G (ignored with --events; with
+    /// --max-entries it sizes the simulated, un-truncated trace)
     #[arg(long, value_parser = parse_size, default_value = "5M")]
     target_bytes: u64,
     /// simulated events per device (overrides --target-bytes)

@@ -401,6 +401,7 @@ impl<'c> DeviceSim<'c> {
         }
         self.emit(Action::SegmentMap, at, need, stream, tb, site);
         self.reserved += need;
+        let mut free_addr = at;
         let run_key = match prev {
             Some(p) => {
                 let seg = self.segments.get_mut(&p).unwrap();
@@ -410,6 +411,7 @@ impl<'c> DeviceSim<'c> {
                     let ls = lb.size;
                     self.pools[pool].remove(&(ls, la));
                     seg.blocks.get_mut(&la).unwrap().size += need;
+                    free_addr = la;
                 } else {
                     seg.blocks.insert(at, inactive(need, 0));
                 }
@@ -453,11 +455,10 @@ impl<'c> DeviceSim<'c> {
                 }
             }
         }
-        let seg = &self.segments[&run_key];
-        let (&la, lb) = seg.blocks.iter().next_back().unwrap();
-        debug_assert_eq!(lb.state, State::Inactive);
-        let ls = lb.size;
-        self.pools[pool].insert((ls, la));
+        let fb = &self.segments[&run_key].blocks[&free_addr];
+        debug_assert_eq!(fb.state, State::Inactive);
+        let fs = fb.size;
+        self.pools[pool].insert((fs, free_addr));
         self.best_fit(pool, rounded)
     }
 

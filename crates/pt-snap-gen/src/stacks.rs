@@ -149,7 +149,7 @@ impl Catalog {
             b.cpp("", "c10::cuda::CUDACachingAllocator::Native::NativeCachingAllocator::malloc(void**, signed char, unsigned long, CUstream_st*)"),
             b.cpp("", "c10::cuda::CUDACachingAllocator::Native::NativeCachingAllocator::allocate(unsigned long)"),
         ];
-        let empty_chain = vec![
+        let empty_chain = [
             b.cpp("??", "at::detail::empty_generic(c10::ArrayRef<long>, c10::Allocator*, c10::DispatchKeySet, c10::ScalarType, std::optional<c10::MemoryFormat>)"),
             b.cpp("??", "at::detail::empty_cuda(c10::ArrayRef<long>, c10::ScalarType, std::optional<c10::Device>, std::optional<c10::MemoryFormat>)"),
             b.cpp("??", "at::detail::empty_cuda(c10::ArrayRef<long>, c10::TensorOptions const&)"),
@@ -196,7 +196,7 @@ impl Catalog {
             }
         };
 
-        let outer_train = vec![
+        let outer_train = [
             b.f(&train_py, 142, "train_step"),
             b.f(&train_py, 288, "main"),
             b.f(&train_py, 311, "<module>"),
