@@ -1,10 +1,48 @@
 //! Streaming decode of a snapshot pickle into the [`Snapshot`](crate::Snapshot) model.
 //!
-//! CONTRACT (to be implemented): see the module docs once written.
+//! # Accepted layouts
+//!
+//! - Top level: a dict (`segments`, default `[]`; `device_traces`, default `[]`; other keys
+//!   ignored) or a bare list of segment dicts ([`TopLevel::SegmentList`], no traces).
+//! - Segment: `address`, `total_size`, `stream`, `allocated_size`, `active_size`, `blocks`
+//!   required; `segment_type` (default empty), `frames` (default empty), `device`
+//!   (default 0), `is_expandable` (default false).
+//! - Block: `size`, `state` required; `requested_size` defaults to `size` (pre-2.0);
+//!   torch 2.0 blocks have no `address`/`frames`: the address is the segment base plus the
+//!   sizes of the blocks before it, the frames are those of `history[0]`.
+//! - Trace entry: `action` required; `addr` (default -1), `size` (0), `stream` (0),
+//!   `frames` (empty), explicit `id`; everything else ignored. Unknown actions go to
+//!   [`Action::Other`](crate::Action::Other), named once in
+//!   [`Snapshot::other_actions`](crate::Snapshot::other_actions).
+//! - Frame: `filename` str, `line` int (not bool), `name` str.
+//!
+//! Integers must fit `i64`, except pointers (`addr`, `address`, `stream`): values in
+//! [2^63, 2^64) are stored as their two's-complement `i64`, since the SnapshotDB keeps them
+//! in signed 64-bit SQLite INTEGER columns.
+//!
+//! # Memory
+//!
+//! Records are built while the pickle streams by (see `sink.rs`): each trace-entry dict is
+//! turned into a [`TraceEvent`](crate::TraceEvent) as soon as it is attached to its list,
+//! each frame list into an interned [`StackId`](crate::StackId), and the pickle memo then
+//! hands out those ids for every later reference to the same list. The pickle arena only
+//! holds containers still under construction.
 
 use std::io::Read;
 
-use crate::Snapshot;
+pub use pt_snap_pickle::Limits;
+use pt_snap_pickle::{Node, Val};
+
+use crate::{Snapshot, TopLevel};
+
+mod schema;
+mod sink;
+mod tables;
+#[cfg(test)]
+mod tests;
+
+use schema::{find, Decoder, Path};
+use sink::SnapshotSink;
 
 /// How far decoding has got, reported every few hundred KiB.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -31,15 +69,78 @@ pub enum DecodeError {
     Io(#[from] std::io::Error),
 }
 
+impl From<pt_snap_pickle::Error> for DecodeError {
+    fn from(e: pt_snap_pickle::Error) -> Self {
+        match e {
+            pt_snap_pickle::Error::Unsafe(m) => DecodeError::Unsafe(m),
+            pt_snap_pickle::Error::Io(e) => DecodeError::Io(e),
+            e @ pt_snap_pickle::Error::Malformed { .. } => DecodeError::Pickle(e.to_string()),
+        }
+    }
+}
+
 /// Decodes a snapshot from a reader, streaming.
 pub fn decode<R: Read>(
-    _reader: R,
-    _progress: &mut dyn FnMut(Progress),
+    reader: R,
+    progress: &mut dyn FnMut(Progress),
 ) -> Result<Snapshot, DecodeError> {
-    unimplemented!("being written")
+    decode_with_limits(reader, progress, &Limits::default())
 }
 
 /// Decodes a snapshot held in memory.
 pub fn decode_slice(bytes: &[u8]) -> Result<Snapshot, DecodeError> {
     decode(bytes, &mut |_| {})
+}
+
+/// [`decode`] with explicit resource bounds for the pickle decoder.
+pub fn decode_with_limits<R: Read>(
+    reader: R,
+    progress: &mut dyn FnMut(Progress),
+    limits: &Limits,
+) -> Result<Snapshot, DecodeError> {
+    let mut sink = SnapshotSink::new(progress);
+    let pickle = pt_snap_pickle::load(reader, &mut sink, limits)?;
+    let arena = &pickle.arena;
+    let mut d = Decoder {
+        arena,
+        t: &mut sink.t,
+    };
+    let root = Path::Root;
+    let (layout, segments, device_traces) = match pickle.root {
+        Val::Ref(id) => match &arena[id] {
+            Node::Dict(items) => {
+                let segments = match find(arena, items, "segments") {
+                    Some(v) => d.segments(v, &root.key("segments"))?,
+                    None => Vec::new(),
+                };
+                let traces = match find(arena, items, "device_traces") {
+                    Some(v) => d.device_traces(v, &root.key("device_traces"))?,
+                    None => Vec::new(),
+                };
+                (TopLevel::Dict, segments, traces)
+            }
+            Node::List(_) => (
+                TopLevel::SegmentList,
+                d.segments(pickle.root, &root)?,
+                Vec::new(),
+            ),
+            other => return Err(top_level_error(other.type_name())),
+        },
+        v => return Err(top_level_error(arena.type_name(v))),
+    };
+    sink.report(pickle.bytes_read);
+    let t = sink.t;
+    Ok(Snapshot {
+        segments,
+        device_traces,
+        stacks: t.stacks,
+        other_actions: t.other_actions,
+        layout,
+    })
+}
+
+fn top_level_error(got: &str) -> DecodeError {
+    DecodeError::Schema(format!(
+        "top level is a {got}, expected a dict or a list of segments"
+    ))
 }

@@ -135,7 +135,8 @@ mod tests {
         let inner = s.intern_frame("a.py", 1, "inner");
         let outer = s.intern_frame("b.py", 2, "outer");
         let x = s.intern_stack(&[inner, outer]);
-        let y = s.intern_stack(&[s.intern_frame("a.py", 1, "inner"), outer]);
+        let inner_again = s.intern_frame("a.py", 1, "inner");
+        let y = s.intern_stack(&[inner_again, outer]);
         assert_eq!(x, y);
         assert_ne!(x, StackId::EMPTY);
         assert_eq!(s.intern_stack(&[]), StackId::EMPTY);

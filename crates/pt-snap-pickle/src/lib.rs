@@ -86,6 +86,8 @@ impl Sink for KeepAll {
 pub struct Pickle {
     pub arena: Arena,
     pub root: Val,
+    /// Bytes consumed, up to and including STOP.
+    pub bytes_read: u64,
 }
 
 /// Decodes one pickle from `reader`, stopping at its STOP opcode (trailing bytes are not

@@ -58,6 +58,7 @@ impl<'a, R: Read, S: Sink + ?Sized> Machine<'a, R, S> {
                 let root = self.pop()?;
                 let root = self.arena.resolve(root);
                 return Ok(Pickle {
+                    bytes_read: self.src.offset(),
                     arena: self.arena,
                     root,
                 });
