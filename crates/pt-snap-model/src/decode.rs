@@ -35,6 +35,7 @@ use pt_snap_pickle::{Node, Val};
 
 use crate::{Snapshot, TopLevel};
 
+mod prune;
 mod schema;
 mod sink;
 mod tables;
@@ -130,13 +131,15 @@ pub fn decode_with_limits<R: Read>(
     };
     sink.report(pickle.bytes_read);
     let t = sink.t;
-    Ok(Snapshot {
+    let mut snapshot = Snapshot {
         segments,
         device_traces,
         stacks: t.stacks,
         other_actions: t.other_actions,
         layout,
-    })
+    };
+    prune::drop_unused_stacks(&mut snapshot);
+    Ok(snapshot)
 }
 
 fn top_level_error(got: &str) -> DecodeError {
