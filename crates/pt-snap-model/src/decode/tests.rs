@@ -397,8 +397,10 @@ mod fixtures {
     /// message of this test): file, segments, blocks, events per device list, distinct
     /// stacks (the empty one included), distinct frames, wrapping sum of block addresses
     /// (derived for torch 2.0 blocks), wrapping sum of `addr + size` over all events.
+    type Counts = (&'static str, usize, usize, &'static [usize], usize, usize, i64, i64);
+
     #[rustfmt::skip]
-    const EXPECTED: &[(&str, usize, usize, &[usize], usize, usize, i64, i64)] = &[
+    const EXPECTED: &[Counts] = &[
         ("real/cuda_attention__memory_139k.pickle", 370, 3019, &[0, 0], 4, 67, 388625728255751168, 0),
         ("real/cuda_code_location__memory_snapshot_OOM.pickle", 12, 790, &[6445, 596, 882, 0], 267, 825, 143996631574528, 996926738230913),
         ("real/cuda_cs336_kkaitlyn111__memory_ctx256_fullstep_.pickle", 1021, 1711, &[20128], 180, 561, 240584304806216192, 2830124351746587446),
