@@ -252,7 +252,7 @@ impl<'c> DeviceSim<'c> {
             sites_fwd: [by(Role::Act), by(Role::Temp)]
                 .concat()
                 .into_iter()
-                .filter(|&s| cat.sites[s as usize].frames.len() > 16 && !is_bwd(cat, s))
+                .filter(|&s| !is_bwd(cat, s))
                 .collect(),
             sites_bwd_temp: by(Role::Temp)
                 .into_iter()
@@ -678,9 +678,10 @@ impl<'c> DeviceSim<'c> {
         let mut acts = Vec::new();
         let mut temps: Vec<u32> = Vec::new();
         let nf = self.sites_fwd.len();
+        let per_layer = (nf / self.cfg.layers as usize).max(8);
         for layer in 0..self.cfg.layers as usize {
-            for j in 0..8 {
-                let site = self.sites_fwd[(layer * 7 + j + step as usize % 3) % nf];
+            for j in 0..per_layer {
+                let site = self.sites_fwd[(layer * per_layer + j) % nf];
                 let slot = self.slot();
                 let size = self.vary(site);
                 ops.push(Op::Malloc { site, slot, size });

@@ -278,6 +278,13 @@ impl Catalog {
                     fr.push(b.f(&module_py, 1762, "_call_impl"));
                     fr.push(b.f(&module_py, 1751, "_wrapped_call_impl"));
                     fr.push(glue[1]);
+                    // optional nn.Sequential / wrapper levels (deeper stacks)
+                    for lvl in 0..rng.below(3) as u32 {
+                        fr.push(b.f(&module_py, 250, "forward"));
+                        fr.push(glue[0]);
+                        fr.push(b.f(&model_py, 700 + 11 * lvl, "forward"));
+                        fr.push(b.f(&module_py, 1762, "_call_impl"));
+                    }
                     fr.push(b.f(&model_py, cline + (mi as u32 % 7), "forward"));
                     fr.push(b.f(&module_py, 1762, "_call_impl"));
                     fr.push(b.f(&module_py, 1751, "_wrapped_call_impl"));
@@ -399,9 +406,37 @@ impl Catalog {
             let size = tokens * hidden * 2 * rng.range(1, 3) / 2;
             push(&mut sites, fr, role, size, false, false);
         }
+        // --- shallow stacks: torch.empty / zeros called directly from user code
+        for i in 0..12u32 {
+            let mut fr = prefix.clone();
+            fr.push(empty_chain[2]);
+            fr.push(b.cpp("??", if i % 2 == 0 { "at::native::empty_cuda(c10::ArrayRef<long>, std::optional<c10::ScalarType>, std::optional<c10::Layout>, std::optional<c10::Device>, std::optional<bool>, std::optional<c10::MemoryFormat>)" } else { "at::native::zeros(c10::ArrayRef<long>, std::optional<c10::ScalarType>, std::optional<c10::Layout>, std::optional<c10::Device>, std::optional<bool>)" }));
+            fr.push(b.f(
+                &model_py,
+                900 + 4 * i,
+                if i % 3 == 0 { "init_cache" } else { "forward" },
+            ));
+            if i % 2 == 1 {
+                fr.push(b.f(&train_py, 137, "train_step"));
+                fr.push(b.f(&train_py, 288, "main"));
+            }
+            let size = *rng.pick(&[4u64, 1024, tokens * 4, tokens * hidden * 2]);
+            let role = if i % 3 == 0 { Role::Temp } else { Role::Act };
+            push(&mut sites, fr, role, size, false, false);
+        }
         // --- torch.cuda.empty_cache() callers (used by segment_free / unmap)
         for line in [160u32, 301] {
             let fr = vec![
+                b.cpp(
+                    "??",
+                    "c10::cuda::CUDACachingAllocator::Native::DeviceCachingAllocator::emptyCache()",
+                ),
+                b.cpp(
+                    "??",
+                    "c10::cuda::CUDACachingAllocator::Native::NativeCachingAllocator::emptyCache()",
+                ),
+                b.cpp("Module.cpp", "THCPModule_emptyCache(_object*, _object*)"),
+                b.cpp("??", "_PyEval_EvalFrameDefault"),
                 b.f(&format!("{site_pkgs}/cuda/memory.py"), 222, "empty_cache"),
                 b.f(
                     &train_py,
