@@ -71,6 +71,7 @@ impl<R: Read> Source<R> {
     }
 
     /// The next byte, or `None` at a clean end of input.
+    #[inline]
     pub fn next_byte(&mut self) -> Result<Option<u8>, Error> {
         if self.pos == self.end && !self.fill()? {
             return Ok(None);
@@ -80,6 +81,7 @@ impl<R: Read> Source<R> {
         Ok(Some(b))
     }
 
+    #[inline]
     pub fn byte(&mut self) -> Result<u8, Error> {
         match self.next_byte()? {
             Some(b) => Ok(b),
@@ -87,6 +89,7 @@ impl<R: Read> Source<R> {
         }
     }
 
+    #[inline]
     pub fn array<const N: usize>(&mut self) -> Result<[u8; N], Error> {
         let mut out = [0u8; N];
         if self.end - self.pos >= N {

@@ -1,5 +1,6 @@
 //! The pickle virtual machine: an iterative stack machine over the opcode stream.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::io::Read;
 
@@ -243,21 +244,20 @@ impl<'a, R: Read, S: Sink + ?Sized> Machine<'a, R, S> {
                 self.push_node(Node::FrozenSet(items.into()))?;
             }
             op::APPEND => {
-                let v = self.pop()?;
-                self.extend_list(vec![v])?;
+                let from = self.above_floor(1)?;
+                self.extend_list(from)?;
             }
             op::APPENDS => {
-                let items = self.pop_mark()?;
-                self.extend_list(items)?;
+                let from = self.take_mark()?;
+                self.extend_list(from)?;
             }
             op::SETITEM => {
-                let v = self.pop()?;
-                let k = self.pop()?;
-                self.extend_dict(vec![k, v])?;
+                let from = self.above_floor(2)?;
+                self.extend_dict(from)?;
             }
             op::SETITEMS => {
-                let items = self.pop_mark()?;
-                self.extend_dict(items)?;
+                let from = self.take_mark()?;
+                self.extend_dict(from)?;
             }
             op::ADDITEMS => {
                 let items = self.pop_mark()?;
@@ -331,6 +331,21 @@ impl<'a, R: Read, S: Sink + ?Sized> Machine<'a, R, S> {
     }
 }
 
+/// The node holding `s`, shared by all equal strings; `None` past the node limit.
+fn intern(
+    strings: &mut HashMap<Box<str>, NodeId>,
+    arena: &mut Arena,
+    limit: usize,
+    s: &str,
+) -> Option<NodeId> {
+    if let Some(&id) = strings.get(s) {
+        return Some(id);
+    }
+    let id = arena.alloc(Node::Str(s.into()), limit)?;
+    strings.insert(s.into(), id);
+    Some(id)
+}
+
 /// Stack, memo and container plumbing.
 impl<R: Read, S: Sink + ?Sized> Machine<'_, R, S> {
     /// The lowest stack index the current MARK frame may pop to.
@@ -370,11 +385,23 @@ impl<R: Read, S: Sink + ?Sized> Machine<'_, R, S> {
 
     /// Pops everything above the innermost MARK, and the MARK.
     fn pop_mark(&mut self) -> Result<Vec<Val>, Error> {
-        let mark = self
-            .marks
-            .pop()
-            .ok_or_else(|| self.err("could not find MARK"))?;
+        let mark = self.take_mark()?;
         Ok(self.stack.split_off(mark))
+    }
+
+    /// Pops the innermost MARK, returning where its items start.
+    fn take_mark(&mut self) -> Result<usize, Error> {
+        self.marks
+            .pop()
+            .ok_or_else(|| self.err("could not find MARK"))
+    }
+
+    /// Where the top `n` values start, if they are all above the innermost MARK.
+    fn above_floor(&self, n: usize) -> Result<usize, Error> {
+        if self.stack.len() < self.floor() + n {
+            return Err(self.err("unpickling stack underflow"));
+        }
+        Ok(self.stack.len() - n)
     }
 
     /// A second reference to a node now exists, so compaction must not recycle it.
@@ -384,11 +411,19 @@ impl<R: Read, S: Sink + ?Sized> Machine<'_, R, S> {
         }
     }
 
+    fn node_limit(&self) -> usize {
+        self.limits.max_nodes.min(MAX_NODE as usize)
+    }
+
+    fn too_many_nodes(&self) -> Error {
+        self.err(format!("more than {} live objects", self.node_limit()))
+    }
+
     fn new_node(&mut self, node: Node) -> Result<NodeId, Error> {
-        let limit = self.limits.max_nodes.min(MAX_NODE as usize);
+        let limit = self.node_limit();
         self.arena
             .alloc(node, limit)
-            .ok_or_else(|| self.err(format!("more than {limit} live objects")))
+            .ok_or_else(|| self.too_many_nodes())
     }
 
     fn push_node(&mut self, node: Node) -> Result<(), Error> {
@@ -413,21 +448,26 @@ impl<R: Read, S: Sink + ?Sized> Machine<'_, R, S> {
     /// BINUNICODE payloads are UTF-8 with `surrogatepass`: lone surrogates, which Rust
     /// strings cannot hold, become U+FFFD rather than failing a whole import over a path.
     fn unicode(&mut self, len: u64) -> Result<(), Error> {
+        self.check_room()?;
+        let limit = self.node_limit();
         let bytes = self.src.bytes(len)?;
-        let s = String::from_utf8_lossy(&bytes).into_owned();
-        self.push_str(&s)
+        let text = match std::str::from_utf8(&bytes) {
+            Ok(s) => Cow::Borrowed(s),
+            Err(_) => Cow::Owned(String::from_utf8_lossy(&bytes).into_owned()),
+        };
+        // Field-wise borrows: the text may still point into the read buffer.
+        let id = intern(&mut self.strings, &mut self.arena, limit, &text);
+        drop(text);
+        let id = id.ok_or_else(|| self.too_many_nodes())?;
+        self.stack.push(Val::Ref(id));
+        Ok(())
     }
 
     fn push_str(&mut self, s: &str) -> Result<(), Error> {
         self.check_room()?;
-        let id = match self.strings.get(s) {
-            Some(&id) => id,
-            None => {
-                let id = self.new_node(Node::Str(s.into()))?;
-                self.strings.insert(s.into(), id);
-                id
-            }
-        };
+        let limit = self.node_limit();
+        let id = intern(&mut self.strings, &mut self.arena, limit, s)
+            .ok_or_else(|| self.too_many_nodes())?;
         self.stack.push(Val::Ref(id));
         Ok(())
     }
@@ -486,9 +526,27 @@ impl<R: Read, S: Sink + ?Sized> Machine<'_, R, S> {
         Ok(items.chunks_exact(2).map(|kv| (kv[0], kv[1])).collect())
     }
 
+    fn attach_from(&mut self, from: usize) {
+        for i in from..self.stack.len() {
+            self.stack[i] = self.attach(self.stack[i]);
+        }
+    }
+
+    /// The container just below `stack[from..]`, which the opcode is about to fill.
+    fn container_at(&self, from: usize, opcode: &str) -> Result<NodeId, Error> {
+        if from <= self.floor() {
+            return Err(self.err("unpickling stack underflow"));
+        }
+        self.container_val(self.stack[from - 1], opcode)
+    }
+
     /// The node on top of the stack, which the opcode is about to fill.
     fn container_on_top(&self, opcode: &str) -> Result<NodeId, Error> {
-        match self.top()? {
+        self.container_val(self.top()?, opcode)
+    }
+
+    fn container_val(&self, v: Val, opcode: &str) -> Result<NodeId, Error> {
+        match v {
             Val::Ref(id) => Ok(id),
             v => Err(self.err(format!(
                 "{opcode} on a {}, expected a container",
@@ -497,12 +555,14 @@ impl<R: Read, S: Sink + ?Sized> Machine<'_, R, S> {
         }
     }
 
-    fn extend_list(&mut self, items: Vec<Val>) -> Result<(), Error> {
-        let list = self.container_on_top("APPEND")?;
-        let items = self.attach_all(items);
+    /// Moves `stack[from..]` into the list below it. Works in place on the stack: SETITEMS
+    /// and APPENDS run once per container, so per-call allocations would dominate.
+    fn extend_list(&mut self, from: usize) -> Result<(), Error> {
+        let list = self.container_at(from, "APPEND")?;
+        self.attach_from(from);
         match self.arena.get_mut(list) {
             Node::List(l) => {
-                l.extend(items);
+                l.extend(self.stack.drain(from..));
                 Ok(())
             }
             other => {
@@ -512,12 +572,16 @@ impl<R: Read, S: Sink + ?Sized> Machine<'_, R, S> {
         }
     }
 
-    fn extend_dict(&mut self, items: Vec<Val>) -> Result<(), Error> {
-        let dict = self.container_on_top("SETITEM")?;
-        let pairs = self.pairs(items)?;
+    fn extend_dict(&mut self, from: usize) -> Result<(), Error> {
+        let dict = self.container_at(from, "SETITEM")?;
+        if !(self.stack.len() - from).is_multiple_of(2) {
+            return Err(self.err("odd number of items for a dict"));
+        }
+        self.attach_from(from);
         match self.arena.get_mut(dict) {
             Node::Dict(d) => {
-                d.extend(pairs);
+                d.extend(self.stack[from..].chunks_exact(2).map(|kv| (kv[0], kv[1])));
+                self.stack.truncate(from);
                 Ok(())
             }
             other => {

@@ -6,7 +6,7 @@
 
 use std::fmt;
 
-use pt_snap_pickle::{Arena, Node, Val};
+use pt_snap_pickle::{Arena, Node, NodeId, Val};
 
 use super::tables::{Kind, PendingBlock, Tables};
 use super::DecodeError;
@@ -131,6 +131,17 @@ impl<'a> Decoder<'a> {
             .ok_or_else(|| self.expected(path, "str", v))
     }
 
+    /// A string and the node holding it.
+    fn str_node(&self, v: Val, path: &Path<'_>) -> Result<(NodeId, &'a str)> {
+        match v {
+            Val::Ref(id) => match &self.arena[id] {
+                Node::Str(s) => Ok((id, s)),
+                _ => Err(self.expected(path, "str", v)),
+            },
+            _ => Err(self.expected(path, "str", v)),
+        }
+    }
+
     pub fn frame(&mut self, v: Val, path: &Path<'_>) -> Result<FrameId> {
         if let Some((Kind::Frame, i)) = Kind::of(self.arena, v) {
             return Ok(FrameId(i));
@@ -139,17 +150,25 @@ impl<'a> Decoder<'a> {
         let (mut filename, mut line, mut name) = (None, None, None);
         for &(k, x) in items {
             match self.arena.as_str(k) {
-                Some("filename") => filename = Some(self.str(x, &path.key("filename"))?),
+                Some("filename") => filename = Some(self.str_node(x, &path.key("filename"))?),
                 Some("line") => line = Some(self.int(x, &path.key("line"), IntKind::Plain)?),
-                Some("name") => name = Some(self.str(x, &path.key("name"))?),
+                Some("name") => name = Some(self.str_node(x, &path.key("name"))?),
                 _ => {}
             }
         }
         let missing = |k| schema(path, format!("frame has no '{k}'"));
-        let filename = filename.ok_or_else(|| missing("filename"))?;
+        let (file_node, filename) = filename.ok_or_else(|| missing("filename"))?;
         let line = line.ok_or_else(|| missing("line"))?;
-        let name = name.ok_or_else(|| missing("name"))?;
-        Ok(self.t.stacks.intern_frame(filename, line, name))
+        let (name_node, name) = name.ok_or_else(|| missing("name"))?;
+        // The pickle decoder gives equal strings one node, so node ids identify a frame
+        // without hashing its text; this matters when frames are not shared by the writer.
+        let key = (file_node, line, name_node);
+        if let Some(&id) = self.t.frame_ids.get(&key) {
+            return Ok(id);
+        }
+        let id = self.t.stacks.intern_frame(filename, line, name);
+        self.t.frame_ids.insert(key, id);
+        Ok(id)
     }
 
     pub fn stack(&mut self, v: Val, path: &Path<'_>) -> Result<StackId> {

@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 
-use pt_snap_pickle::{Arena, Handle, Val};
+use pt_snap_pickle::{Arena, Handle, NodeId, Val};
 
 use crate::{Block, FrameId, Segment, Stacks, TraceEvent};
 
@@ -131,6 +131,8 @@ pub(super) struct Tables {
     pub block_lists: Vec<Option<Vec<PendingBlock>>>,
     pub segments: Pending<Segment>,
     pub segment_lists: Vec<Option<Vec<Segment>>>,
+    /// Frames by (filename node, line, name node).
+    pub frame_ids: HashMap<(NodeId, i64, NodeId), FrameId>,
     /// Reused buffer for the frame ids of one stack.
     pub scratch: Vec<FrameId>,
     pub events_decoded: u64,

@@ -397,7 +397,16 @@ mod fixtures {
     /// message of this test): file, segments, blocks, events per device list, distinct
     /// stacks (the empty one included), distinct frames, wrapping sum of block addresses
     /// (derived for torch 2.0 blocks), wrapping sum of `addr + size` over all events.
-    type Counts = (&'static str, usize, usize, &'static [usize], usize, usize, i64, i64);
+    type Counts = (
+        &'static str,
+        usize,
+        usize,
+        &'static [usize],
+        usize,
+        usize,
+        i64,
+        i64,
+    );
 
     #[rustfmt::skip]
     const EXPECTED: &[Counts] = &[
