@@ -14,7 +14,7 @@ use pt_snap_model::{DecodeError, Snapshot, StackId};
 use pt_snap_replay::{BlockRow, ReplayError, RowSink, TraceRow};
 use rusqlite::Connection;
 
-pub use hash::{sha256_hex, Sha256Reader};
+pub use hash::sha256_hex;
 pub use pt_snap_db::{IMPORT_FORMAT_VERSION, METADATA_SCHEMA_VERSION};
 
 /// The name we write into `pt_snap_metadata.importer_name`.

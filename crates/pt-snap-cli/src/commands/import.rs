@@ -6,7 +6,7 @@ use std::io::BufReader;
 use std::path::{Path, PathBuf};
 
 use pt_snap_db::{SnapshotDb, IMPORT_FORMAT_VERSION};
-use pt_snap_import::{ImportRequest, Sha256Reader};
+use pt_snap_import::{ImportRequest, Stage};
 use pt_snap_model::DecodeError;
 use serde_json::{json, Value};
 
@@ -40,8 +40,25 @@ pub fn run(args: &ImportArgs) -> CliResult {
         .to_owned();
     let target = out_dir.join(format!("{name}.db"));
 
-    let sha256 = hash_file(&source)?;
-    let miss = cache_miss_reason(&target, args.force, &sha256, device)?;
+    // Hashing and decoding are both one pass over the file: when the target cannot be
+    // reused anyway, run them side by side on two cores.
+    let hashing = {
+        let source = source.clone();
+        std::thread::spawn(move || hash_file(&source))
+    };
+    let sha256 = || -> CliResult<String> {
+        hashing
+            .join()
+            .map_err(|_| CliError::internal("the hashing thread panicked"))?
+    };
+    let (miss, sha256) = if !target.exists() {
+        (Some("database_missing"), Sha::Pending(Box::new(sha256)))
+    } else if args.force {
+        (Some("forced"), Sha::Pending(Box::new(sha256)))
+    } else {
+        let sha = sha256()?;
+        (cache_miss_reason(&target, &sha, device), Sha::Ready(sha))
+    };
     let (metadata, reused) = match miss {
         None => {
             let db = SnapshotDb::open_readonly(&target)?;
@@ -51,16 +68,9 @@ pub fn run(args: &ImportArgs) -> CliResult {
             (metadata, true)
         }
         Some(_) => {
-            let request = ImportRequest {
-                device: device.map(|d| d as usize),
-                source_sha256: sha256.clone(),
-                source_size: 0,
-                source_name: name.clone(),
-                completed_at: String::new(),
-            };
-            let summary = build_and_publish(&source, &target, request, args.json)?;
-            for w in &summary.warnings {
-                if !args.json {
+            let summary = build_and_publish(&source, &target, &name, device, sha256, args.json)?;
+            if !args.json {
+                for w in &summary.warnings {
                     eprintln!("warning: {w}");
                 }
             }
@@ -185,28 +195,18 @@ fn hash_file(path: &Path) -> CliResult<String> {
         .map_err(|e| CliError::import_failed(format!("Snapshot import backend failed: {e}")))
 }
 
-/// The reference's reuse rule (§5.2): `None` when the existing DB can be reused as is.
-fn cache_miss_reason(
-    target: &Path,
-    force: bool,
-    sha256: &str,
-    device: Option<i64>,
-) -> CliResult<Option<&'static str>> {
-    if !target.exists() {
-        return Ok(Some("database_missing"));
-    }
-    if force {
-        return Ok(Some("forced"));
-    }
+/// The reference's reuse rule (§5.2) for an existing target without `--force`: `None` when
+/// it can be reused as is, else the cache-miss reason.
+fn cache_miss_reason(target: &Path, sha256: &str, device: Option<i64>) -> Option<&'static str> {
     let Ok(db) = SnapshotDb::open_readonly(target) else {
-        return Ok(Some("database_invalid"));
+        return Some("database_invalid");
     };
     let metadata = match db.metadata() {
-        Err(_) => return Ok(Some("database_invalid")),
-        Ok(Err(problem)) => return Ok(Some(problem.reason())),
+        Err(_) => return Some("database_invalid"),
+        Ok(Err(problem)) => return Some(problem.reason()),
         Ok(Ok(m)) => m,
     };
-    Ok(if metadata.source_sha256 != sha256 {
+    if metadata.source_sha256 != sha256 {
         Some("source_changed")
     } else if metadata.import_format_version != IMPORT_FORMAT_VERSION {
         Some("import_format_changed")
@@ -214,14 +214,31 @@ fn cache_miss_reason(
         Some("device_changed")
     } else {
         None
-    })
+    }
+}
+
+/// The source's SHA-256, computed already or still being computed on another thread.
+enum Sha {
+    Ready(String),
+    Pending(Box<dyn FnOnce() -> CliResult<String>>),
+}
+
+impl Sha {
+    fn get(self) -> CliResult<String> {
+        match self {
+            Sha::Ready(s) => Ok(s),
+            Sha::Pending(f) => f(),
+        }
+    }
 }
 
 /// Imports into a temp file beside the target, checks it, then renames it over the target.
 fn build_and_publish(
     source: &Path,
     target: &Path,
-    mut request: ImportRequest,
+    name: &str,
+    device: Option<i64>,
+    sha256: Sha,
     json: bool,
 ) -> CliResult<pt_snap_import::ImportSummary> {
     let dir = target.parent().expect("target is in a directory");
@@ -242,13 +259,24 @@ fn build_and_publish(
     let file = File::open(source)
         .map_err(|e| CliError::import_failed(format!("Snapshot import backend failed: {e}")))?;
     let size = file.metadata().map(|m| m.len()).unwrap_or(0);
-    request.source_size = size;
-    request.completed_at = crate::clock::now_utc_iso();
-    let mut reader = Sha256Reader::new(BufReader::with_capacity(1 << 20, file));
     let mut progress = ImportProgress::new(size, !json);
+    let snapshot = pt_snap_model::decode(BufReader::with_capacity(1 << 20, file), &mut |p| {
+        progress.update(Stage::Decoding {
+            bytes_read: p.bytes_read,
+            events: p.events,
+        })
+    })
+    .map_err(|e| import_error(e.into()))?;
+    let request = ImportRequest {
+        device: device.map(|d| d as usize),
+        source_sha256: sha256.get()?,
+        source_size: size,
+        source_name: name.to_owned(),
+        completed_at: crate::clock::now_utc_iso(),
+    };
     let summary = {
         let conn = rusqlite::Connection::open(tmp.path())?;
-        let summary = pt_snap_import::import_pickle(&mut reader, &conn, &request, &mut |s| {
+        let summary = pt_snap_import::import_snapshot(&snapshot, &conn, &request, &mut |s| {
             progress.update(s)
         })
         .map_err(import_error)?;
@@ -256,9 +284,9 @@ fn build_and_publish(
         summary
     };
     progress.finish();
-    // The bytes we decoded must be the bytes we hashed, and still be the source's bytes.
-    let (decoded_sha, _) = reader.finish();
-    if decoded_sha != request.source_sha256 || hash_file(source)? != request.source_sha256 {
+    drop(snapshot);
+    // The source must still be the bytes we hashed before decoding.
+    if hash_file(source)? != request.source_sha256 {
         return Err(CliError::import_failed(
             "Snapshot source changed while import was running; existing database preserved.",
         ));
