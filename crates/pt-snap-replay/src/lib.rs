@@ -72,36 +72,24 @@ pub enum ReplayError<E> {
     Sink(E),
 }
 
-/// What a replay saw, for logs and progress.
-#[derive(Debug, Default, Clone, PartialEq, Eq)]
-pub struct DeviceSummary {
-    pub events: usize,
-    pub blocks: usize,
-    pub synthetic_events: usize,
-    /// Things the reference logs as warnings (tolerated inconsistencies, skipped actions).
-    pub warnings: Vec<String>,
-}
-
 /// Replays the events of `device` backwards and hands every row to `sink`.
 ///
 /// `progress` is called with the number of events undone so far, every few thousand events.
 /// Negative ids (pre-trace blocks, synthetic segment events) start at -1 for every device.
+/// Returns the inconsistencies the replay tolerated (the reference logs them as warnings).
 pub fn replay_device<S: RowSink>(
     snapshot: &Snapshot,
     device: usize,
     sink: &mut S,
     progress: &mut dyn FnMut(usize),
-) -> Result<DeviceSummary, ReplayError<S::Error>> {
+) -> Result<Vec<String>, ReplayError<S::Error>> {
     let events: &[TraceEvent] = snapshot
         .device_traces
         .get(device)
         .map_or(&[], Vec::as_slice);
     let mut state = DeviceState::at_dump(snapshot, device as i64);
-    let mut summary = DeviceSummary {
-        events: events.len(),
-        ..DeviceSummary::default()
-    };
-    let workspace = state.adapt_workspace(events, &mut summary.warnings);
+    let mut warnings = Vec::new();
+    let workspace = state.adapt_workspace(events, &mut warnings);
 
     for (pos, event) in events.iter().enumerate().rev() {
         let id = event.id.unwrap_or(pos as i64);
@@ -118,7 +106,7 @@ pub fn replay_device<S: RowSink>(
         })
         .map_err(ReplayError::Sink)?;
         let undone = state
-            .undo(event, id, workspace, &mut summary.warnings)
+            .undo(event, id, workspace, &mut warnings)
             .map_err(|reason| ReplayError::Inconsistent {
                 device,
                 event_id: id,
@@ -130,7 +118,6 @@ pub fn replay_device<S: RowSink>(
             })?;
         if let Some(row) = undone {
             sink.block_row(&row).map_err(ReplayError::Sink)?;
-            summary.blocks += 1;
         }
         let done = events.len() - pos;
         if done.is_multiple_of(8192) {
@@ -156,7 +143,6 @@ pub fn replay_device<S: RowSink>(
             })
             .map_err(ReplayError::Sink)?;
             next_block_id -= 1;
-            summary.blocks += 1;
         }
         sink.trace_row(&TraceRow {
             id: next_event_id,
@@ -175,9 +161,8 @@ pub fn replay_device<S: RowSink>(
         })
         .map_err(ReplayError::Sink)?;
         next_event_id -= 1;
-        summary.synthetic_events += 1;
     }
-    Ok(summary)
+    Ok(warnings)
 }
 
 impl DeviceState {
@@ -191,10 +176,7 @@ impl DeviceState {
     ) -> Result<Option<BlockRow>, String> {
         match e.action {
             Action::Alloc => {
-                let found = self
-                    .find_segment(e.addr, e.stream)
-                    .and_then(|s| self.segments[s].block_at(e.addr).map(|b| (s, b)));
-                let Some((s, b)) = found else {
+                let Some((s, b)) = self.find_block(e.addr, e.stream) else {
                     if workspace {
                         warnings.push(format!("alloc {id}: no block at {:#x}, skipped", e.addr));
                         return Ok(None);
@@ -220,12 +202,9 @@ impl DeviceState {
                 }))
             }
             Action::FreeRequested => {
-                let found = self
-                    .find_segment(e.addr, e.stream)
-                    .and_then(|s| self.segments[s].block_at(e.addr).map(|b| (s, b)));
-                let Some((s, b)) = found else {
-                    return Err(self.missing(e.addr));
-                };
+                let (s, b) = self
+                    .find_block(e.addr, e.stream)
+                    .ok_or_else(|| self.missing(e.addr))?;
                 let block = &mut self.segments[s].blocks[b];
                 if block.state != BlockState::ActivePendingFree {
                     if workspace {

@@ -170,6 +170,12 @@ impl DeviceState {
         (seg.address == addr && seg.stream == stream).then_some(i)
     }
 
+    /// `(segment, block)` indices of the live block containing `addr` on `stream`.
+    pub fn find_block(&self, addr: i64, stream: i64) -> Option<(usize, usize)> {
+        let s = self.find_segment(addr, stream)?;
+        Some((s, self.segments[s].block_at(addr)?))
+    }
+
     pub fn insert_segment(&mut self, seg: SegState) {
         let key = (seg.address, seg.stream);
         let i = self
