@@ -133,14 +133,9 @@ impl From<rusqlite::Error> for CliError {
 }
 
 impl From<pt_snap_db::OpenError> for CliError {
+    /// Whatever keeps a file from opening as a SnapshotDB is `DATABASE_SCHEMA_INVALID`.
     fn from(e: pt_snap_db::OpenError) -> Self {
-        match e {
-            pt_snap_db::OpenError::SchemaInvalid(m) => CliError::schema_invalid(m),
-            pt_snap_db::OpenError::Sqlite(e) => CliError::schema_invalid(match &e {
-                rusqlite::Error::SqliteFailure(_, Some(m)) => m.clone(),
-                _ => e.to_string(),
-            }),
-        }
+        CliError::schema_invalid(e.to_string())
     }
 }
 

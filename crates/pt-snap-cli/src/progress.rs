@@ -4,6 +4,7 @@ use std::io::IsTerminal;
 
 use indicatif::{ProgressBar, ProgressStyle};
 use pt_snap_import::Stage;
+use pt_snap_model::Progress;
 
 pub struct ImportProgress {
     bar: Option<ProgressBar>,
@@ -26,14 +27,16 @@ impl ImportProgress {
         ImportProgress { bar, total_bytes }
     }
 
+    pub fn decoding(&mut self, p: Progress) {
+        let Some(bar) = &self.bar else { return };
+        bar.set_length(self.total_bytes);
+        bar.set_position(p.bytes_read);
+        bar.set_message(format!("decoding ({} events)", p.events));
+    }
+
     pub fn update(&mut self, stage: Stage) {
         let Some(bar) = &self.bar else { return };
         match stage {
-            Stage::Decoding { bytes_read, events } => {
-                bar.set_length(self.total_bytes);
-                bar.set_position(bytes_read);
-                bar.set_message(format!("decoding ({events} events)"));
-            }
             Stage::Replaying {
                 device,
                 done,

@@ -15,7 +15,7 @@ pub mod schema;
 mod writer;
 
 pub use metadata::{Metadata, MetadataProblem, METADATA_SCHEMA_VERSION};
-pub use reader::{CallstackLayout, DeviceBounds, OpenError, SnapshotDb};
+pub use reader::{sqlite_message, CallstackLayout, DeviceBounds, OpenError, SnapshotDb};
 pub use rusqlite;
 pub use writer::{ActionValue, BlockRecord, TraceRecord, Writer};
 

@@ -30,8 +30,17 @@ pub enum OpenError {
     /// Not SQLite, or SQLite without a `dictionary` table (`DATABASE_SCHEMA_INVALID`).
     #[error("{0}")]
     SchemaInvalid(String),
-    #[error("{0}")]
+    #[error("{}", sqlite_message(.0))]
     Sqlite(#[from] rusqlite::Error),
+}
+
+/// SQLite's own words for an error (`file is not a database`), which is what users and the
+/// reference's envelopes show, rather than rusqlite's wrapper text.
+pub fn sqlite_message(e: &rusqlite::Error) -> String {
+    match e {
+        rusqlite::Error::SqliteFailure(_, Some(msg)) => msg.clone(),
+        _ => e.to_string(),
+    }
 }
 
 /// The id range of one device's real events.
@@ -90,10 +99,6 @@ impl SnapshotDb {
 
     pub fn conn(&self) -> &Connection {
         &self.conn
-    }
-
-    pub fn into_connection(self) -> Connection {
-        self.conn
     }
 
     /// Device ids with a trace table, ascending.
@@ -165,8 +170,5 @@ impl SnapshotDb {
 }
 
 fn schema_error(e: rusqlite::Error) -> OpenError {
-    OpenError::SchemaInvalid(match &e {
-        rusqlite::Error::SqliteFailure(_, Some(msg)) => msg.clone(),
-        _ => e.to_string(),
-    })
+    OpenError::SchemaInvalid(sqlite_message(&e))
 }

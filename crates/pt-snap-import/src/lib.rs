@@ -1,21 +1,22 @@
-//! The import pipeline: snapshot pickle → [`Snapshot`] → backward replay → SnapshotDB.
+//! The import pipeline's second half: a decoded [`Snapshot`] (see [`pt_snap_model::decode`])
+//! → backward replay → SnapshotDB.
 //!
-//! Everything here works on readers, byte slices and an open [`Connection`], and reports
-//! progress through a callback: no filesystem, threads or clocks, so the browser build runs
+//! Everything here works on in-memory data and an open [`Connection`], and reports progress
+//! through a callback: no filesystem, threads or clocks, so the browser build runs
 //! the very same code as the CLI. Publishing the file atomically, the SHA-256 reuse cache and
 //! the focus file are the CLI's business.
 
 mod hash;
 
-use std::io::Read;
-
-use pt_snap_db::{ActionValue, BlockRecord, Metadata, TraceRecord, Writer};
-use pt_snap_model::{DecodeError, Snapshot, StackId};
+use pt_snap_db::{
+    ActionValue, BlockRecord, Metadata, TraceRecord, Writer, IMPORT_FORMAT_VERSION,
+    METADATA_SCHEMA_VERSION,
+};
+use pt_snap_model::{Snapshot, StackId};
 use pt_snap_replay::{BlockRow, ReplayError, RowSink, TraceRow};
 use rusqlite::Connection;
 
 pub use hash::sha256_hex;
-pub use pt_snap_db::{IMPORT_FORMAT_VERSION, METADATA_SCHEMA_VERSION};
 
 /// The name we write into `pt_snap_metadata.importer_name`.
 pub const IMPORTER_NAME: &str = "pt-snap";
@@ -35,13 +36,10 @@ pub struct ImportRequest {
     pub completed_at: String,
 }
 
-/// Where an import is; reported through the progress callback.
+/// Where an import is after decoding (decoding reports its own
+/// [`Progress`](pt_snap_model::Progress)); reported through the progress callback.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Stage {
-    Decoding {
-        bytes_read: u64,
-        events: u64,
-    },
     Replaying {
         device: usize,
         done: usize,
@@ -65,8 +63,6 @@ pub struct ImportSummary {
 
 #[derive(Debug, thiserror::Error)]
 pub enum ImportError {
-    #[error(transparent)]
-    Decode(#[from] DecodeError),
     #[error("Device {device} has no trace events (devices with events: {available:?})")]
     DeviceWithoutEvents {
         device: usize,
@@ -76,22 +72,6 @@ pub enum ImportError {
     Replay(String),
     #[error("SQLite: {0}")]
     Sqlite(#[from] rusqlite::Error),
-}
-
-/// Decodes a snapshot pickle from `reader` and imports it into the empty database `conn`.
-pub fn import_pickle<R: Read>(
-    reader: R,
-    conn: &Connection,
-    request: &ImportRequest,
-    progress: &mut dyn FnMut(Stage),
-) -> Result<ImportSummary, ImportError> {
-    let snapshot = pt_snap_model::decode(reader, &mut |p| {
-        progress(Stage::Decoding {
-            bytes_read: p.bytes_read,
-            events: p.events,
-        })
-    })?;
-    import_snapshot(&snapshot, conn, request, progress)
 }
 
 /// Imports a decoded snapshot into the empty database `conn`.
@@ -120,7 +100,7 @@ pub fn import_snapshot(
     for &device in &devices {
         sink.device = device;
         let total = snapshot.device_traces[device].len();
-        let replayed = pt_snap_replay::replay_device(snapshot, device, &mut sink, &mut |done| {
+        let tolerated = pt_snap_replay::replay_device(snapshot, device, &mut sink, &mut |done| {
             progress(Stage::Replaying {
                 device,
                 done,
@@ -131,8 +111,8 @@ pub fn import_snapshot(
             ReplayError::Sink(e) => ImportError::Sqlite(e),
             e @ ReplayError::Inconsistent { .. } => ImportError::Replay(e.to_string()),
         })?;
-        summary_events.push(replayed.events);
-        warnings.extend(replayed.warnings);
+        summary_events.push(total);
+        warnings.extend(tolerated);
     }
     progress(Stage::Indexing);
     let stacks_in_order = std::mem::take(&mut sink.stacks_in_order);

@@ -200,9 +200,4 @@ impl Snapshot {
             .filter(|&d| !self.device_traces[d].is_empty())
             .collect()
     }
-
-    /// Total number of trace events over all devices.
-    pub fn event_count(&self) -> usize {
-        self.device_traces.iter().map(Vec::len).sum()
-    }
 }

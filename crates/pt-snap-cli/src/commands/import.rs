@@ -5,8 +5,8 @@ use std::fs::{self, File};
 use std::io::BufReader;
 use std::path::{Path, PathBuf};
 
-use pt_snap_db::{SnapshotDb, IMPORT_FORMAT_VERSION};
-use pt_snap_import::{ImportRequest, Stage};
+use pt_snap_db::{Metadata, SnapshotDb, IMPORT_FORMAT_VERSION};
+use pt_snap_import::ImportRequest;
 use pt_snap_model::DecodeError;
 use serde_json::{json, Value};
 
@@ -46,37 +46,32 @@ pub fn run(args: &ImportArgs) -> CliResult {
         let source = source.clone();
         std::thread::spawn(move || hash_file(&source))
     };
-    let sha256 = || -> CliResult<String> {
+    let hashed = move || -> CliResult<String> {
         hashing
             .join()
             .map_err(|_| CliError::internal("the hashing thread panicked"))?
     };
-    let (miss, sha256) = if !target.exists() {
-        (Some("database_missing"), Sha::Pending(Box::new(sha256)))
-    } else if args.force {
-        (Some("forced"), Sha::Pending(Box::new(sha256)))
-    } else {
-        let sha = sha256()?;
-        (cache_miss_reason(&target, &sha, device), Sha::Ready(sha))
-    };
-    let (metadata, reused) = match miss {
-        None => {
-            let db = SnapshotDb::open_readonly(&target)?;
-            let metadata = db.metadata()?.map_err(|p| {
-                CliError::import_failed(format!("existing database became unusable: {p:?}"))
-            })?;
-            (metadata, true)
-        }
-        Some(_) => {
-            let summary = build_and_publish(&source, &target, &name, device, sha256, args.json)?;
-            if !args.json {
-                for w in &summary.warnings {
-                    eprintln!("warning: {w}");
-                }
+    let build = |reason: &'static str, sha256: Box<dyn FnOnce() -> CliResult<String>>| {
+        let summary = build_and_publish(&source, &target, &name, device, sha256, args.json)?;
+        if !args.json {
+            for w in &summary.warnings {
+                eprintln!("warning: {w}");
             }
-            (summary.metadata, false)
+        }
+        CliResult::Ok((summary.metadata, Some(reason)))
+    };
+    let (metadata, miss) = if !target.exists() {
+        build("database_missing", Box::new(hashed))?
+    } else if args.force {
+        build("forced", Box::new(hashed))?
+    } else {
+        let sha = hashed()?;
+        match reusable(&target, &sha, device) {
+            Ok(metadata) => (metadata, None),
+            Err(reason) => build(reason, Box::new(move || Ok(sha)))?,
         }
     };
+    let reused = miss.is_none();
 
     let focus_state = if args.no_focus {
         None
@@ -195,40 +190,22 @@ fn hash_file(path: &Path) -> CliResult<String> {
         .map_err(|e| CliError::import_failed(format!("Snapshot import backend failed: {e}")))
 }
 
-/// The reference's reuse rule (§5.2) for an existing target without `--force`: `None` when
-/// it can be reused as is, else the cache-miss reason.
-fn cache_miss_reason(target: &Path, sha256: &str, device: Option<i64>) -> Option<&'static str> {
-    let Ok(db) = SnapshotDb::open_readonly(target) else {
-        return Some("database_invalid");
-    };
-    let metadata = match db.metadata() {
-        Err(_) => return Some("database_invalid"),
-        Ok(Err(problem)) => return Some(problem.reason()),
-        Ok(Ok(m)) => m,
-    };
+/// The reference's reuse rule (§5.2) for an existing target without `--force`: the
+/// existing metadata when the DB can be reused as is, else the cache-miss reason.
+fn reusable(target: &Path, sha256: &str, device: Option<i64>) -> Result<Metadata, &'static str> {
+    let db = SnapshotDb::open_readonly(target).map_err(|_| "database_invalid")?;
+    let metadata = db
+        .metadata()
+        .map_err(|_| "database_invalid")?
+        .map_err(|problem| problem.reason())?;
     if metadata.source_sha256 != sha256 {
-        Some("source_changed")
+        Err("source_changed")
     } else if metadata.import_format_version != IMPORT_FORMAT_VERSION {
-        Some("import_format_changed")
+        Err("import_format_changed")
     } else if metadata.requested_device != device {
-        Some("device_changed")
+        Err("device_changed")
     } else {
-        None
-    }
-}
-
-/// The source's SHA-256, computed already or still being computed on another thread.
-enum Sha {
-    Ready(String),
-    Pending(Box<dyn FnOnce() -> CliResult<String>>),
-}
-
-impl Sha {
-    fn get(self) -> CliResult<String> {
-        match self {
-            Sha::Ready(s) => Ok(s),
-            Sha::Pending(f) => f(),
-        }
+        Ok(metadata)
     }
 }
 
@@ -238,7 +215,7 @@ fn build_and_publish(
     target: &Path,
     name: &str,
     device: Option<i64>,
-    sha256: Sha,
+    sha256: Box<dyn FnOnce() -> CliResult<String>>,
     json: bool,
 ) -> CliResult<pt_snap_import::ImportSummary> {
     let dir = target.parent().expect("target is in a directory");
@@ -261,15 +238,12 @@ fn build_and_publish(
     let size = file.metadata().map(|m| m.len()).unwrap_or(0);
     let mut progress = ImportProgress::new(size, !json);
     let snapshot = pt_snap_model::decode(BufReader::with_capacity(1 << 20, file), &mut |p| {
-        progress.update(Stage::Decoding {
-            bytes_read: p.bytes_read,
-            events: p.events,
-        })
+        progress.decoding(p)
     })
-    .map_err(|e| import_error(e.into()))?;
+    .map_err(decode_error)?;
     let request = ImportRequest {
         device: device.map(|d| d as usize),
-        source_sha256: sha256.get()?,
+        source_sha256: sha256()?,
         source_size: size,
         source_name: name.to_owned(),
         completed_at: crate::clock::now_utc_iso(),
@@ -307,15 +281,18 @@ fn build_and_publish(
     Ok(summary)
 }
 
+fn decode_error(e: DecodeError) -> CliError {
+    match e {
+        DecodeError::Unsafe(m) => {
+            CliError::import_failed(format!("Snapshot pickle rejected: Unsafe pickle: {m}"))
+        }
+        e => CliError::import_failed(format!("Snapshot import backend reported failure: {e}")),
+    }
+}
+
 fn import_error(e: pt_snap_import::ImportError) -> CliError {
     use pt_snap_import::ImportError as E;
     match e {
-        E::Decode(DecodeError::Unsafe(m)) => {
-            CliError::import_failed(format!("Snapshot pickle rejected: Unsafe pickle: {m}"))
-        }
-        E::Decode(e) => {
-            CliError::import_failed(format!("Snapshot import backend reported failure: {e}"))
-        }
         E::DeviceWithoutEvents { .. } | E::Replay(_) => {
             CliError::import_failed(format!("Snapshot import backend reported failure: {e}"))
         }
