@@ -6,6 +6,7 @@ use std::fs;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
+use pt_snap_db::SnapshotDb;
 use serde_json::{json, Map, Value};
 
 use crate::error::{CliError, CliResult};
@@ -190,6 +191,19 @@ pub fn resolve_required(explicit: Option<&Path>) -> CliResult<Resolved> {
     resolve(explicit)?.ok_or_else(CliError::focus_not_configured)
 }
 
+/// Opens the database a read-only command works on, with the reference's errors.
+pub fn open_db(explicit: Option<&Path>) -> CliResult<(SnapshotDb, PathBuf, Source)> {
+    let resolved = resolve_required(explicit)?;
+    let path = absolute(&resolved.db_path)?;
+    if !path.is_file() {
+        return Err(CliError::database_not_found(format!(
+            "Database not found: {}",
+            resolved.db_path.display()
+        )));
+    }
+    Ok((SnapshotDb::open_readonly(&path)?, path, resolved.source))
+}
+
 /// Writes a focus file atomically (temp file + rename), new files readable by the owner only.
 pub fn write_record(path: &Path, record: &FocusRecord) -> CliResult<()> {
     write_json_atomic(path, &record.to_json())
@@ -257,7 +271,7 @@ impl FocusState {
 
 /// Devices and callstack layout of a DB, for focus reports; problems become the layout error.
 pub fn describe_db(path: &Path) -> (Vec<i64>, Option<&'static str>, Option<String>) {
-    match pt_snap_db::SnapshotDb::open_readonly(path) {
+    match SnapshotDb::open_readonly(path) {
         Ok(db) => {
             let layout = db.layout();
             let devices = db.devices().to_vec();

@@ -11,7 +11,7 @@ mod progress;
 
 use std::process::ExitCode;
 
-use clap::Parser;
+use clap::{CommandFactory, Parser};
 
 use cli::{Cli, Command};
 use error::{CliError, CliResult};
@@ -22,7 +22,7 @@ fn main() -> ExitCode {
         .collect();
     let cli = match Cli::try_parse_from(&args) {
         Ok(cli) => cli,
-        Err(e) => return usage_error(e, output::json_requested(&args)),
+        Err(e) => return usage_error(e, output::json_requested(&args, &Cli::command())),
     };
     let json = cli.command.json();
     match run(&cli.command) {

@@ -26,49 +26,47 @@ pub fn print_json(value: &Value) {
 /// Did the user ask for JSON? Scans argv before parsing so that usage errors can be
 /// reported as an envelope too: `--json` counts unless it is the value of the option before
 /// it (the reference's rule, minus its quirk of ignoring `--json` after an unknown option).
-pub fn json_requested(args: &[String]) -> bool {
-    const VALUE_OPTIONS: &[&str] = &[
-        "-o",
-        "--output-dir",
-        "-d",
-        "--device",
-        "--events-per-slice",
-        "--format",
-        "--output",
-        "-s",
-        "--slices",
-        "-m",
-        "--max-entries",
-        "--template-use",
-        "--params",
-        "--slice",
-        "--category",
-        "--template-info",
-        "-n",
-        "--timeout",
-        "--max-work-rows",
-        "--max-work-bytes",
-        "--max-scratch-db-bytes",
-        "--metric",
-        "--limit",
-        "--stack-bytes",
-        "--start-id",
-        "--end-id",
-        "--event-id",
-        "--min-size",
-        "-t",
-        "--target",
-        "--dir",
-    ];
+/// Which options take a value is read from the clap definition, so it cannot drift.
+pub fn json_requested(args: &[String], cli: &clap::Command) -> bool {
+    let mut value_options = Vec::new();
+    collect_value_options(cli, &mut value_options);
     args.iter()
         .enumerate()
         .skip(1)
-        .any(|(i, a)| a == "--json" && (i < 2 || !VALUE_OPTIONS.contains(&args[i - 1].as_str())))
+        .any(|(i, a)| a == "--json" && !value_options.iter().any(|o| *o == args[i - 1]))
+}
+
+fn collect_value_options(cmd: &clap::Command, out: &mut Vec<String>) {
+    for arg in cmd.get_arguments() {
+        if arg.is_positional() || !arg.get_action().takes_values() {
+            continue;
+        }
+        out.extend(arg.get_long().map(|l| format!("--{l}")));
+        out.extend(arg.get_short().map(|s| format!("-{s}")));
+    }
+    for sub in cmd.get_subcommands() {
+        collect_value_options(sub, out);
+    }
+}
+
+/// How the reference prints a scalar in text mode (Python's `str()` of it).
+pub fn python_str(v: &Value) -> String {
+    match v {
+        Value::Null => "None".into(),
+        Value::Bool(true) => "True".into(),
+        Value::Bool(false) => "False".into(),
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use clap::CommandFactory;
+
+    fn json_requested(args: &[String]) -> bool {
+        super::json_requested(args, &crate::cli::Cli::command())
+    }
 
     fn args(s: &str) -> Vec<String> {
         s.split_whitespace().map(str::to_owned).collect()

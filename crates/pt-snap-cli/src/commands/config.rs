@@ -3,7 +3,6 @@
 use serde_json::{json, Value};
 
 use crate::cli::ConfigArgs;
-use crate::commands::metadata::python_repr;
 use crate::error::CliResult;
 use crate::focus;
 use crate::output;
@@ -47,7 +46,7 @@ pub fn run(args: &ConfigArgs) -> CliResult {
     } else {
         println!("Current configuration:");
         for (k, v) in &config {
-            println!("  {k}: {}", python_repr(v));
+            println!("  {k}: {}", output::python_str(v));
         }
     }
     Ok(())

@@ -51,22 +51,14 @@ fn validate(db: &Path, device: Option<i64>) -> CliResult<std::path::PathBuf> {
 
 fn report(action: &str, state: &FocusState, extra: Vec<(&str, Value)>, json: bool) {
     if json {
-        let mut fields = vec![("action", json!(action))];
         let dict = state.to_json();
-        let obj = dict.as_object().expect("focus state is an object");
-        for k in [
-            "configured",
-            "db_path",
-            "focus_source",
-            "focus_file",
-            "device_id",
-            "available_devices",
-            "callstack_layout",
-            "callstack_layout_error",
-            "db_exists",
-        ] {
-            fields.push((k, obj[k].clone()));
-        }
+        let mut fields = vec![("action", json!(action))];
+        fields.extend(
+            dict.as_object()
+                .expect("focus state is an object")
+                .iter()
+                .map(|(k, v)| (k.as_str(), v.clone())),
+        );
         fields.extend(extra);
         output::print_json(&output::envelope(fields));
         return;

@@ -5,8 +5,8 @@ use std::path::Path;
 use pt_snap_db::{Metadata, SnapshotDb};
 use serde_json::{json, Value};
 
-use crate::error::{CliError, CliResult};
-use crate::focus;
+use crate::error::CliResult;
+use crate::{focus, output};
 
 pub fn to_json(m: &Metadata) -> Value {
     json!({
@@ -33,23 +33,8 @@ pub fn status(db: &SnapshotDb) -> CliResult<Value> {
     })
 }
 
-/// Opens the database a read-only command works on, with the reference's errors.
-pub fn open_resolved(
-    explicit: Option<&Path>,
-) -> CliResult<(SnapshotDb, std::path::PathBuf, focus::Source)> {
-    let resolved = focus::resolve_required(explicit)?;
-    let path = focus::absolute(&resolved.db_path)?;
-    if !path.is_file() {
-        return Err(CliError::database_not_found(format!(
-            "Database not found: {}",
-            resolved.db_path.display()
-        )));
-    }
-    Ok((SnapshotDb::open_readonly(&path)?, path, resolved.source))
-}
-
 pub fn run(db_path: Option<&Path>, json: bool) -> CliResult {
-    let (db, path, _) = open_resolved(db_path)?;
+    let (db, path, _) = focus::open_db(db_path)?;
     let status = status(&db)?;
     if json {
         let mut out = serde_json::Map::new();
@@ -68,19 +53,8 @@ pub fn run(db_path: Option<&Path>, json: bool) -> CliResult {
     if let Some(meta) = status["metadata"].as_object() {
         println!("Metadata:");
         for (k, v) in meta {
-            println!("  {k}: {}", python_repr(v));
+            println!("  {k}: {}", output::python_str(v));
         }
     }
     Ok(())
-}
-
-/// How the reference prints a metadata value (Python's `str()` of it).
-pub fn python_repr(v: &Value) -> String {
-    match v {
-        Value::Null => "None".into(),
-        Value::Bool(true) => "True".into(),
-        Value::Bool(false) => "False".into(),
-        Value::String(s) => s.clone(),
-        other => other.to_string(),
-    }
 }

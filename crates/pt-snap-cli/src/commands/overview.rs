@@ -6,10 +6,10 @@ use serde_json::json;
 
 use crate::commands::metadata;
 use crate::error::CliResult;
-use crate::output;
+use crate::{focus, output};
 
 pub fn run(db_path: Option<&Path>, json: bool) -> CliResult {
-    let (db, path, source) = metadata::open_resolved(db_path)?;
+    let (db, path, source) = focus::open_db(db_path)?;
     let bounds = db.bounds()?;
     let status = metadata::status(&db)?;
     if json {
