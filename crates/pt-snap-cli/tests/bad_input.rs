@@ -1,14 +1,11 @@
 //! Bad input gets the documented error code and exit status, stdout stays empty, and nothing
 //! is lost: no DB or temp file is left behind, and an existing DB survives a failed `--force`.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output};
 
+use pt_snap_testkit::repo_root;
 use serde_json::Value;
-
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
 
 fn pt_snap(dir: &Path, args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_pt-snap"))
@@ -55,7 +52,7 @@ const UNREPLAYABLE: &[u8] = b"\x80\x04\x95p\x00\x00\x00\x00\x00\x00\x00}\x94(\x8
 
 #[test]
 fn malformed_pickles_are_import_failures() {
-    let real = std::fs::read(repo().join("fixtures/synthetic/synth_small_1dev.pkl")).unwrap();
+    let real = std::fs::read(repo_root().join("fixtures/synthetic/synth_small_1dev.pkl")).unwrap();
     for (name, bytes) in [
         ("empty.pkl", &b""[..]),
         ("truncated.pkl", &real[..real.len() / 2]),
@@ -148,7 +145,11 @@ fn usage_errors_exit_2_with_an_envelope_under_json() {
 fn a_failed_forced_reimport_keeps_the_existing_database() {
     let dir = tempfile::tempdir().unwrap();
     let src = dir.path().join("snap.pkl");
-    std::fs::copy(repo().join("fixtures/synthetic/synth_small_1dev.pkl"), &src).unwrap();
+    std::fs::copy(
+        repo_root().join("fixtures/synthetic/synth_small_1dev.pkl"),
+        &src,
+    )
+    .unwrap();
     let out = pt_snap(dir.path(), &["import", "snap.pkl", "--json", "--no-focus"]);
     assert_eq!(out.status.code(), Some(0), "{out:?}");
     let db = dir.path().join("snap.pkl.db");
@@ -173,7 +174,7 @@ fn a_failed_forced_reimport_keeps_the_existing_database() {
 fn reimport_reuses_and_force_rebuilds() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::copy(
-        repo().join("fixtures/synthetic/synth_small_2dev.pkl"),
+        repo_root().join("fixtures/synthetic/synth_small_2dev.pkl"),
         dir.path().join("s.pkl"),
     )
     .unwrap();

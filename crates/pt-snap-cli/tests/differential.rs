@@ -8,11 +8,8 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use pt_snap_testkit::repo_root;
 use serde_json::Value;
-
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
 
 fn goldens() -> Vec<PathBuf> {
     fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
@@ -26,7 +23,7 @@ fn goldens() -> Vec<PathBuf> {
         }
     }
     let mut out = Vec::new();
-    walk(&repo().join("tests/golden/import"), &mut out);
+    walk(&repo_root().join("tests/golden/import"), &mut out);
     out.sort();
     out
 }
@@ -34,14 +31,17 @@ fn goldens() -> Vec<PathBuf> {
 /// `real/x.pickle.device-1.json` → (`fixtures/real/x.pickle`, Some(1)).
 fn fixture_of(golden: &Path) -> (PathBuf, Option<u32>) {
     let rel = golden
-        .strip_prefix(repo().join("tests/golden/import"))
+        .strip_prefix(repo_root().join("tests/golden/import"))
         .unwrap()
         .to_string_lossy()
         .trim_end_matches(".json")
         .to_owned();
     match rel.rsplit_once(".device-") {
-        Some((file, d)) => (repo().join("fixtures").join(file), Some(d.parse().unwrap())),
-        None => (repo().join("fixtures").join(rel), None),
+        Some((file, d)) => (
+            repo_root().join("fixtures").join(file),
+            Some(d.parse().unwrap()),
+        ),
+        None => (repo_root().join("fixtures").join(rel), None),
     }
 }
 

@@ -25,11 +25,29 @@
 
 use std::collections::{BTreeSet, HashMap};
 use std::fmt::Write as _;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use rusqlite::types::ValueRef;
 use rusqlite::{Connection, OpenFlags};
 use serde_json::{json, Map, Value};
+
+/// The repository's root directory.
+pub fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// `<repo>/../shared/fixtures`: the snapshot corpus developer machines and CI keep beside
+/// the checkout, including files we may not redistribute. `None` (with a note on stderr)
+/// where it is absent, so tests that need it skip.
+pub fn shared_fixtures() -> Option<PathBuf> {
+    let p = repo_root().join("../shared/fixtures");
+    if p.is_dir() {
+        Some(p)
+    } else {
+        eprintln!("note: {} is absent; skipping fixture checks", p.display());
+        None
+    }
+}
 
 /// Error type of this crate (SQLite errors only).
 pub type Error = rusqlite::Error;

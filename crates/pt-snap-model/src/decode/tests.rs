@@ -389,7 +389,6 @@ fn unsafe_and_corrupt_pickles_keep_their_category() {
 }
 
 mod fixtures {
-    use std::path::PathBuf;
 
     use super::*;
 
@@ -451,19 +450,11 @@ mod fixtures {
         ("upstream-pkg/snapshots/snapshot_with_multi_devices.pkl", 55, 770, &[8132, 9700, 0, 0, 0, 0, 0, 0], 126, 78, 15890368492688896, 367854786374188512),
     ];
 
-    fn root() -> Option<PathBuf> {
-        let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures");
-        if p.is_dir() {
-            Some(p)
-        } else {
-            eprintln!("note: {} is absent; skipping fixture checks", p.display());
-            None
-        }
-    }
-
     #[test]
     fn every_fixture_decodes_to_the_counts_cpython_sees() {
-        let Some(root) = root() else { return };
+        let Some(root) = pt_snap_testkit::shared_fixtures() else {
+            return;
+        };
         for &(file, segs, blocks, events, stacks, frames, addr_sum, ev_sum) in EXPECTED {
             let f = std::fs::File::open(root.join(file)).expect(file);
             let s = decode(f, &mut |_| {}).unwrap_or_else(|e| panic!("{file}: {e}"));
@@ -495,7 +486,9 @@ mod fixtures {
 
     #[test]
     fn every_fixture_in_the_corpus_is_listed() {
-        let Some(root) = root() else { return };
+        let Some(root) = pt_snap_testkit::shared_fixtures() else {
+            return;
+        };
         for dir in ["real", "upstream-pkg/snapshots", "synthetic"] {
             for e in std::fs::read_dir(root.join(dir)).unwrap() {
                 let name = e.unwrap().file_name().into_string().unwrap();
@@ -512,7 +505,9 @@ mod fixtures {
 
     #[test]
     fn legacy_fixtures_have_contiguous_derived_block_addresses() {
-        let Some(root) = root() else { return };
+        let Some(root) = pt_snap_testkit::shared_fixtures() else {
+            return;
+        };
         for file in [
             "real/cuda_legacy_flexgen__1.3b_snapshot_a228.pickle",
             "real/cuda_legacy_flexgen__oom_snapshot.pickle",

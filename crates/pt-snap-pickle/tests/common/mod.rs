@@ -12,16 +12,7 @@ pub fn data(name: &str) -> Vec<u8> {
     std::fs::read(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
 }
 
-/// `<repo>/../shared/fixtures`, where CI and developer machines keep the snapshot corpus.
-pub fn shared_fixtures() -> Option<PathBuf> {
-    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures");
-    if p.is_dir() {
-        Some(p)
-    } else {
-        eprintln!("note: {} is absent; skipping fixture checks", p.display());
-        None
-    }
-}
+pub use pt_snap_testkit::shared_fixtures;
 
 /// Every pickle file of the shared fixture corpus.
 pub fn fixture_pickles() -> Vec<PathBuf> {
