@@ -70,7 +70,7 @@ impl<'c> Writer<'c> {
     pub fn begin(conn: &'c Connection, devices: &[usize]) -> rusqlite::Result<Self> {
         conn.execute_batch(
             "PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF; \
-             PRAGMA cache_size = -65536; PRAGMA temp_store = MEMORY; BEGIN;",
+             PRAGMA cache_size = -16384; PRAGMA temp_store = MEMORY; BEGIN;",
         )?;
         let mut ddl = String::new();
         for &d in devices {

@@ -12,7 +12,7 @@ use pt_snap_db::{
     ActionValue, BlockRecord, Metadata, TraceRecord, Writer, IMPORT_FORMAT_VERSION,
     METADATA_SCHEMA_VERSION,
 };
-use pt_snap_model::{Snapshot, StackId};
+use pt_snap_model::{Action, Snapshot, StackId};
 use pt_snap_replay::{BlockRow, ReplayError, RowSink, TraceRow};
 use rusqlite::Connection;
 
@@ -89,16 +89,12 @@ pub fn import_snapshot(
     };
     let mut writer = Writer::begin(conn, &devices)?;
     let mut sink = DbSink {
-        writer: &mut writer,
-        device: 0,
-        other_actions: &snapshot.other_actions,
         stack_ids: vec![None; snapshot.stacks.stack_count()],
-        stacks_in_order: Vec::new(),
+        ..DbSink::default()
     };
     let mut summary_events = Vec::new();
     let mut warnings = Vec::new();
     for &device in &devices {
-        sink.device = device;
         let total = snapshot.device_traces[device].len();
         let tolerated = pt_snap_replay::replay_device(snapshot, device, &mut sink, &mut |done| {
             progress(Stage::Replaying {
@@ -108,9 +104,10 @@ pub fn import_snapshot(
             })
         })
         .map_err(|e| match e {
-            ReplayError::Sink(e) => ImportError::Sqlite(e),
+            ReplayError::Sink(never) => match never {},
             e @ ReplayError::Inconsistent { .. } => ImportError::Replay(e.to_string()),
         })?;
+        sink.write(&mut writer, device, snapshot)?;
         summary_events.push(total);
         warnings.extend(tolerated);
     }
@@ -170,61 +167,202 @@ fn write_callstacks(
     Ok(next_frame as usize)
 }
 
-/// Feeds replayed rows to the writer, numbering callstacks by first encounter.
-struct DbSink<'w, 'c> {
-    writer: &'w mut Writer<'c>,
-    device: usize,
-    other_actions: &'w [Box<str>],
+/// Collects one device's replayed rows and numbers callstacks by first encounter.
+///
+/// The replay produces rows last event first; SQLite builds a table far faster from
+/// ascending keys (appends instead of page splits), so rows are held until the device is
+/// done and then written in id order. For real events only what the replay computed is
+/// held (the totals and the callstack id, 32 bytes); the rest is read back from the trace.
+#[derive(Default)]
+struct DbSink {
     stack_ids: Vec<Option<i64>>,
     stacks_in_order: Vec<StackId>,
+    /// Indexed by trace position.
+    totals: Vec<Totals>,
+    synthetic: Vec<(TraceRow, i64)>,
+    blocks: Vec<BlockRow>,
 }
 
-impl RowSink for DbSink<'_, '_> {
-    type Error = rusqlite::Error;
+#[derive(Debug, Clone, Copy, Default)]
+struct Totals {
+    allocated: i64,
+    active: i64,
+    reserved: i64,
+    callstack_id: u32,
+}
 
-    fn trace_row(&mut self, r: &TraceRow) -> rusqlite::Result<()> {
-        let slot = &mut self.stack_ids[r.stack.0 as usize];
-        let callstack_id = match *slot {
-            Some(id) => id,
-            None => {
-                let id = self.stacks_in_order.len() as i64;
-                self.stacks_in_order.push(r.stack);
-                *slot = Some(id);
-                id
-            }
-        };
-        let action = match r.action.code() {
-            Some(code) => ActionValue::Code(code),
-            None => ActionValue::Text(r.action.name(self.other_actions)),
-        };
-        self.writer.trace(
-            self.device,
-            &TraceRecord {
-                id: r.id,
-                action,
-                address: r.addr,
-                size: r.size,
-                stream: r.stream,
-                allocated: r.allocated,
-                active: r.active,
-                reserved: r.reserved,
-                callstack_id,
-            },
-        )
+impl DbSink {
+    fn callstack_id(&mut self, stack: StackId) -> i64 {
+        let slot = &mut self.stack_ids[stack.0 as usize];
+        *slot.get_or_insert_with(|| {
+            self.stacks_in_order.push(stack);
+            self.stacks_in_order.len() as i64 - 1
+        })
     }
 
-    fn block_row(&mut self, r: &BlockRow) -> rusqlite::Result<()> {
-        self.writer.block(
-            self.device,
-            &BlockRecord {
-                id: r.id,
-                address: r.address,
-                size: r.size,
-                requested_size: r.requested_size,
-                state: r.state.code(),
-                alloc_event_id: r.alloc_event_id,
-                free_event_id: r.free_event_id,
-            },
-        )
+    fn write(
+        &mut self,
+        writer: &mut Writer<'_>,
+        device: usize,
+        snapshot: &Snapshot,
+    ) -> rusqlite::Result<()> {
+        let action = |a: Action| match a.code() {
+            Some(code) => ActionValue::Code(code),
+            None => ActionValue::Text(a.name(&snapshot.other_actions)),
+        };
+        self.synthetic.sort_by_key(|(r, _)| r.id);
+        for (r, callstack_id) in self.synthetic.drain(..) {
+            writer.trace(
+                device,
+                &TraceRecord {
+                    id: r.id,
+                    action: action(r.action),
+                    address: r.addr,
+                    size: r.size,
+                    stream: r.stream,
+                    allocated: r.allocated,
+                    active: r.active,
+                    reserved: r.reserved,
+                    callstack_id,
+                },
+            )?;
+        }
+        let events = &snapshot.device_traces[device];
+        let id = |pos: usize| events[pos].id.unwrap_or(pos as i64);
+        let mut order: Vec<usize> = Vec::new();
+        if !(1..events.len()).all(|p| id(p - 1) < id(p)) {
+            // Explicit ids out of order: still write ascending.
+            order = (0..events.len()).collect();
+            order.sort_by_key(|&p| id(p));
+        }
+        for i in 0..events.len() {
+            let pos = if order.is_empty() { i } else { order[i] };
+            let (e, t) = (&events[pos], self.totals[pos]);
+            writer.trace(
+                device,
+                &TraceRecord {
+                    id: id(pos),
+                    action: action(e.action),
+                    address: e.addr,
+                    size: e.size,
+                    stream: e.stream,
+                    allocated: t.allocated,
+                    active: t.active,
+                    reserved: t.reserved,
+                    callstack_id: i64::from(t.callstack_id),
+                },
+            )?;
+        }
+        self.totals.clear();
+        // Blocks arrive by descending allocation id, then the pre-trace ones -1, -2, …
+        self.blocks.reverse();
+        self.blocks.sort_by_key(|b| b.id);
+        for r in self.blocks.drain(..) {
+            writer.block(
+                device,
+                &BlockRecord {
+                    id: r.id,
+                    address: r.address,
+                    size: r.size,
+                    requested_size: r.requested_size,
+                    state: r.state.code(),
+                    alloc_event_id: r.alloc_event_id,
+                    free_event_id: r.free_event_id,
+                },
+            )?;
+        }
+        Ok(())
+    }
+}
+
+impl RowSink for DbSink {
+    type Error = std::convert::Infallible;
+
+    fn trace_row(&mut self, r: &TraceRow) -> Result<(), Self::Error> {
+        let callstack_id = self.callstack_id(r.stack);
+        match r.position {
+            Some(pos) => {
+                if self.totals.len() <= pos {
+                    self.totals.resize(pos + 1, Totals::default());
+                }
+                self.totals[pos] = Totals {
+                    allocated: r.allocated,
+                    active: r.active,
+                    reserved: r.reserved,
+                    callstack_id: callstack_id as u32,
+                };
+            }
+            None => self.synthetic.push((*r, callstack_id)),
+        }
+        Ok(())
+    }
+
+    fn block_row(&mut self, r: &BlockRow) -> Result<(), Self::Error> {
+        self.blocks.push(*r);
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pt_snap_model::{Block, BlockState, Segment, TraceEvent};
+
+    fn event(action: Action, size: i64, id: i64) -> TraceEvent {
+        TraceEvent {
+            action,
+            addr: 4096,
+            size,
+            stream: 0,
+            frames: StackId::EMPTY,
+            id: Some(id),
+        }
+    }
+
+    #[test]
+    fn explicit_ids_out_of_order_are_kept_with_their_totals() {
+        let snapshot = Snapshot {
+            segments: vec![Segment {
+                device: 0,
+                address: 4096,
+                total_size: 1024,
+                stream: 0,
+                segment_type: "small".into(),
+                allocated_size: 0,
+                active_size: 0,
+                is_expandable: false,
+                frames: StackId::EMPTY,
+                blocks: vec![Block {
+                    address: 4096,
+                    size: 1024,
+                    requested_size: 0,
+                    state: BlockState::Inactive,
+                    frames: StackId::EMPTY,
+                }],
+            }],
+            device_traces: vec![vec![
+                event(Action::Alloc, 512, 9),
+                event(Action::FreeRequested, 512, 2),
+                event(Action::FreeCompleted, 512, 5),
+            ]],
+            ..Snapshot::default()
+        };
+        let conn = Connection::open_in_memory().unwrap();
+        let request = ImportRequest {
+            device: None,
+            source_sha256: "0".repeat(64),
+            source_size: 1,
+            source_name: "x.pkl".into(),
+            completed_at: "2026-12-02T00:00:00+00:00".into(),
+        };
+        import_snapshot(&snapshot, &conn, &request, &mut |_| {}).unwrap();
+        let rows: Vec<(i64, i64, i64)> = conn
+            .prepare("SELECT id, allocated, active FROM trace_entry_0 ORDER BY id")
+            .unwrap()
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect();
+        assert_eq!(rows, [(-1, 0, 0), (2, 0, 512), (5, 0, 0), (9, 512, 512)]);
     }
 }

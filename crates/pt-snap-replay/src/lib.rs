@@ -30,6 +30,8 @@ pub struct TraceRow {
     pub active: i64,
     pub reserved: i64,
     pub stack: StackId,
+    /// The event's position in the device trace; `None` for synthetic events.
+    pub position: Option<usize>,
 }
 
 /// One row of `block_<device>`: a block lifetime.
@@ -103,6 +105,7 @@ pub fn replay_device<S: RowSink>(
             active: state.active,
             reserved: state.reserved,
             stack: event.frames,
+            position: Some(pos),
         })
         .map_err(ReplayError::Sink)?;
         let undone = state
@@ -158,6 +161,7 @@ pub fn replay_device<S: RowSink>(
             active: state.active,
             reserved: state.reserved,
             stack: seg.frames,
+            position: None,
         })
         .map_err(ReplayError::Sink)?;
         next_event_id -= 1;
