@@ -42,15 +42,7 @@ pub fn run(args: &ImportArgs) -> CliResult {
 
     // Hashing and decoding are both one pass over the file: when the target cannot be
     // reused anyway, run them side by side on two cores.
-    let hashing = {
-        let source = source.clone();
-        std::thread::spawn(move || hash_file(&source))
-    };
-    let hashed = move || -> CliResult<String> {
-        hashing
-            .join()
-            .map_err(|_| CliError::internal("the hashing thread panicked"))?
-    };
+    let hashed = hash_in_background(&source);
     let build = |reason: &'static str, sha256: Box<dyn FnOnce() -> CliResult<String>>| {
         let summary = build_and_publish(&source, &target, &name, device, sha256, args.json)?;
         if !args.json {
@@ -184,6 +176,17 @@ fn check_source(path: &Path) -> CliResult<PathBuf> {
     focus::absolute(path)
 }
 
+/// Starts hashing `path` on another thread; the returned closure waits for the digest.
+fn hash_in_background(path: &Path) -> impl FnOnce() -> CliResult<String> + 'static {
+    let path = path.to_path_buf();
+    let hashing = std::thread::spawn(move || hash_file(&path));
+    move || {
+        hashing
+            .join()
+            .map_err(|_| CliError::internal("the hashing thread panicked"))?
+    }
+}
+
 fn hash_file(path: &Path) -> CliResult<String> {
     File::open(path)
         .and_then(pt_snap_import::sha256_hex)
@@ -241,6 +244,9 @@ fn build_and_publish(
         progress.decoding(p)
     })
     .map_err(decode_error)?;
+    // Hashing the source again now proves that the bytes decoded are the bytes first hashed;
+    // it runs on the second core while SQLite works.
+    let rehashed = hash_in_background(source);
     let request = ImportRequest {
         device: device.map(|d| d as usize),
         source_sha256: sha256()?,
@@ -259,8 +265,7 @@ fn build_and_publish(
     };
     progress.finish();
     drop(snapshot);
-    // The source must still be the bytes we hashed before decoding.
-    if hash_file(source)? != request.source_sha256 {
+    if rehashed()? != request.source_sha256 {
         return Err(CliError::import_failed(
             "Snapshot source changed while import was running; existing database preserved.",
         ));
