@@ -1,0 +1,973 @@
+//! Where skills go, and listing, installing, upgrading and uninstalling them there.
+
+use std::ffi::OsString;
+use std::fs;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use crate::catalog::{Catalog, Skill, SKILLS_DIR_ENV};
+use crate::paths::{self, occupied};
+use crate::tree;
+use crate::{
+    Action, Host, Location, MutationResult, Report, Scope, SkillError, SkillListing, Status,
+};
+
+/// The process state that decides where skills go, captured once; tests build their own.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Environment {
+    /// `$HOME`, needed only for user-level folders that no override replaces.
+    pub home: Option<PathBuf>,
+    /// The current directory; project-level folders are below it.
+    pub cwd: PathBuf,
+    /// `$CLAUDE_CONFIG_DIR`: user-level Claude skills go to `<it>/skills`.
+    pub claude_config_dir: Option<OsString>,
+    /// `$CODEX_HOME`: user-level Codex skills go to `<it>/skills`.
+    pub codex_home: Option<OsString>,
+}
+
+impl Environment {
+    /// Reads `HOME`, the current directory, `CLAUDE_CONFIG_DIR` and `CODEX_HOME`.
+    pub fn from_process() -> Result<Environment, SkillError> {
+        let cwd = std::env::current_dir().map_err(|e| {
+            SkillError::InvalidTarget(format!("Cannot read the current directory: {e}"))
+        })?;
+        Ok(Environment {
+            home: std::env::var_os("HOME")
+                .filter(|h| !h.is_empty())
+                .map(PathBuf::from),
+            cwd,
+            claude_config_dir: std::env::var_os("CLAUDE_CONFIG_DIR"),
+            codex_home: std::env::var_os("CODEX_HOME"),
+        })
+    }
+}
+
+/// Which locations `list` inspects.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ListTarget {
+    /// Built-in folders; `None` means all four hosts / both scopes (scopes outer, hosts inner).
+    Builtin {
+        hosts: Option<Vec<Host>>,
+        scopes: Option<Vec<Scope>>,
+    },
+    /// One custom skills folder (`--dir`); reported as host `custom`, scope `user`.
+    Dir(PathBuf),
+}
+
+/// Where `install`, `upgrade` and `uninstall` act.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Target {
+    /// Built-in folders of one scope; `None` hosts means `agents,claude`.
+    Builtin {
+        hosts: Option<Vec<Host>>,
+        scope: Scope,
+    },
+    /// One custom skills folder (`--dir`); reported as host `custom`, scope `user`.
+    Dir(PathBuf),
+}
+
+impl Default for Target {
+    fn default() -> Self {
+        Target::Builtin {
+            hosts: None,
+            scope: Scope::User,
+        }
+    }
+}
+
+/// The catalog and the environment it is installed into.
+#[derive(Debug, Clone)]
+pub struct Skills {
+    catalog: Catalog,
+    env: Environment,
+}
+
+/// One skill at one destination.
+struct Job<'a> {
+    skill: &'a Skill,
+    host: Host,
+    scope: Scope,
+    dest: PathBuf,
+}
+
+impl Job<'_> {
+    fn result(&self, action: Action) -> MutationResult {
+        MutationResult {
+            name: self.skill.name().to_owned(),
+            host: self.host,
+            scope: self.scope,
+            path: self.dest.clone(),
+            action,
+        }
+    }
+}
+
+impl Skills {
+    pub fn new(catalog: Catalog, env: Environment) -> Skills {
+        Skills { catalog, env }
+    }
+
+    /// The catalog in force (`PT_SNAP_SKILLS_DIR` or the embedded one) and the process
+    /// environment.
+    pub fn from_process() -> Result<Skills, SkillError> {
+        let env = Environment::from_process()?;
+        let catalog = Catalog::from_override(
+            std::env::var_os(SKILLS_DIR_ENV).as_deref(),
+            env.home.as_deref(),
+        )?;
+        Ok(Skills::new(catalog, env))
+    }
+
+    pub fn catalog(&self) -> &Catalog {
+        &self.catalog
+    }
+
+    pub fn environment(&self) -> &Environment {
+        &self.env
+    }
+
+    /// The skills folder of a built-in host in a scope: `<cwd>/.<host>/skills` for project
+    /// scope; for user scope `$CLAUDE_CONFIG_DIR/skills` / `$CODEX_HOME/skills` when set and
+    /// not blank, else `~/.<host>/skills`.
+    pub fn skills_root(&self, host: Host, scope: Scope) -> Result<PathBuf, SkillError> {
+        if host == Host::Custom {
+            return Err(SkillError::InvalidTarget(
+                "Custom destinations require an explicit skill directory.".into(),
+            ));
+        }
+        let folder = format!(".{host}");
+        if scope == Scope::Project {
+            return Ok(paths::normalize(&self.env.cwd).join(folder).join("skills"));
+        }
+        let home = self.env.home.as_deref();
+        let override_dir = match host {
+            Host::Claude => self.env.claude_config_dir.as_ref(),
+            Host::Codex => self.env.codex_home.as_ref(),
+            _ => None,
+        };
+        if let Some(dir) = override_dir.filter(|d| !d.to_string_lossy().trim().is_empty()) {
+            return Ok(paths::expand_user(Path::new(dir), home).join("skills"));
+        }
+        let home = home.ok_or_else(|| {
+            SkillError::InvalidTarget(
+                "Cannot find the user's skill folders: HOME is not set.".into(),
+            )
+        })?;
+        Ok(paths::normalize(home).join(folder).join("skills"))
+    }
+
+    /// How the copy at `dest` (a skill's own folder) compares with `skill`.
+    pub fn status(&self, skill: &Skill, dest: &Path) -> Result<Status, SkillError> {
+        if !dest.join("SKILL.md").is_file() {
+            return Ok(if occupied(dest) {
+                Status::Outdated
+            } else {
+                Status::Missing
+            });
+        }
+        Ok(if tree::dir_digest(dest)? == skill.digest() {
+            Status::Installed
+        } else {
+            Status::Outdated
+        })
+    }
+
+    /// Every catalog skill with its status at the inspected locations.
+    pub fn list(&self, target: &ListTarget) -> Result<Vec<SkillListing>, SkillError> {
+        let mut listings = Vec::new();
+        for skill in self.catalog.skills() {
+            let mut locations = Vec::new();
+            match target {
+                ListTarget::Dir(dir) => {
+                    let path = custom_dir(dir, self.env.home.as_deref())?;
+                    let path = paths::normalize(&path.join(skill.name()));
+                    locations.push(Location {
+                        host: Host::Custom,
+                        scope: Scope::User,
+                        status: self.status(skill, &path)?,
+                        path,
+                    });
+                }
+                ListTarget::Builtin { hosts, scopes } => {
+                    for &scope in scopes.as_deref().unwrap_or(&Scope::ALL) {
+                        for &host in hosts.as_deref().unwrap_or(&Host::BUILTIN) {
+                            let path = self.skills_root(host, scope)?.join(skill.name());
+                            locations.push(Location {
+                                host,
+                                scope,
+                                status: self.status(skill, &path)?,
+                                path,
+                            });
+                        }
+                    }
+                }
+            }
+            let status = summary_status(&locations);
+            listings.push(SkillListing {
+                name: skill.name().to_owned(),
+                description: skill.description().to_owned(),
+                source_dir: skill.source_dir().map(Path::to_path_buf),
+                status,
+                locations,
+            });
+        }
+        Ok(listings)
+    }
+
+    /// Installs the named skills (all when `names` is empty). A copy that differs is replaced
+    /// only with `force`; without it the whole operation is refused before anything is
+    /// written.
+    pub fn install(
+        &self,
+        names: &[String],
+        target: &Target,
+        force: bool,
+    ) -> Result<Report, SkillError> {
+        let jobs = self.jobs(names, target)?;
+        if !force {
+            for job in &jobs {
+                if self.status(job.skill, &job.dest)? == Status::Outdated {
+                    return Err(force_replace(job));
+                }
+            }
+        }
+        let mut report = Report::default();
+        for job in &jobs {
+            let action = match self.status(job.skill, &job.dest)? {
+                Status::Installed => Action::AlreadyInstalled,
+                Status::Outdated if !force => return Err(force_replace(job)),
+                Status::Outdated => {
+                    publish(job.skill, &job.dest)?;
+                    Action::Updated
+                }
+                Status::Missing => {
+                    publish(job.skill, &job.dest)?;
+                    Action::Installed
+                }
+            };
+            report.results.push(job.result(action));
+        }
+        Ok(report)
+    }
+
+    /// Replaces outdated copies of the named skills (all when empty); missing ones stay
+    /// missing. A destination that is not a skill (no `SKILL.md`) refuses the whole operation.
+    pub fn upgrade(&self, names: &[String], target: &Target) -> Result<Report, SkillError> {
+        let jobs = self.jobs(names, target)?;
+        if let Some(job) = jobs.iter().find(|j| not_a_skill(&j.dest)) {
+            return Err(SkillError::Install(format!(
+                "Skill '{}' already exists at '{}' but is not an installed skill (missing \
+                 SKILL.md). Re-run install with --force to replace it.",
+                job.skill.name(),
+                job.dest.display()
+            )));
+        }
+        let mut report = Report::default();
+        for job in &jobs {
+            let action = match self.status(job.skill, &job.dest)? {
+                Status::Missing => Action::NotInstalled,
+                Status::Installed => Action::AlreadyInstalled,
+                Status::Outdated => {
+                    publish(job.skill, &job.dest)?;
+                    Action::Updated
+                }
+            };
+            report.results.push(job.result(action));
+        }
+        Ok(report)
+    }
+
+    /// Removes the named skills (all when empty) from the target's folders.
+    pub fn uninstall(&self, names: &[String], target: &Target) -> Result<Report, SkillError> {
+        let jobs = self.jobs(names, target)?;
+        remove(&jobs)
+    }
+
+    /// Removes every copy `list` would find of the named skills (all when empty), in any
+    /// built-in host and scope; names found nowhere are reported `not_installed` at the
+    /// default user-level folders.
+    pub fn uninstall_everywhere(&self, names: &[String]) -> Result<Report, SkillError> {
+        let skills = self.catalog.resolve(names)?;
+        let mut jobs: Vec<Job> = Vec::new();
+        let mut absent: Vec<String> = Vec::new();
+        for skill in skills {
+            let mut found = false;
+            for scope in Scope::ALL {
+                for host in Host::BUILTIN {
+                    let dest = self.skills_root(host, scope)?.join(skill.name());
+                    if found_already(&jobs, &dest) || !occupied(&dest) {
+                        continue;
+                    }
+                    found = true;
+                    jobs.push(Job {
+                        skill,
+                        host,
+                        scope,
+                        dest,
+                    });
+                }
+            }
+            if !found && !absent.iter().any(|n| n == skill.name()) {
+                absent.push(skill.name().to_owned());
+            }
+        }
+        // Names found nowhere come last, as in the reference.
+        if !absent.is_empty() {
+            jobs.extend(self.jobs(&absent, &Target::default())?);
+        }
+        remove(&jobs)
+    }
+
+    fn jobs(&self, names: &[String], target: &Target) -> Result<Vec<Job<'_>>, SkillError> {
+        let skills = self.catalog.resolve(names)?;
+        let mut jobs = Vec::new();
+        for skill in skills {
+            match target {
+                Target::Dir(dir) => jobs.push(Job {
+                    skill,
+                    host: Host::Custom,
+                    scope: Scope::User,
+                    dest: paths::normalize(
+                        &custom_dir(dir, self.env.home.as_deref())?.join(skill.name()),
+                    ),
+                }),
+                Target::Builtin { hosts, scope } => {
+                    for &host in hosts.as_deref().unwrap_or(&Host::DEFAULT_INSTALL) {
+                        jobs.push(Job {
+                            skill,
+                            host,
+                            scope: *scope,
+                            dest: self.skills_root(host, *scope)?.join(skill.name()),
+                        });
+                    }
+                }
+            }
+        }
+        Ok(jobs)
+    }
+}
+
+fn found_already(jobs: &[Job], dest: &Path) -> bool {
+    jobs.iter().any(|j| j.dest == dest)
+}
+
+fn summary_status(locations: &[Location]) -> Status {
+    if locations.iter().any(|l| l.status == Status::Installed) {
+        Status::Installed
+    } else if locations.iter().any(|l| l.status == Status::Outdated) {
+        Status::Outdated
+    } else {
+        Status::Missing
+    }
+}
+
+/// A `--dir` value: `~` expanded; it may not exist yet but must not be a file.
+fn custom_dir(dir: &Path, home: Option<&Path>) -> Result<PathBuf, SkillError> {
+    let path = paths::expand_user(dir, home);
+    if path.exists() && !path.is_dir() {
+        return Err(SkillError::InvalidTarget(format!(
+            "Skill directory must be a directory, not a file: {}",
+            path.display()
+        )));
+    }
+    Ok(path)
+}
+
+/// Something is at `dest`, but it is not a skill folder.
+fn not_a_skill(dest: &Path) -> bool {
+    occupied(dest) && !dest.join("SKILL.md").is_file()
+}
+
+fn force_replace(job: &Job) -> SkillError {
+    SkillError::Install(format!(
+        "Skill '{}' already exists at '{}' and differs from the bundled copy. Re-run with \
+         --force to replace it.",
+        job.skill.name(),
+        job.dest.display()
+    ))
+}
+
+fn remove(jobs: &[Job]) -> Result<Report, SkillError> {
+    if let Some(job) = jobs.iter().find(|j| not_a_skill(&j.dest)) {
+        return Err(SkillError::Install(format!(
+            "Skill '{}' exists at '{}' but is not an installed skill (missing SKILL.md). \
+             Refusing to delete it.",
+            job.skill.name(),
+            job.dest.display()
+        )));
+    }
+    let mut report = Report::default();
+    for job in jobs {
+        let action = if occupied(&job.dest) {
+            unpublish(&job.dest).map_err(|e| {
+                SkillError::Install(format!(
+                    "Failed to uninstall '{}' at '{}': {e}",
+                    job.skill.name(),
+                    job.dest.display()
+                ))
+            })?;
+            Action::Uninstalled
+        } else {
+            Action::NotInstalled
+        };
+        report.results.push(job.result(action));
+    }
+    Ok(report)
+}
+
+/// A hidden sibling of `dest` that no other process or call can be using:
+/// `.<name>.<unique>.<suffix>`.
+fn sibling(dest: &Path, suffix: &str) -> PathBuf {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    let unique = format!(
+        "{:x}{:08x}{:x}",
+        std::process::id(),
+        nanos,
+        COUNTER.fetch_add(1, Ordering::Relaxed)
+    );
+    let name = dest.file_name().unwrap_or_default().to_string_lossy();
+    dest.with_file_name(format!(".{name}.{unique}.{suffix}"))
+}
+
+/// Removes a folder (or file, or symlink) and everything in it.
+fn remove_all(path: &Path) -> io::Result<()> {
+    if path.symlink_metadata()?.is_dir() {
+        fs::remove_dir_all(path)
+    } else {
+        fs::remove_file(path)
+    }
+}
+
+/// A staging folder, deleted when dropped unless [`Staging::disarm`]ed.
+struct Staging(Option<PathBuf>);
+
+impl Staging {
+    fn path(&self) -> &Path {
+        self.0.as_deref().expect("not yet published")
+    }
+
+    /// The folder has been renamed into place: nothing to clean up.
+    fn disarm(mut self) {
+        self.0 = None;
+    }
+}
+
+impl Drop for Staging {
+    fn drop(&mut self) {
+        if let Some(path) = self.0.take() {
+            let _ = remove_all(&path);
+        }
+    }
+}
+
+/// Installs `skill` as the folder `dest`: the files are written to a staging folder beside
+/// it, the old copy (if any) is renamed aside, the staging folder renamed into place, and
+/// only then the old copy deleted. Any failure leaves the old copy (or nothing) at `dest`.
+fn publish(skill: &Skill, dest: &Path) -> Result<(), SkillError> {
+    let fail = |e: io::Error| {
+        SkillError::Install(format!(
+            "Failed to install skill at '{}': {e}",
+            dest.display()
+        ))
+    };
+    if let Some(parent) = dest.parent().filter(|p| !p.as_os_str().is_empty()) {
+        fs::create_dir_all(parent).map_err(fail)?;
+    }
+    let staging_path = sibling(dest, "pt-snap-staging");
+    fs::create_dir(&staging_path).map_err(fail)?;
+    let staging = Staging(Some(staging_path));
+    skill.write_into(staging.path()).map_err(fail)?;
+
+    let backup = occupied(dest).then(|| sibling(dest, "pt-snap-backup"));
+    if let Some(backup) = &backup {
+        fs::rename(dest, backup).map_err(fail)?;
+    }
+    if let Err(e) = fs::rename(staging.path(), dest) {
+        if let Some(backup) = &backup {
+            let _ = fs::rename(backup, dest);
+        }
+        return Err(fail(e));
+    }
+    staging.disarm();
+    if let Some(backup) = &backup {
+        // The new copy is in place; a leftover hidden backup is harmless.
+        let _ = remove_all(backup);
+    }
+    Ok(())
+}
+
+/// Removes the skill folder `dest`: renamed aside first so the skill disappears at once and
+/// never shows up half-deleted.
+fn unpublish(dest: &Path) -> io::Result<()> {
+    let doomed = sibling(dest, "pt-snap-removing");
+    fs::rename(dest, &doomed)?;
+    remove_all(&doomed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Catalog;
+
+    /// A temporary HOME and project directory, and a two-skill catalog on disk.
+    struct Fixture {
+        _tmp: tempfile::TempDir,
+        root: PathBuf,
+        skills: Skills,
+    }
+
+    fn fixture() -> Fixture {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().to_path_buf();
+        let catalog = root.join("catalog");
+        for (name, body) in [("alpha", "Alpha skill. More."), ("beta", "Beta skill.")] {
+            let dir = catalog.join(name);
+            fs::create_dir_all(dir.join("ref")).unwrap();
+            fs::write(
+                dir.join("SKILL.md"),
+                format!("---\nname: {name}\ndescription: {body}\n---\n# {name}\n"),
+            )
+            .unwrap();
+            fs::write(dir.join("ref/notes.md"), "notes\n").unwrap();
+        }
+        fs::create_dir_all(root.join("home")).unwrap();
+        fs::create_dir_all(root.join("project")).unwrap();
+        let env = Environment {
+            home: Some(root.join("home")),
+            cwd: root.join("project"),
+            claude_config_dir: None,
+            codex_home: None,
+        };
+        let skills = Skills::new(Catalog::from_dir(&catalog).unwrap(), env);
+        Fixture {
+            _tmp: tmp,
+            root,
+            skills,
+        }
+    }
+
+    fn names(list: &[&str]) -> Vec<String> {
+        list.iter().map(|s| s.to_string()).collect()
+    }
+
+    fn actions(report: &Report) -> Vec<(&str, Host, Action)> {
+        report
+            .results
+            .iter()
+            .map(|r| (r.name.as_str(), r.host, r.action))
+            .collect()
+    }
+
+    fn status_of(f: &Fixture, name: &str, target: &ListTarget) -> Status {
+        f.skills
+            .list(target)
+            .unwrap()
+            .into_iter()
+            .find(|l| l.name == name)
+            .unwrap()
+            .status
+    }
+
+    fn all_builtin() -> ListTarget {
+        ListTarget::Builtin {
+            hosts: None,
+            scopes: None,
+        }
+    }
+
+    #[test]
+    fn listing_covers_every_host_and_scope_in_reference_order() {
+        let f = fixture();
+        let listing = f.skills.list(&all_builtin()).unwrap();
+        assert_eq!(listing.len(), 2);
+        let alpha = &listing[0];
+        assert_eq!(alpha.name, "alpha");
+        assert_eq!(alpha.description, "Alpha skill. More.");
+        assert_eq!(alpha.status, Status::Missing);
+        let places: Vec<(Host, Scope, PathBuf)> = alpha
+            .locations
+            .iter()
+            .map(|l| (l.host, l.scope, l.path.clone()))
+            .collect();
+        let mut expected = Vec::new();
+        for (scope, base) in [(Scope::User, "home"), (Scope::Project, "project")] {
+            for host in Host::BUILTIN {
+                let path = f.root.join(base).join(format!(".{host}/skills/alpha"));
+                expected.push((host, scope, path));
+            }
+        }
+        assert_eq!(places, expected);
+        let json = serde_json::to_value(&listing[0]).unwrap();
+        let keys: Vec<&str> = json
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(String::as_str)
+            .collect();
+        assert_eq!(
+            keys,
+            ["name", "description", "source_dir", "status", "locations"]
+        );
+        assert_eq!(
+            json["locations"][0],
+            serde_json::json!({
+                "host": "agents",
+                "scope": "user",
+                "path": f.root.join("home/.agents/skills/alpha").to_str().unwrap(),
+                "status": "missing",
+            })
+        );
+        assert_eq!(
+            json["source_dir"],
+            f.root.join("catalog/alpha").to_str().unwrap()
+        );
+    }
+
+    #[test]
+    fn install_then_outdated_then_force_then_upgrade_then_uninstall() {
+        let f = fixture();
+        let report = f.skills.install(&[], &Target::default(), false).unwrap();
+        assert_eq!(
+            actions(&report),
+            [
+                ("alpha", Host::Agents, Action::Installed),
+                ("alpha", Host::Claude, Action::Installed),
+                ("beta", Host::Agents, Action::Installed),
+                ("beta", Host::Claude, Action::Installed),
+            ]
+        );
+        assert!(report.restart_required());
+        let installed = f.root.join("home/.claude/skills/alpha");
+        assert_eq!(
+            fs::read_to_string(installed.join("ref/notes.md")).unwrap(),
+            "notes\n"
+        );
+        assert_eq!(status_of(&f, "alpha", &all_builtin()), Status::Installed);
+
+        // Installing again changes nothing and needs no restart.
+        let again = f
+            .skills
+            .install(&names(&["alpha"]), &Target::default(), false)
+            .unwrap();
+        assert!(again
+            .results
+            .iter()
+            .all(|r| r.action == Action::AlreadyInstalled));
+        assert_eq!(
+            serde_json::to_value(&again).unwrap()["restart_hint"],
+            serde_json::Value::Null
+        );
+
+        // A local edit makes the copy outdated, and install refuses it before writing.
+        fs::write(installed.join("SKILL.md"), "edited").unwrap();
+        let claude_only = ListTarget::Builtin {
+            hosts: Some(vec![Host::Claude]),
+            scopes: Some(vec![Scope::User]),
+        };
+        assert_eq!(status_of(&f, "alpha", &claude_only), Status::Outdated);
+        assert_eq!(status_of(&f, "alpha", &all_builtin()), Status::Installed);
+        let err = f
+            .skills
+            .install(&names(&["alpha"]), &Target::default(), false)
+            .unwrap_err();
+        assert_eq!(
+            err,
+            SkillError::Install(format!(
+                "Skill 'alpha' already exists at '{}' and differs from the bundled copy. \
+                 Re-run with --force to replace it.",
+                installed.display()
+            ))
+        );
+        assert_eq!(
+            fs::read_to_string(installed.join("SKILL.md")).unwrap(),
+            "edited"
+        );
+
+        let forced = f
+            .skills
+            .install(&names(&["alpha"]), &Target::default(), true)
+            .unwrap();
+        assert_eq!(
+            actions(&forced),
+            [
+                ("alpha", Host::Agents, Action::AlreadyInstalled),
+                ("alpha", Host::Claude, Action::Updated),
+            ]
+        );
+        assert_eq!(status_of(&f, "alpha", &claude_only), Status::Installed);
+
+        // Upgrade replaces outdated copies and leaves missing ones missing.
+        fs::write(installed.join("extra.md"), "x").unwrap();
+        let cursor = Target::Builtin {
+            hosts: Some(vec![Host::Claude, Host::Cursor]),
+            scope: Scope::User,
+        };
+        let upgraded = f.skills.upgrade(&names(&["alpha"]), &cursor).unwrap();
+        assert_eq!(
+            actions(&upgraded),
+            [
+                ("alpha", Host::Claude, Action::Updated),
+                ("alpha", Host::Cursor, Action::NotInstalled),
+            ]
+        );
+        assert!(!installed.join("extra.md").exists());
+
+        let removed = f
+            .skills
+            .uninstall(&names(&["beta"]), &Target::default())
+            .unwrap();
+        assert_eq!(
+            actions(&removed),
+            [
+                ("beta", Host::Agents, Action::Uninstalled),
+                ("beta", Host::Claude, Action::Uninstalled),
+            ]
+        );
+        assert!(!f.root.join("home/.agents/skills/beta").exists());
+        let again = f
+            .skills
+            .uninstall(&names(&["beta"]), &Target::default())
+            .unwrap();
+        assert!(again
+            .results
+            .iter()
+            .all(|r| r.action == Action::NotInstalled));
+        assert!(!again.restart_required());
+        assert_no_leftovers(&f.root.join("home/.claude/skills"));
+    }
+
+    fn assert_no_leftovers(dir: &Path) {
+        for entry in fs::read_dir(dir).unwrap() {
+            let name = entry.unwrap().file_name();
+            assert!(
+                !name.to_string_lossy().starts_with('.'),
+                "leftover {name:?} in {}",
+                dir.display()
+            );
+        }
+    }
+
+    #[test]
+    fn custom_dir_and_project_scope() {
+        let f = fixture();
+        let dir = f.root.join("custom/skills");
+        let report = f
+            .skills
+            .install(&names(&["beta"]), &Target::Dir(dir.clone()), false)
+            .unwrap();
+        let json = serde_json::to_value(&report).unwrap();
+        assert_eq!(
+            json,
+            serde_json::json!({
+                "results": [{
+                    "name": "beta",
+                    "host": "custom",
+                    "scope": "user",
+                    "path": dir.join("beta").to_str().unwrap(),
+                    "action": "installed",
+                }],
+                "restart_required": true,
+                "restart_hint": crate::RESTART_HINT,
+            })
+        );
+        let listed = f.skills.list(&ListTarget::Dir(dir.clone())).unwrap();
+        assert_eq!(listed[1].locations.len(), 1);
+        assert_eq!(listed[1].status, Status::Installed);
+        assert_eq!(listed[0].status, Status::Missing);
+
+        let project = Target::Builtin {
+            hosts: Some(vec![Host::Cursor]),
+            scope: Scope::Project,
+        };
+        let report = f
+            .skills
+            .install(&names(&["alpha"]), &project, false)
+            .unwrap();
+        assert_eq!(
+            report.results[0].path,
+            f.root.join("project/.cursor/skills/alpha")
+        );
+        assert!(f
+            .root
+            .join("project/.cursor/skills/alpha/SKILL.md")
+            .is_file());
+        let project_only = ListTarget::Builtin {
+            hosts: None,
+            scopes: Some(vec![Scope::Project]),
+        };
+        assert_eq!(status_of(&f, "alpha", &project_only), Status::Installed);
+
+        // A file where the custom folder should be is refused.
+        let file = f.root.join("a-file");
+        fs::write(&file, "").unwrap();
+        let err = f.skills.list(&ListTarget::Dir(file.clone())).unwrap_err();
+        assert_eq!(
+            err,
+            SkillError::InvalidTarget(format!(
+                "Skill directory must be a directory, not a file: {}",
+                file.display()
+            ))
+        );
+    }
+
+    #[test]
+    fn unknown_names_and_hosts() {
+        let f = fixture();
+        let err = f
+            .skills
+            .install(
+                &names(&["nope", "alpha", "bogus"]),
+                &Target::default(),
+                false,
+            )
+            .unwrap_err();
+        assert_eq!(
+            err,
+            SkillError::NotFound("Unknown skill(s): nope, bogus. Available: alpha, beta".into())
+        );
+        assert_eq!(
+            Host::parse_targets("claude, bogus"),
+            Err(SkillError::InvalidTarget(
+                "Unknown skill target 'bogus'. Choose from: agents, claude, cursor, codex".into()
+            ))
+        );
+        assert_eq!(
+            Host::parse_targets(" , "),
+            Err(SkillError::InvalidTarget(
+                "Skill target list must not be empty.".into()
+            ))
+        );
+        assert_eq!(
+            Host::parse_targets(" Claude ,cursor"),
+            Ok(vec![Host::Claude, Host::Cursor])
+        );
+        assert!(Host::parse("custom").is_err());
+    }
+
+    #[test]
+    fn config_dir_overrides_and_uninstall_everywhere() {
+        let mut f = fixture();
+        let claude_home = f.root.join("claude-config");
+        f.skills.env.claude_config_dir = Some(claude_home.clone().into_os_string());
+        f.skills.env.codex_home = Some("  ".into());
+        assert_eq!(
+            f.skills.skills_root(Host::Claude, Scope::User).unwrap(),
+            claude_home.join("skills")
+        );
+        assert_eq!(
+            f.skills.skills_root(Host::Codex, Scope::User).unwrap(),
+            f.root.join("home/.codex/skills")
+        );
+        assert_eq!(
+            f.skills.skills_root(Host::Claude, Scope::Project).unwrap(),
+            f.root.join("project/.claude/skills")
+        );
+
+        f.skills
+            .install(&names(&["alpha"]), &Target::default(), false)
+            .unwrap();
+        let project = Target::Builtin {
+            hosts: Some(vec![Host::Codex]),
+            scope: Scope::Project,
+        };
+        f.skills
+            .install(&names(&["alpha"]), &project, false)
+            .unwrap();
+        let report = f.skills.uninstall_everywhere(&[]).unwrap();
+        assert_eq!(
+            actions(&report),
+            [
+                ("alpha", Host::Agents, Action::Uninstalled),
+                ("alpha", Host::Claude, Action::Uninstalled),
+                ("alpha", Host::Codex, Action::Uninstalled),
+                ("beta", Host::Agents, Action::NotInstalled),
+                ("beta", Host::Claude, Action::NotInstalled),
+            ]
+        );
+        assert_eq!(report.results[2].scope, Scope::Project);
+        assert!(!claude_home.join("skills/alpha").exists());
+    }
+
+    #[test]
+    fn a_folder_that_is_not_a_skill_is_never_replaced_or_deleted_silently() {
+        let f = fixture();
+        let dest = f.root.join("home/.agents/skills/alpha");
+        fs::create_dir_all(&dest).unwrap();
+        fs::write(dest.join("mine.txt"), "user data").unwrap();
+        assert_eq!(status_of(&f, "alpha", &all_builtin()), Status::Outdated);
+        let agents = Target::Builtin {
+            hosts: Some(vec![Host::Agents]),
+            scope: Scope::User,
+        };
+        assert!(matches!(
+            f.skills.uninstall(&names(&["alpha"]), &agents),
+            Err(SkillError::Install(m)) if m.ends_with("Refusing to delete it.")
+        ));
+        assert!(matches!(
+            f.skills.upgrade(&names(&["alpha"]), &agents),
+            Err(SkillError::Install(m)) if m.contains("(missing SKILL.md)")
+        ));
+        assert!(f
+            .skills
+            .install(&names(&["alpha"]), &agents, false)
+            .is_err());
+        assert!(dest.join("mine.txt").is_file());
+        // --force is the explicit way to replace it.
+        f.skills.install(&names(&["alpha"]), &agents, true).unwrap();
+        assert!(!dest.join("mine.txt").exists());
+        assert!(dest.join("SKILL.md").is_file());
+    }
+
+    #[test]
+    fn a_failed_install_leaves_the_old_copy_and_no_staging_folder() {
+        let f = fixture();
+        let agents = Target::Builtin {
+            hosts: Some(vec![Host::Agents]),
+            scope: Scope::User,
+        };
+        f.skills
+            .install(&names(&["alpha"]), &agents, false)
+            .unwrap();
+        let dest = f.root.join("home/.agents/skills/alpha");
+        fs::write(dest.join("SKILL.md"), "old local copy").unwrap();
+        // The catalog's file vanishes after the catalog was read: copying it fails midway.
+        fs::remove_file(f.root.join("catalog/alpha/ref/notes.md")).unwrap();
+        let err = f
+            .skills
+            .install(&names(&["alpha"]), &agents, true)
+            .unwrap_err();
+        assert!(
+            matches!(err, SkillError::Install(m) if m.starts_with("Failed to install skill at"))
+        );
+        assert_eq!(
+            fs::read_to_string(dest.join("SKILL.md")).unwrap(),
+            "old local copy"
+        );
+        assert!(dest.join("ref/notes.md").is_file());
+        assert_no_leftovers(&f.root.join("home/.agents/skills"));
+    }
+
+    #[test]
+    fn embedded_skills_install_as_installed() {
+        let tmp = tempfile::tempdir().unwrap();
+        let env = Environment {
+            home: Some(tmp.path().join("home")),
+            cwd: tmp.path().to_path_buf(),
+            claude_config_dir: None,
+            codex_home: None,
+        };
+        let skills = Skills::new(Catalog::embedded().unwrap(), env);
+        let target = Target::Dir(tmp.path().join("skills"));
+        let report = skills.install(&[], &target, false).unwrap();
+        assert_eq!(report.results.len(), 6);
+        let listing = skills
+            .list(&ListTarget::Dir(tmp.path().join("skills")))
+            .unwrap();
+        assert!(listing.iter().all(|l| l.status == Status::Installed));
+        assert!(listing.iter().all(|l| l.source_dir.is_none()));
+    }
+}
