@@ -1,12 +1,18 @@
-//! `pt-snap-bench`: imports one snapshot with our CLI and with pt-snap-cli 0.4.1, in the same
-//! run, and measures the physical floor: SQLite bulk-inserting the very same rows and
-//! building the same indexes, with no decoding or replay at all. Prints a Markdown table of
-//! wall time and peak RSS (children measured with `wait4`), ready for docs/performance.md.
+//! `pt-snap-bench`: our CLI and pt-snap-cli 0.4.1 side by side, in the same run, with wall
+//! time and peak RSS of each child (`wait4`), printed as Markdown for docs/performance.md.
+//!
+//! * `import`: imports one snapshot with both tools and measures the physical floor: SQLite
+//!   bulk-inserting the very same rows and building the same indexes, with no decoding or
+//!   replay at all.
+//! * `queries`: runs every template with its default parameters on one or more databases.
 //!
 //! ```sh
 //! cargo build --release -p pt-snap-cli -p pt-snap-bench
-//! target/release/pt-snap-bench --snapshot big.pickle --reference .oracle/bin/pt-snap
+//! target/release/pt-snap-bench import --snapshot big.pickle --reference .oracle/bin/pt-snap
+//! target/release/pt-snap-bench queries --db big.pickle.db --reference .oracle/bin/pt-snap
 //! ```
+
+mod queries;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -14,6 +20,14 @@ use std::time::{Duration, Instant};
 
 use clap::Parser;
 use rusqlite::Connection;
+
+#[derive(Parser)]
+enum Bench {
+    /// Import one snapshot with both tools, and the SQLite floor.
+    Import(Args),
+    /// Every template with its default parameters, with both tools.
+    Queries(queries::Args),
+}
 
 #[derive(Parser)]
 struct Args {
@@ -31,15 +45,15 @@ struct Args {
     runs: usize,
 }
 
-struct Measure {
-    wall: Duration,
-    max_rss_kib: i64,
+pub(crate) struct Measure {
+    pub wall: Duration,
+    pub max_rss_kib: i64,
 }
 
 /// Runs a command to completion and reads its peak RSS from the kernel's rusage.
 // The child is reaped by `wait4` below, which std cannot see.
 #[allow(clippy::zombie_processes)]
-fn measure(cmd: &mut Command) -> Measure {
+pub(crate) fn measure(cmd: &mut Command) -> Measure {
     let start = Instant::now();
     let child = cmd
         .stdout(Stdio::null())
@@ -63,7 +77,7 @@ fn measure(cmd: &mut Command) -> Measure {
     }
 }
 
-fn best(runs: usize, mut f: impl FnMut() -> Measure) -> Measure {
+pub(crate) fn best(runs: usize, mut f: impl FnMut() -> Measure) -> Measure {
     (0..runs.max(1))
         .map(|_| f())
         .min_by_key(|m| m.wall)
@@ -149,7 +163,13 @@ fn sqlite_floor(db: &Path, scratch: &Path) -> Duration {
 }
 
 fn main() {
-    let args = Args::parse();
+    match Bench::parse() {
+        Bench::Import(args) => import(args),
+        Bench::Queries(args) => queries::run(args),
+    }
+}
+
+fn import(args: Args) {
     let dir = tempfile::tempdir().unwrap();
     let name = args
         .snapshot

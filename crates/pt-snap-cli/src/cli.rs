@@ -30,6 +30,12 @@ pub enum Command {
     Focus(FocusArgs),
     /// Show or manage pt-snap configuration.
     Config(ConfigArgs),
+    /// Manage bundled agent skills
+    Skill(SkillArgs),
+    /// Execute queries on the memory snapshot database.
+    Query(QueryArgs),
+    /// List CLI version, query template contracts, and bundled skills.
+    Capabilities(JsonArgs),
 }
 
 #[derive(Debug, Args)]
@@ -54,6 +60,55 @@ pub struct ImportArgs {
     /// single-db (default).
     #[arg(long)]
     pub format: Option<String>,
+    /// Emit machine-readable JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct QueryArgs {
+    /// Path to database, manifest.json, or dataset directory (optional if configured).
+    pub db_path: Option<PathBuf>,
+    /// Query template name to execute.
+    #[arg(long)]
+    pub template_use: Option<String>,
+    /// Query parameters as JSON string.
+    #[arg(long)]
+    pub params: Option<String>,
+    /// Device ID to query.
+    #[arg(long, allow_negative_numbers = true)]
+    pub device: Option<i64>,
+    /// Explicit dataset slice index for event inspection.
+    #[arg(long = "slice", allow_negative_numbers = true)]
+    pub slice: Option<i64>,
+    /// List all available query templates.
+    #[arg(long)]
+    pub list: bool,
+    /// Filter templates by category.
+    #[arg(long)]
+    pub category: Option<String>,
+    /// Show detailed information about a template (parameters, output schema, field semantics).
+    #[arg(long)]
+    pub template_info: Option<String>,
+    /// Maximum number of result rows to display (<= 0 for unlimited, default: unlimited).
+    #[arg(short = 'n', allow_negative_numbers = true)]
+    pub max_rows: Option<i64>,
+    /// Compute an exact matching-row total with a COUNT query (default: total equals returned rows).
+    #[arg(long)]
+    pub exact_total: bool,
+    /// Query execution timeout in seconds (separate from -n; <= 0 disables; default:
+    /// PT_SNAP_QUERY_TIMEOUT or unlimited).
+    #[arg(long, allow_negative_numbers = true)]
+    pub timeout: Option<f64>,
+    #[command(flatten)]
+    pub limits: crate::budget::WorkLimitArgs,
+    /// Emit machine-readable JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct JsonArgs {
     /// Emit machine-readable JSON.
     #[arg(long)]
     pub json: bool,
@@ -106,6 +161,123 @@ impl Command {
             Command::Overview(a) | Command::Metadata(a) => a.json,
             Command::Focus(a) => a.json,
             Command::Config(a) => a.json,
+            Command::Skill(a) => a.command.json(),
+            Command::Query(a) => a.json,
+            Command::Capabilities(a) => a.json,
         }
     }
+}
+
+#[derive(Debug, Args)]
+pub struct SkillArgs {
+    #[command(subcommand)]
+    pub command: SkillCommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum SkillCommand {
+    /// List bundled agent skills and whether they are installed.
+    List(SkillListArgs),
+    /// Install bundled agent skills into shared agent, Claude, Cursor, Codex, or custom
+    /// directories.
+    Install(SkillInstallArgs),
+    /// Replace outdated installed skills with the bundled copies.
+    Upgrade(SkillUpgradeArgs),
+    /// Remove bundled agent skills.
+    ///
+    /// Without --target, --project, or --dir, remove every SKILL.md copy that `pt-snap skill
+    /// list` would report. A same-named path without SKILL.md aborts the whole uninstall. Use
+    /// those flags to limit destinations.
+    Uninstall(SkillUninstallArgs),
+}
+
+impl SkillCommand {
+    pub fn json(&self) -> bool {
+        match self {
+            SkillCommand::List(a) => a.json,
+            SkillCommand::Install(a) => a.json,
+            SkillCommand::Upgrade(a) => a.json,
+            SkillCommand::Uninstall(a) => a.json,
+        }
+    }
+}
+
+#[derive(Debug, Args)]
+pub struct SkillListArgs {
+    /// Comma-separated hosts to inspect: agents,claude,cursor,codex
+    #[arg(short = 't', long)]
+    pub target: Option<String>,
+    /// Inspect only project-local skill directories
+    #[arg(long)]
+    pub project: bool,
+    /// Inspect only user-level skill directories
+    #[arg(long)]
+    pub user: bool,
+    /// Inspect this skills directory instead of built-in agent/Claude/Cursor/Codex paths
+    #[arg(long = "dir")]
+    pub dir: Option<PathBuf>,
+    /// Emit machine-readable JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct SkillInstallArgs {
+    /// Skill names to install. Omit to install every bundled skill.
+    #[arg(value_name = "names")]
+    pub names: Vec<String>,
+    /// Comma-separated hosts: agents,claude,cursor,codex (default: agents,claude)
+    #[arg(short = 't', long)]
+    pub target: Option<String>,
+    /// Install into the current project
+    #[arg(long)]
+    pub project: bool,
+    /// Replace existing skills that differ
+    #[arg(long)]
+    pub force: bool,
+    /// Install into this skills directory (Windows, other agents, or a custom path)
+    #[arg(long = "dir")]
+    pub dir: Option<PathBuf>,
+    /// Emit machine-readable JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct SkillUpgradeArgs {
+    /// Skill names to upgrade. Omit to upgrade every installed bundled skill.
+    #[arg(value_name = "names")]
+    pub names: Vec<String>,
+    /// Comma-separated hosts: agents,claude,cursor,codex (default: agents,claude)
+    #[arg(short = 't', long)]
+    pub target: Option<String>,
+    /// Upgrade skills in the current project
+    #[arg(long)]
+    pub project: bool,
+    /// Upgrade skills in this directory instead of a built-in host
+    #[arg(long = "dir")]
+    pub dir: Option<PathBuf>,
+    /// Emit machine-readable JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct SkillUninstallArgs {
+    /// Skill names to uninstall. Omit to uninstall every bundled skill.
+    #[arg(value_name = "names")]
+    pub names: Vec<String>,
+    /// Comma-separated hosts: agents,claude,cursor,codex. Defaults to agents,claude when
+    /// --project is set
+    #[arg(short = 't', long)]
+    pub target: Option<String>,
+    /// Uninstall skills from the current project
+    #[arg(long)]
+    pub project: bool,
+    /// Uninstall skills from this directory instead of a built-in host
+    #[arg(long = "dir")]
+    pub dir: Option<PathBuf>,
+    /// Emit machine-readable JSON.
+    #[arg(long)]
+    pub json: bool,
 }

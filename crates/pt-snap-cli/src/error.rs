@@ -9,6 +9,8 @@ pub struct CliError {
     pub message: String,
     pub hint: Option<String>,
     pub exit: u8,
+    /// What precedes the message in text mode (`query` says `Error executing query: `).
+    pub text_prefix: &'static str,
 }
 
 impl CliError {
@@ -18,6 +20,14 @@ impl CliError {
             message: message.into(),
             hint: hint.map(str::to_owned),
             exit: 1,
+            text_prefix: "Error: ",
+        }
+    }
+
+    pub fn with_text_prefix(self, text_prefix: &'static str) -> Self {
+        CliError {
+            text_prefix,
+            ..self
         }
     }
 
@@ -98,6 +108,52 @@ impl CliError {
         )
     }
 
+    /// A query engine failure with the reference's code, hint and text-mode prefix.
+    pub fn query(e: pt_snap_query::QueryError, deadline: &crate::budget::Deadline) -> Self {
+        use pt_snap_query::QueryError as Q;
+        let err = match &e {
+            Q::TemplateNotFound(_) => Self::new(
+                e.code(),
+                e.to_string(),
+                Some("Use 'pt-snap query --list --json' to list available templates."),
+            ),
+            Q::InvalidParameter(m) => Self::new(
+                e.code(),
+                m.clone(),
+                Some("Check --params against 'pt-snap query --template-info <name> --json'."),
+            ),
+            Q::DeviceNotFound(m) => {
+                return Self::new(
+                    e.code(),
+                    m.clone(),
+                    Some("Pass --device with an id present in the database, or omit it to use the first device."),
+                )
+            }
+            Q::Timeout => Self::new(
+                e.code(),
+                format!(
+                    "Query timed out after {} seconds",
+                    deadline.seconds.map_or("None".into(), pt_snap_query::python::float_repr)
+                ),
+                Some("Retry with a higher --timeout, or tighten -n / filters so the query does less work."),
+            ),
+            Q::Failed(m) => Self::new(
+                e.code(),
+                m.clone(),
+                Some("Inspect the template SQL and database layout, then retry with --template-info --json."),
+            ),
+        };
+        err.with_text_prefix("Error executing query: ")
+    }
+
+    pub fn skill_error(message: impl Into<String>) -> Self {
+        Self::new(
+            "SKILL_ERROR",
+            message,
+            Some("Use 'pt-snap skill list --json' and check --target / --dir options."),
+        )
+    }
+
     pub fn internal(message: impl Into<String>) -> Self {
         Self::new("ERROR", message, None)
     }
@@ -118,7 +174,7 @@ impl CliError {
         if json {
             eprintln!("{}", crate::output::pretty(&self.envelope()));
         } else {
-            eprintln!("Error: {}", self.message);
+            eprintln!("{}{}", self.text_prefix, self.message);
             if let Some(hint) = &self.hint {
                 eprintln!("{hint}");
             }

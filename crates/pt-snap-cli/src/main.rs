@@ -1,6 +1,7 @@
 //! `pt-snap`: the command-line face of the pipeline, with pt-snap-cli 0.4.1's commands,
 //! flags, JSON envelopes, error codes and exit statuses.
 
+mod budget;
 mod cli;
 mod clock;
 mod commands;
@@ -41,6 +42,9 @@ fn run(command: &Command) -> CliResult {
         Command::Metadata(a) => commands::metadata::run(a.db_path.as_deref(), a.json),
         Command::Focus(a) => commands::focus::run(a),
         Command::Config(a) => commands::config::run(a),
+        Command::Skill(a) => commands::skill::run(a),
+        Command::Query(a) => commands::query::run(a),
+        Command::Capabilities(a) => commands::capabilities::run(a.json),
     }
 }
 

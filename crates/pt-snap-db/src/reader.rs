@@ -69,6 +69,14 @@ impl SnapshotDb {
         Self::from_connection(conn)
     }
 
+    /// Opens a database image held in memory (a dropped `.db` file in the browser), read-only.
+    pub fn from_bytes(bytes: &[u8]) -> Result<Self, OpenError> {
+        let mut conn = Connection::open_in_memory()?;
+        conn.deserialize_read_exact(rusqlite::MAIN_DB, bytes, bytes.len(), true)?;
+        conn.execute_batch("PRAGMA query_only = 1")?;
+        Self::from_connection(conn)
+    }
+
     /// Wraps an open connection (e.g. a deserialized in-memory DB) after checking its schema.
     pub fn from_connection(conn: Connection) -> Result<Self, OpenError> {
         let tables: Vec<String> = {
@@ -85,7 +93,7 @@ impl SnapshotDb {
         if !tables.iter().any(|t| t == "dictionary") {
             return Err(OpenError::SchemaInvalid(
                 "Invalid database schema: 'dictionary' table not found. \
-                 Is this a SnapshotDB created by 'pt-snap import'?"
+                 This may not be a valid PyTorch memory snapshot database."
                     .into(),
             ));
         }
@@ -99,6 +107,11 @@ impl SnapshotDb {
 
     pub fn conn(&self) -> &Connection {
         &self.conn
+    }
+
+    /// For connection-wide settings such as a progress handler.
+    pub fn conn_mut(&mut self) -> &mut Connection {
+        &mut self.conn
     }
 
     /// Device ids with a trace table, ascending.

@@ -35,15 +35,14 @@ pub fn run(args: &SkillArgs) -> CliResult {
 
 /// The `skills` array of `capabilities --json`: what `skill list --json` lists with default
 /// options (every built-in host, both scopes).
-pub fn capabilities_listing() -> Result<Value, CliError> {
+pub fn capabilities_listing() -> Result<Vec<SkillListing>, CliError> {
     let skills = Skills::from_process().map_err(skill_error)?;
-    let listings = skills
+    skills
         .list(&ListTarget::Builtin {
             hosts: None,
             scopes: None,
         })
-        .map_err(skill_error)?;
-    Ok(serde_json::to_value(listings).expect("listings serialise"))
+        .map_err(skill_error)
 }
 
 /// The reference prints skill JSON with Python's default `ensure_ascii=True`: non-ASCII
@@ -169,7 +168,7 @@ pub fn render_listings(listings: &[SkillListing]) -> String {
         .and_then(|c| c.trim().parse::<usize>().ok())
         .filter(|&c| c > 0)
         .unwrap_or(80);
-    let width = columns.saturating_sub(2).max(40).min(88);
+    let width = columns.saturating_sub(2).clamp(40, 88);
     let mut out = String::new();
     for (i, item) in listings.iter().enumerate() {
         if i > 0 {

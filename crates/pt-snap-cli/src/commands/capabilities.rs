@@ -1,0 +1,49 @@
+//! `pt-snap capabilities`: everything an agent needs before its first query — the CLI
+//! version, every template contract, and the bundled skills with their install status.
+
+use pt_snap_query::registry;
+use serde_json::{json, Value};
+
+use crate::budget;
+use crate::commands::skill;
+use crate::error::CliResult;
+use crate::output;
+
+pub fn run(json: bool) -> CliResult {
+    let limits = budget::env_work_limits()?;
+    let listings = skill::capabilities_listing()?;
+    if json {
+        let templates: Vec<Value> = registry::all()
+            .iter()
+            .map(|t| Value::Object(t.contract.info_json(&limits)))
+            .collect();
+        output::print_json(&output::envelope(vec![
+            ("cli_version", json!(env!("CARGO_PKG_VERSION"))),
+            ("templates", Value::Array(templates)),
+            ("skills", json!(listings)),
+        ]));
+        return Ok(());
+    }
+    println!("CLI version: {}", env!("CARGO_PKG_VERSION"));
+    println!();
+    println!("Templates ({}):", registry::all().len());
+    for t in registry::all() {
+        let c = &t.contract;
+        println!("  {}  ({})", c.name, c.category);
+        println!("    {}", c.description);
+        if !c.parameters.is_empty() {
+            let names: Vec<&str> = c.parameters.iter().map(|(n, _)| n.as_str()).collect();
+            println!("    parameters: {}", names.join(", "));
+        }
+    }
+    println!();
+    println!("Use --json for full parameter contracts, output schemas, and field semantics.");
+    println!();
+    if listings.is_empty() {
+        println!("Skills: none");
+        return Ok(());
+    }
+    println!("Skills ({}):", listings.len());
+    print!("{}", skill::render_listings(&listings));
+    Ok(())
+}

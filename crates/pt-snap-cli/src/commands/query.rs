@@ -1,0 +1,329 @@
+//! `pt-snap query`: list templates, show their contracts, run one.
+
+use std::path::{Path, PathBuf};
+
+use pt_snap_query::{registry, Analyzer, QueryOutcome, QueryRequest, WorkLimits, CATEGORIES};
+use serde_json::{json, Map, Value};
+
+use crate::budget::Deadline;
+use crate::cli::QueryArgs;
+use crate::error::{CliError, CliResult};
+use crate::focus::{self, Resolved};
+use crate::output::{self, python_dumps, python_str};
+
+const QUERY_PREFIX: &str = "Error executing query: ";
+
+pub fn run(a: &QueryArgs) -> CliResult {
+    let limits = a.limits.resolve()?;
+    // `--category` alone lists that category.
+    if a.list || (a.category.is_some() && a.template_use.is_none() && a.template_info.is_none()) {
+        return list(a.category.as_deref(), a.json);
+    }
+    if let Some(name) = &a.template_info {
+        return template_info(name, a.db_path.as_deref(), &limits, a.json);
+    }
+    let Some(template) = &a.template_use else {
+        return Err(CliError::invalid_parameter(
+            "--template-use is required when not using --list or --template-info",
+            "Pass --template-use, --list, or --template-info.",
+        ));
+    };
+    // Failures from here on read `Error executing query: …` in text mode, except those
+    // about finding the database or device.
+    let prefixed = |e: CliError| e.with_text_prefix(QUERY_PREFIX);
+    let params = parse_params(a.params.as_deref()).map_err(prefixed)?;
+    let deadline = Deadline::start(a.timeout).map_err(prefixed)?;
+    let resolved = focus::resolve_required(a.db_path.as_deref())?;
+    if a.slice.is_some() {
+        return Err(prefixed(CliError::invalid_parameter(
+            "slice_index requires a manifest dataset.",
+            "Pass --slice only with a dataset directory or its manifest.json.",
+        )));
+    }
+    let (analyzer, path) = open(&resolved)?;
+    deadline.check()?;
+    analyzer.set_interrupt(deadline.interrupt());
+    let request = QueryRequest {
+        template: template.clone(),
+        params,
+        device: a.device.or(resolved.device_id),
+        max_rows: a.max_rows,
+        exact_total: a.exact_total,
+    };
+    let outcome = analyzer
+        .run(&request)
+        .map_err(|e| CliError::query(e, &deadline))?;
+    deadline.check()?;
+    if a.json {
+        print_json(&outcome, &path, &resolved, &deadline);
+    } else {
+        print_text(&outcome);
+    }
+    Ok(())
+}
+
+/// `--params`: a JSON object, or nothing.
+fn parse_params(raw: Option<&str>) -> CliResult<Map<String, Value>> {
+    let hint = "Check --params against 'pt-snap query --template-info <name> --json'.";
+    let Some(raw) = raw.filter(|r| !r.is_empty()) else {
+        return Ok(Map::new());
+    };
+    let value: Value = serde_json::from_str(raw)
+        .map_err(|e| CliError::invalid_parameter(format!("Invalid JSON in --params: {e}"), hint))?;
+    match value {
+        Value::Object(map) => Ok(map),
+        _ => Err(CliError::invalid_parameter(
+            "Query parameters must be a JSON object.",
+            hint,
+        )),
+    }
+}
+
+/// Opens the resolved database read-only, with the query command's error wording.
+pub fn open(resolved: &Resolved) -> CliResult<(Analyzer, PathBuf)> {
+    let path = focus::absolute(&resolved.db_path)?;
+    if path.is_dir() || path.file_name().is_some_and(|n| n == "manifest.json") {
+        return Err(CliError::schema_invalid(format!(
+            "Sharded datasets are not supported yet: {}",
+            resolved.db_path.display()
+        )));
+    }
+    if !path.is_file() {
+        let mut err = CliError::database_not_found(format!(
+            "Database from {} focus not found: {}",
+            resolved.source.name(),
+            resolved.db_path.display()
+        ));
+        err.hint = Some(
+            "Use 'pt-snap focus <new_database_path>' or pass a database path that exists.".into(),
+        );
+        return Err(err);
+    }
+    let analyzer = Analyzer::open(&path)
+        .map_err(|e| CliError::schema_invalid(e.to_string()).with_text_prefix(QUERY_PREFIX))?;
+    Ok((analyzer, path))
+}
+
+fn print_json(outcome: &QueryOutcome, path: &Path, resolved: &Resolved, deadline: &Deadline) {
+    output::print_json(&output::envelope(vec![
+        ("db_path", json!(path.display().to_string())),
+        ("focus_source", json!(resolved.source.name())),
+        ("device_id", json!(outcome.device_id)),
+        ("template", json!(outcome.template)),
+        ("effective_params", outcome.effective_params.to_json()),
+        ("semantics_version", json!(outcome.semantics_version)),
+        ("total", json!(outcome.total)),
+        ("returned", json!(outcome.returned)),
+        ("has_more", json!(outcome.has_more)),
+        ("truncated", json!(outcome.truncated)),
+        ("total_is_exact", json!(outcome.total_is_exact)),
+        ("timeout_s", json!(deadline.seconds)),
+        ("rows", Value::Array(outcome.rows_json())),
+    ]));
+}
+
+/// Rows as the reference prints them: one Python dict repr per line.
+fn print_text(outcome: &QueryOutcome) {
+    use std::fmt::Write as _;
+    use std::io::Write as _;
+    if outcome.rows.is_empty() {
+        println!("No results found.");
+        return;
+    }
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "Found {} results, showing {}:",
+        outcome.total, outcome.returned
+    );
+    for row in &outcome.rows {
+        let fields: Vec<String> = outcome
+            .columns
+            .iter()
+            .zip(row)
+            .map(|(c, v)| {
+                format!(
+                    "{}: {}",
+                    pt_snap_query::python::repr_str(c),
+                    v.python_repr()
+                )
+            })
+            .collect();
+        let _ = writeln!(out, "  {{{}}}", fields.join(", "));
+    }
+    if outcome.has_more {
+        if outcome.total_is_exact && outcome.total > outcome.returned {
+            let _ = writeln!(
+                out,
+                "  ... and {} more (use -n to show more)",
+                outcome.total - outcome.returned
+            );
+        } else {
+            out.push_str("  ... more available (use -n, offset, top_n, or --exact-total)\n");
+        }
+    }
+    let _ = std::io::stdout().lock().write_all(out.as_bytes());
+}
+
+fn list(category: Option<&str>, json: bool) -> CliResult {
+    if let Some(c) = category {
+        if !registry::is_category(c) {
+            return Err(CliError::invalid_parameter(
+                format!(
+                    "Invalid category '{c}'. Must be one of: {}",
+                    CATEGORIES.join(", ")
+                ),
+                "Use 'pt-snap query --list --json' to see valid categories.",
+            ));
+        }
+    }
+    let categories: Vec<&str> = match category {
+        Some(c) => vec![c],
+        None => CATEGORIES.to_vec(),
+    };
+    if json {
+        let templates: Vec<Value> = categories
+            .iter()
+            .flat_map(|c| registry::in_category(c))
+            .map(|t| {
+                json!({
+                    "name": t.contract.name,
+                    "description": t.contract.description,
+                    "category": t.contract.category,
+                })
+            })
+            .collect();
+        output::print_json(&output::envelope(vec![
+            ("category", json!(category)),
+            ("templates", Value::Array(templates)),
+        ]));
+        return Ok(());
+    }
+    for c in categories {
+        let mut label: Vec<char> = c.chars().collect();
+        label[0] = label[0].to_ascii_uppercase();
+        println!("{} Queries:", label.into_iter().collect::<String>());
+        for t in registry::in_category(c) {
+            println!("  {}", t.contract.name);
+            println!("    {}", t.contract.description);
+        }
+        println!();
+    }
+    Ok(())
+}
+
+fn template_info(name: &str, db_path: Option<&Path>, limits: &WorkLimits, json: bool) -> CliResult {
+    let t = registry::find(name).ok_or_else(|| {
+        CliError::new(
+            "TEMPLATE_NOT_FOUND",
+            format!("Template '{name}' not found"),
+            Some("Use 'pt-snap query --list --json' to list available templates."),
+        )
+    })?;
+    let c = &t.contract;
+    let info = c.info_json(limits);
+    if json {
+        let mut fields = vec![("template", json!(c.name))];
+        fields.extend(info.iter().map(|(k, v)| (k.as_str(), v.clone())));
+        output::print_json(&output::envelope(fields));
+        return Ok(());
+    }
+    println!("Template: {}", c.name);
+    println!("Description: {}", c.description);
+    println!("Category: {}", c.category);
+    println!("Devices: {}", c.devices_label());
+    println!(
+        "Dataset Support: {}",
+        python_dumps(&c.dataset_support(limits), true)
+    );
+    println!(
+        "Semantics Version: {}",
+        c.semantics_version.map_or("none".into(), |v| v.to_string())
+    );
+    println!();
+    println!("Parameters:");
+    if c.parameters.is_empty() {
+        println!("  None");
+    }
+    for (pname, p) in &c.parameters {
+        let required = if p.required {
+            " (required)"
+        } else {
+            " (optional)"
+        };
+        let choices = p.choices.as_ref().map_or(String::new(), |ch| {
+            let items: Vec<String> = ch.iter().map(python_str).collect();
+            format!(" [choices: {}]", items.join(", "))
+        });
+        let default = if p.default.is_null() {
+            String::new()
+        } else {
+            format!(" [default: {}]", python_str(&p.default))
+        };
+        println!("  {pname}: {}{required}{choices}{default}", p.kind.name());
+        println!("    {}", p.description);
+    }
+    println!();
+    println!("Output Schema:");
+    for col in &c.output_schema {
+        println!("  {}: {}", col.column, col.kind);
+        let tags = [
+            ("units", &col.units),
+            ("metric_semantics", &col.metric_semantics),
+            ("scope", &col.scope),
+            ("denominator", &col.denominator),
+        ];
+        for (key, value) in tags {
+            if let Some(v) = value {
+                println!("    {key}: {v}");
+            }
+        }
+        if let Some(v) = col.sentinel {
+            println!("    sentinel: {v}");
+        }
+        if let Some(limits) = &col.interpretation_limits {
+            println!("    interpretation_limits:");
+            for l in limits {
+                println!("      - {l}");
+            }
+        }
+    }
+    if !c.interpretation_limits.is_empty() {
+        println!();
+        println!("Interpretation Limits:");
+        for l in &c.interpretation_limits {
+            println!("  - {l}");
+        }
+    }
+    println!();
+    println!("Example Usage:");
+    let example: Map<String, Value> = c
+        .parameters
+        .iter()
+        .map(|(pname, p)| {
+            let v = match p.kind {
+                pt_snap_query::ParamType::Int if p.default.is_null() => json!(0),
+                pt_snap_query::ParamType::Float if p.default.is_null() => json!(0.0),
+                pt_snap_query::ParamType::Str if p.default.is_null() => p
+                    .choices
+                    .as_ref()
+                    .and_then(|c| c.first().cloned())
+                    .unwrap_or(json!("example")),
+                pt_snap_query::ParamType::Bool => json!(true),
+                _ => p.default.clone(),
+            };
+            (pname.clone(), v)
+        })
+        .collect();
+    let db = db_path.map_or("<configured_db>".into(), |p| p.display().to_string());
+    if example.is_empty() {
+        println!("  pt-snap query {db} --template-use {}", c.name);
+    } else {
+        println!(
+            "  pt-snap query {db} --template-use {} --params '{}'",
+            c.name,
+            python_dumps(&Value::Object(example), false)
+        );
+    }
+    Ok(())
+}

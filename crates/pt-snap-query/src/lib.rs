@@ -1,0 +1,47 @@
+//! The query engine: the 13 SnapshotDB templates of pt-snap-cli 0.4.1, their contracts, and
+//! the row-window rules that make their answers honest about completeness.
+//!
+//! ```no_run
+//! use pt_snap_query::{Analyzer, QueryRequest};
+//!
+//! let analyzer = Analyzer::open("train.pkl.db".as_ref())?;
+//! let peak = analyzer.run(&QueryRequest::new("memory_peak"))?;
+//! let event = peak.get(0, "peak_active_event_id").and_then(|v| v.as_i64()).unwrap();
+//! let live = analyzer.run(
+//!     &QueryRequest::new("active_memory_callstack_at_event")
+//!         .param("event_id", event)
+//!         .param("top_n", 5)
+//!         .exact_total(true),
+//! )?;
+//! for row in live.rows_json() {
+//!     println!("{row}");
+//! }
+//! assert!(live.total_is_exact);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! [`registry`] holds every template: its [`Contract`] (parameters, output columns, units,
+//! interpretation limits — data in `contracts/`, word for word the reference's) and its SQL
+//! (`templates/`, built with bound parameters only). [`Analyzer`] opens a database file or
+//! image read-only and runs them; it needs no clock, filesystem or thread, so the same code
+//! answers in the browser.
+
+pub mod contract;
+mod engine;
+mod error;
+mod functions;
+pub mod params;
+pub mod python;
+pub mod registry;
+mod sql;
+mod stack;
+mod templates;
+mod value;
+
+pub use contract::{Contract, OutputColumn, ParamType, Parameter, WorkLimits, CATEGORIES};
+pub use engine::{Analyzer, Interrupt, QueryOutcome, QueryRequest};
+pub use error::QueryError;
+pub use params::{ParamValue, Params};
+pub use pt_snap_db::{rusqlite, CallstackLayout, OpenError};
+pub use registry::Template;
+pub use value::Value;
