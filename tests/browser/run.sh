@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Builds the flamegraph test pages and runs the browser test over them, plus any report
+# pages given as arguments (e.g. ones written by `pt-snap report memory-tree --format html`).
+#
+#   tests/browser/run.sh [page.html …]
+#
+# Pages built here (target/browser/pages/): the fixtures in tests/browser/fixtures/ (edge
+# cases, a lone root, an empty tree, no rows), a 10,000-node synthetic tree, and the
+# reference's own frame tree when ../shared/reference is present.
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+root="$(cd "$here/../.." && pwd)"
+"$here/setup.sh"
+
+out="$root/target/browser/pages"
+mkdir -p "$out"
+pages=()
+for f in "$here"/fixtures/*.json; do
+  p="$out/$(basename "${f%.json}").html"
+  node "$here/make_page.mjs" "$f" "$p" >/dev/null
+  pages+=("$p")
+done
+node "$here/make_big_tree.mjs" "$out/big_tree_10k.html" >/dev/null
+pages+=("$out/big_tree_10k.html")
+ref="$root/../shared/reference/oracle-out/reports/tree.json"
+if [ -f "$ref" ]; then
+  node "$here/make_page.mjs" "$ref" "$out/reference_tree.html" >/dev/null
+  pages+=("$out/reference_tree.html")
+fi
+
+node "$here/flamegraph.test.mjs" "${pages[@]}" "$@"

@@ -1,0 +1,905 @@
+/* pt-snap memory flamegraph.
+ *
+ * An icicle view (root on top) of the memory live after one allocator event, by allocation
+ * call frame; widths are inclusive bytes. Input: the rows of the
+ * `active_memory_frame_tree_at_event` template, wrapped as
+ *   {"title": str, "event_id": int, "device_id": int, "nodes": [rows]}.
+ *
+ * Plain JS, no dependency, no network, no build step: the same file is inlined into the
+ * self-contained report (`pt-snap report memory-tree --format html`) and loaded by the web
+ * app, so it is a classic script that only defines globalThis.PtSnapFlamegraph.
+ *
+ *   const fg = PtSnapFlamegraph.render(container, data, options);
+ *   fg.zoomTo(nodeId); fg.search(text); fg.destroy();
+ */
+(function (global) {
+  'use strict';
+
+  // Synthetic leaves sit directly under the root and have no frame. They are explained in
+  // the UI because "static" and "preexisting" are allocator-replay terms users don't know.
+  var SYNTHETIC = {
+    static: {
+      kind: 'static', name: 'Static',
+      text: 'Allocated before memory recording started and never freed in the trace, ' +
+        'so no call stack was recorded (typically parameters and buffers created early).'
+    },
+    preexisting_live_at_event: {
+      kind: 'pre', name: 'Preexisting',
+      text: 'Allocated before recording started and freed later in the trace, ' +
+        'after this event; no call stack was recorded.'
+    },
+    empty_callstack: {
+      kind: 'empty', name: 'Empty call stack',
+      text: 'Allocated during the trace, but the captured call stack has no frames ' +
+        '(e.g. stacks were not recorded for it).'
+    },
+    missing: {
+      kind: 'missing', name: 'Missing call stack',
+      text: 'Allocated during the trace, but its call stack is missing or inconsistent ' +
+        'in the snapshot.'
+    }
+  };
+
+  var CODE_KINDS = [
+    { kind: 'user', name: 'Your code', text: 'files outside PyTorch, Python and site-packages' },
+    { kind: 'torch', name: 'PyTorch', text: 'Python files of torch, torchvision, …' },
+    { kind: 'native', name: 'Native C++/CUDA', text: 'C++ sources, ?? frames, c10::/at::/torch:: symbols' },
+    { kind: 'lib', name: 'Python & other libraries', text: 'the interpreter\'s C frames, <frozen …>, the standard library, other site-packages' }
+  ];
+
+  var KIND_NAMES = {
+    root: 'All live memory', user: 'Your code', torch: 'PyTorch', native: 'Native C++/CUDA',
+    lib: 'Python & other libraries', static: 'Static', pre: 'Preexisting',
+    empty: 'Empty call stack', missing: 'Missing call stack'
+  };
+
+  var DEFAULTS = {
+    rowHeight: 20,
+    minFrameWidth: 1,   // px; narrower frames are not drawn (search and keys still reach them)
+    hideSynthetic: false,
+    showHeader: true,
+    maxResults: 500,
+    onSelect: null      // called with the selected row (click, Enter, search result)
+  };
+
+  // ---------------------------------------------------------------- formatting
+
+  var UNITS = ['B', 'KiB', 'MiB', 'GiB', 'TiB', 'PiB'];
+
+  function human(bytes) {
+    if (typeof bytes !== 'number' || !isFinite(bytes)) return 'n/a';
+    var v = Math.abs(bytes), i = 0;
+    while (v >= 1024 && i < UNITS.length - 1) { v /= 1024; i++; }
+    if (i === 0) return bytes + ' B';
+    var s = v.toFixed(2);
+    if (s === '1024.00' && i < UNITS.length - 1) { s = '1.00'; i++; }
+    return (bytes < 0 ? '-' : '') + s + ' ' + UNITS[i];
+  }
+
+  // Not toLocaleString: ICU formatting is slow enough to show when labelling 10k frames.
+  function exact(n) {
+    if (typeof n !== 'number' || !isFinite(n)) return 'n/a';
+    return String(n).replace(/\B(?=(\d{3})+(?!\d))/g, ',');
+  }
+
+  // "1.23 GiB (1,320,702,443 B)": the human figure to read, the exact one to compare.
+  function bytesBoth(bytes) {
+    if (typeof bytes !== 'number' || !isFinite(bytes)) return 'n/a';
+    return Math.abs(bytes) < 1024 ? bytes + ' B' : human(bytes) + ' (' + exact(bytes) + ' B)';
+  }
+
+  function pct(p) {
+    if (typeof p !== 'number' || !isFinite(p)) return 'n/a';
+    if (p > 0 && p < 0.01) return '<0.01%';
+    return p.toFixed(2) + '%';
+  }
+
+  function share(part, whole) {
+    return whole > 0 ? (part * 100) / whole : null;
+  }
+
+  function num(v) {
+    return typeof v === 'number' && isFinite(v) ? v : 0;
+  }
+
+  function baseName(path) {
+    var parts = String(path).split(/[\\/]/);
+    return parts[parts.length - 1] || String(path);
+  }
+
+  // FNV-1a: a stable per-name shade, so one function keeps its colour across zooms.
+  function shade(text) {
+    var h = 0x811c9dc5;
+    for (var i = 0; i < text.length; i++) {
+      h ^= text.charCodeAt(i);
+      h = Math.imul(h, 0x01000193);
+    }
+    return ((h >>> 0) % 1000) / 1000;
+  }
+
+  // ---------------------------------------------------------------- model
+
+  // C frames of the interpreter itself (stacks="all"): noise next to torch's own C++, so
+  // they share the muted "Python" colour rather than the native one.
+  var INTERPRETER = /^(_{0,2}Py[A-Z_]|_start$|__?libc_|pymain_|cfunction_|method_vectorcall|slot_tp_|vectorcall_|call_function|function_code_fastcall|builtin_|run_mod$|run_eval_code_obj)/;
+
+  function classify(row) {
+    var file = String(row.filename || '').replace(/\\/g, '/');
+    var name = String(row.name || '');
+    if (/\.(c|cc|cpp|cxx|cu|cuh|h|hh|hpp|hxx)$/i.test(file) || file.indexOf('??') === 0 ||
+        /\.so(\.\d+)*$/.test(file) || /(^|[^\w])(c10|at|torch|std|caffe2|pybind11|cuda|aten)::/.test(name)) {
+      return INTERPRETER.test(name) ? 'lib' : 'native';
+    }
+    if (/(^|\/)(torch\w*|functorch)\//.test(file)) return 'torch';
+    if (file.charAt(0) === '<' || /(^|\/)(site|dist)-packages\//.test(file) ||
+        /(^|\/)lib\d*\/python\d[\d.]*\//i.test(file)) {
+      return 'lib';
+    }
+    return 'user';
+  }
+
+  function buildModel(data) {
+    var rows = Array.isArray(data.nodes) ? data.nodes : Array.isArray(data.rows) ? data.rows : [];
+    var byId = new Map();
+    var all = [];
+    rows.forEach(function (row, i) {
+      if (!row || typeof row.node_id !== 'string' || byId.has(row.node_id)) return;
+      var node = {
+        id: row.node_id, row: row, index: i, parent: null, children: [], depth: 0,
+        size: num(row.size_bytes), kind: '', synthetic: null, short: '', place: '', hay: '', v: 0
+      };
+      byId.set(node.id, node);
+      all.push(node);
+    });
+    var root = null;
+    all.forEach(function (node) {
+      var pid = node.row.parent_id;
+      if (pid === null || pid === undefined) {
+        if (!root) root = node;
+        return;
+      }
+      var parent = byId.get(pid);
+      if (parent && parent !== node) { node.parent = parent; parent.children.push(node); }
+    });
+    if (!root) return { root: null, byId: new Map(), nodes: [], maxDepth: 0 };
+
+    // Depths come from the links rather than the rows, and only nodes reachable from the
+    // root are kept, so a malformed row can neither misplace a frame nor loop forever.
+    var nodes = [root], maxDepth = 0, seen = new Set([root]);
+    for (var q = 0; q < nodes.length; q++) {
+      var n = nodes[q];
+      n.children = n.children.filter(function (c) { return !seen.has(c); });
+      n.children.forEach(function (c) { seen.add(c); });
+      // Rows already come size DESC, node_id ASC; sorting again keeps the view right for
+      // callers that pass rows in another order.
+      n.children.sort(function (a, b) { return b.size - a.size || a.index - b.index; });
+      n.children.forEach(function (c) { c.depth = n.depth + 1; nodes.push(c); });
+      if (n.depth > maxDepth) maxDepth = n.depth;
+      describe(n, root);
+    }
+    var reachable = new Map();
+    nodes.forEach(function (n) { reachable.set(n.id, n); });
+    return { root: root, byId: reachable, nodes: nodes, maxDepth: maxDepth };
+  }
+
+  function describe(node, root) {
+    var r = node.row;
+    var label = r.label != null ? String(r.label) : node.id;
+    if (node === root) {
+      node.kind = 'root';
+      node.short = label;
+    } else if (node.parent === root && r.frame_id == null && SYNTHETIC[node.id]) {
+      node.synthetic = SYNTHETIC[node.id];
+      node.kind = node.synthetic.kind;
+      node.short = label;
+    } else {
+      node.kind = classify(r);
+      var line = r.line != null ? ':' + r.line : '';
+      // "??:0" (an unsymbolised native frame) says nothing in a label; the details keep it.
+      if (r.name != null && r.filename != null && r.filename !== '??') node.short = r.name + ' (' + baseName(r.filename) + line + ')';
+      else node.short = r.name != null ? String(r.name) : label;
+      if (r.filename != null) node.place = r.filename + line;
+    }
+    node.hay = [label, r.name, r.filename, node.short].join('\n').toLowerCase();
+    node.v = shade(String(r.name != null ? r.name : label));
+  }
+
+  // ---------------------------------------------------------------- DOM helpers
+
+  function el(tag, attrs, children) {
+    var e = document.createElement(tag);
+    if (attrs) {
+      Object.keys(attrs).forEach(function (k) {
+        var v = attrs[k];
+        if (v === null || v === undefined || v === false) return;
+        if (k === 'class') e.className = v;
+        else if (k === 'text') e.textContent = v;
+        else e.setAttribute(k, v === true ? '' : String(v));
+      });
+    }
+    (children || []).forEach(function (c) {
+      if (c !== null && c !== undefined) e.appendChild(typeof c === 'string' ? document.createTextNode(c) : c);
+    });
+    return e;
+  }
+
+  var uid = 0;
+
+  // ---------------------------------------------------------------- component
+
+  function Flamegraph(container, data, options) {
+    this.opts = {};
+    for (var k in DEFAULTS) this.opts[k] = options && options[k] !== undefined ? options[k] : DEFAULTS[k];
+    this.container = container;
+    this.data = data;
+    this.model = buildModel(data);
+    this.uid = 'ptsnap-fg-' + (++uid);
+    this.hideSynthetic = !!this.opts.hideSynthetic;
+    this.zoom = this.model.root;
+    this.current = this.model.root;   // the one frame with tabindex=0 (roving tabindex)
+    this.hover = null;
+    this.query = '';
+    this.matches = [];
+    this.matchSet = new Set();
+    this.elements = new Map();
+    this.width = 0;
+    this.frameRaf = 0;
+    this.searchTimer = 0;
+    this.lastRenderMs = 0;
+    this.build();
+    this.drawResults();
+    this.refresh(false);
+  }
+
+  Flamegraph.prototype.build = function () {
+    var self = this, m = this.model, d = this.data;
+    var root = el('div', { class: 'ptsnap-fg' });
+
+    if (this.opts.showHeader) {
+      var sub = [], title = d.title != null ? String(d.title) : '';
+      // The report's title already reads "… event E · device D"; don't say it twice.
+      if (d.event_id != null && title.indexOf('event ' + d.event_id) < 0) sub.push('event ' + d.event_id);
+      if (d.device_id != null && title.indexOf('device ' + d.device_id) < 0) sub.push('device ' + d.device_id);
+      if (m.root) sub.push(bytesBoth(m.root.size) + ' live in ' + exact(num(m.root.row.block_count)) + ' blocks');
+      root.appendChild(el('header', { class: 'fg-head' }, [
+        el('h1', { class: 'fg-title', text: title || 'Memory flamegraph' }),
+        el('p', { class: 'fg-sub', text: sub.join(' · ') })
+      ]));
+    }
+
+    root.appendChild(this.buildSummary());
+
+    this.searchInput = el('input', {
+      type: 'search', class: 'fg-search', 'data-testid': 'fg-search', placeholder: 'Search every frame: function, file…',
+      'aria-label': 'Search frames by function or file name', autocomplete: 'off', spellcheck: 'false',
+      'aria-controls': this.uid + '-results'
+    });
+    this.countEl = el('span', { class: 'fg-count', role: 'status' });
+    this.resetBtn = el('button', { type: 'button', class: 'fg-btn', 'data-testid': 'fg-reset', text: 'Reset' });
+    this.resetBtn.title = 'Zoom out to the root and clear the search';
+    root.appendChild(el('div', { class: 'fg-toolbar' }, [this.searchInput, this.countEl, this.resetBtn]));
+
+    this.crumbs = el('nav', { class: 'fg-crumbs', 'data-testid': 'fg-breadcrumb', 'aria-label': 'Zoom path' });
+    root.appendChild(this.crumbs);
+
+    this.details = el('section', {
+      class: 'fg-details', 'data-testid': 'fg-details', 'aria-live': 'polite', 'aria-label': 'Frame details'
+    });
+    this.resultsHead = el('p', { class: 'fg-results-head' });
+    this.results = el('ul', {
+      class: 'fg-results', id: this.uid + '-results', 'data-testid': 'fg-search-results', 'aria-label': 'Search results'
+    });
+    root.appendChild(el('div', { class: 'fg-panels' }, [
+      this.details, el('section', { class: 'fg-results-box' }, [this.resultsHead, this.results])
+    ]));
+
+    root.appendChild(this.buildLegend());
+
+    this.graph = el('div', {
+      class: 'fg-graph', role: 'tree', 'aria-label': 'Memory flamegraph: width is live bytes. ' +
+        'Arrow keys move between frames, Enter zooms in, Escape zooms out.'
+    });
+    root.appendChild(this.graph);
+    root.appendChild(el('p', {
+      class: 'fg-help',
+      text: 'Width = bytes live after the event (inclusive of callees). Click a frame to zoom in; ' +
+        'click the top frame, a breadcrumb or press Esc to zoom out. Keys: ↑ caller · ↓ callee · ' +
+        '← → siblings · Enter zoom · Esc zoom out · / search.'
+    }));
+    this.tip = el('div', { class: 'fg-tip', 'aria-hidden': 'true' });
+    root.appendChild(this.tip);
+
+    this.root = root;
+    this.container.appendChild(root);
+
+    // Delegated listeners: one set for all frames, however many are drawn.
+    this.listeners = [];
+    function on(target, type, fn) {
+      target.addEventListener(type, fn);
+      self.listeners.push([target, type, fn]);
+    }
+    on(this.graph, 'click', function (e) { self.onFrameClick(e); });
+    on(this.graph, 'keydown', function (e) { self.onFrameKey(e); });
+    on(this.graph, 'mouseover', function (e) { self.onHover(e); });
+    on(this.graph, 'mousemove', function (e) { self.moveTip(e); });
+    on(this.graph, 'mouseleave', function () { self.setHover(null); });
+    on(this.graph, 'focusin', function (e) {
+      var node = self.nodeOf(e.target);
+      if (node) self.setCurrent(node, false);
+    });
+    on(this.searchInput, 'input', function () {
+      clearTimeout(self.searchTimer);
+      self.searchTimer = setTimeout(function () { self.search(self.searchInput.value); }, 120);
+    });
+    on(this.searchInput, 'keydown', function (e) {
+      if (e.key === 'Enter' && self.matches.length) {
+        e.preventDefault();
+        clearTimeout(self.searchTimer);
+        self.search(self.searchInput.value);
+        if (self.matches.length) self.reveal(self.matches[0].id);
+      } else if (e.key === 'Escape') {
+        e.preventDefault();
+        self.search('');
+      }
+    });
+    on(this.resetBtn, 'click', function () { self.reset(); });
+    on(this.crumbs, 'click', function (e) {
+      var b = e.target.closest('button[data-node-id]');
+      if (b) self.zoomTo(b.getAttribute('data-node-id'));
+    });
+    on(this.results, 'click', function (e) {
+      var b = e.target.closest('button[data-node-id]');
+      if (b) self.reveal(b.getAttribute('data-node-id'));
+    });
+    on(root, 'keydown', function (e) {
+      if (e.key === '/' && e.target !== self.searchInput && !e.ctrlKey && !e.metaKey && !e.altKey) {
+        e.preventDefault();
+        self.searchInput.focus();
+      }
+    });
+    if (this.toggle) on(this.toggle, 'change', function () { self.setHideSynthetic(self.toggle.checked); });
+
+    // Only a width change needs a redraw; the observer hands us the width, so drawing
+    // never has to read layout.
+    if (typeof ResizeObserver === 'function') {
+      this.resizer = new ResizeObserver(function (entries) {
+        var w = entries[entries.length - 1].contentRect.width;
+        if (Math.abs(w - self.width) >= 0.5) {
+          self.width = w;
+          self.scheduleDraw();
+        }
+      });
+      this.resizer.observe(this.graph);
+    }
+  };
+
+  Flamegraph.prototype.buildSummary = function () {
+    var m = this.model, box = el('section', { class: 'fg-summary', 'aria-label': 'Where the live memory is' });
+    if (!m.root) {
+      box.appendChild(el('p', { class: 'fg-empty', text: 'No frame tree in this report (no rows).' }));
+      return box;
+    }
+    var total = m.root.size;
+    if (total <= 0) {
+      box.appendChild(el('p', { class: 'fg-empty', text: 'No memory is live after this event (0 B).' }));
+      return box;
+    }
+    var synth = m.root.children.filter(function (c) { return c.synthetic; });
+    var framed = m.root.children.reduce(function (s, c) { return c.synthetic ? s : s + c.size; }, 0);
+    var parts = [{ kind: 'stack', name: 'With a call stack', size: framed, text: 'Allocated during the trace at a known call stack: the flamegraph frames.' }]
+      .concat(synth.map(function (c) {
+        return { kind: c.kind, name: c.synthetic.name, size: c.size, text: c.synthetic.text, id: c.id };
+      }));
+    // The template guarantees root = Σ children; a truncated or hand-made tree may not,
+    // and then the gap must not be passed off as frames.
+    var rest = total - num(m.root.row.self_bytes) - m.root.children.reduce(function (s, c) { return s + c.size; }, 0);
+    if (rest > 0) {
+      parts.push({ kind: 'root', name: 'Not broken down', size: rest, text: 'The rows do not attribute this memory to any frame (an incomplete tree).' });
+    }
+    var bar = el('div', { class: 'fg-bar', 'aria-hidden': 'true' });
+    parts.forEach(function (p) {
+      if (p.size <= 0) return;
+      var seg = el('span', { class: 'fg-seg k-' + p.kind, title: p.name + ': ' + human(p.size) });
+      seg.style.flexGrow = String(share(p.size, total));
+      bar.appendChild(seg);
+    });
+    box.appendChild(bar);
+    var list = el('ul', { class: 'fg-parts' });
+    parts.forEach(function (p) {
+      list.appendChild(el('li', null, [
+        el('span', { class: 'fg-swatch k-' + p.kind, 'aria-hidden': 'true' }),
+        el('b', { text: p.name }), ' ',
+        el('span', { class: 'fg-num', text: human(p.size) + ' · ' + pct(share(p.size, total)) }), ' ',
+        el('span', { class: 'fg-note', text: p.text })
+      ]));
+    });
+    box.appendChild(list);
+    if (synth.length) {
+      this.toggle = el('input', { type: 'checkbox', class: 'fg-toggle-input' });
+      this.toggle.checked = this.hideSynthetic;
+      box.appendChild(el('label', { class: 'fg-toggle' }, [
+        this.toggle, ' Leave memory without a call stack out of the flamegraph widths'
+      ]));
+    }
+    return box;
+  };
+
+  Flamegraph.prototype.buildLegend = function () {
+    var selfBy = {};
+    this.model.nodes.forEach(function (n) {
+      if (n.kind === 'root' || n.synthetic) return;
+      selfBy[n.kind] = (selfBy[n.kind] || 0) + num(n.row.self_bytes);
+    });
+    var total = this.model.root ? this.model.root.size : 0;
+    var items = CODE_KINDS.map(function (k) {
+      return el('li', { title: k.text }, [
+        el('span', { class: 'fg-swatch k-' + k.kind, 'aria-hidden': 'true' }),
+        k.name, ' ', el('span', { class: 'fg-num', text: 'self ' + human(selfBy[k.kind] || 0) + ' · ' + pct(share(selfBy[k.kind] || 0, total)) })
+      ]);
+    });
+    items.push(el('li', null, [
+      el('span', { class: 'fg-swatch k-static', 'aria-hidden': 'true' }), 'No call stack (hatched)'
+    ]));
+    return el('ul', { class: 'fg-legend', 'aria-label': 'Colour legend: self bytes by kind of code' }, items);
+  };
+
+  // ---------------------------------------------------------------- sizes and layout
+
+  // Bytes a node takes in the layout: synthetic leaves drop out when hidden, and the root
+  // shrinks by what they held so the remaining frames fill the width.
+  Flamegraph.prototype.weight = function (node) {
+    if (node.synthetic && this.hideSynthetic) return 0;
+    if (node.kind === 'root' && this.hideSynthetic) {
+      var w = node.size;
+      node.children.forEach(function (c) { if (c.synthetic) w -= c.size; });
+      return Math.max(0, w);
+    }
+    return node.size;
+  };
+
+  Flamegraph.prototype.kids = function (node) {
+    if (!this.hideSynthetic || node.kind !== 'root') return node.children;
+    return node.children.filter(function (c) { return !c.synthetic; });
+  };
+
+  Flamegraph.prototype.inView = function (node) {
+    for (var n = node; n; n = n.parent) if (n === this.zoom) return true;
+    return false;
+  };
+
+  Flamegraph.prototype.scheduleDraw = function () {
+    var self = this;
+    if (this.frameRaf) return;
+    this.frameRaf = requestAnimationFrame(function () { self.frameRaf = 0; self.draw(); });
+  };
+
+  Flamegraph.prototype.draw = function () {
+    var t0 = performance.now();
+    if (this.frameRaf) { cancelAnimationFrame(this.frameRaf); this.frameRaf = 0; }
+    var zoom = this.zoom, graph = this.graph;
+    var hadFocus = graph.contains(document.activeElement);
+    this.elements = new Map();
+    if (!zoom) { graph.replaceChildren(); graph.style.height = '0px'; return; }
+    if (!this.width) this.width = graph.clientWidth || 800;
+    var W = this.width, rowH = this.opts.rowHeight, minW = this.opts.minFrameWidth;
+
+    // Frames that must be drawn even when too narrow: the keyboard position and the search
+    // hits. Their ancestors are walked through even when culled, to find where they are.
+    var pinned = new Set();
+    if (this.current && this.inView(this.current)) pinned.add(this.current);
+    var self = this;
+    this.matches.forEach(function (n) { if (self.inView(n)) pinned.add(n); });
+    var onPath = new Set();
+    pinned.forEach(function (n) {
+      for (var a = n; a && a !== zoom && !onPath.has(a); a = a.parent) onPath.add(a);
+    });
+    onPath.add(zoom);
+
+    var frag = document.createDocumentFragment();
+    var maxRow = 0, drawn = 0;
+    var zsibs = zoom.parent ? this.kids(zoom.parent) : [zoom];
+    // Flat stack of (node, x, width, position among siblings, sibling count) tuples.
+    var stack = [zoom, 0, W, zsibs.indexOf(zoom) + 1, zsibs.length];
+    while (stack.length) {
+      var setSize = stack.pop(), pos = stack.pop(), w = stack.pop(), x = stack.pop(), node = stack.pop();
+      var wide = w >= minW;
+      if (!wide && !onPath.has(node)) continue;
+      var row = node.depth - zoom.depth;
+      if (wide || pinned.has(node)) {
+        frag.appendChild(this.frameElement(node, x, w, row * rowH, wide, pos, setSize));
+        drawn++;
+        if (row > maxRow) maxRow = row;
+      }
+      var kids = this.kids(node);
+      if (!kids.length) continue;
+      var total = this.weight(node);
+      // A zero-byte frame still has a shape: its callees share it evenly, so zooming into
+      // it shows them instead of nothing.
+      var widths = kids.map(function (c) { return total > 0 ? (w * self.weight(c)) / total : w / kids.length; });
+      var cx = x + widths.reduce(function (s, v) { return s + v; }, 0);
+      for (var i = kids.length - 1; i >= 0; i--) {
+        cx -= widths[i];
+        stack.push(kids[i], cx, widths[i], i + 1, kids.length);
+      }
+    }
+    graph.replaceChildren(frag);
+    graph.style.height = (maxRow + 1) * rowH + 'px';
+    graph.style.setProperty('--fg-row', rowH + 'px');
+    graph.classList.toggle('has-search', this.matches.length > 0 || this.query !== '');
+    if (hadFocus) this.focusCurrent();
+    this.drawnCount = drawn;
+    this.lastRenderMs = performance.now() - t0;
+  };
+
+  Flamegraph.prototype.frameElement = function (node, x, w, top, wide, pos, setSize) {
+    var e = document.createElement('div');
+    var cls = 'fg-frame k-' + node.kind;
+    var shown = w;
+    if (!wide) {
+      cls += ' is-culled';
+      shown = node === this.current ? 8 : 3;
+      x = Math.max(0, Math.min(x, this.width - shown));
+    }
+    else if (w < 4) cls += ' is-thin';
+    if (this.weight(node) === 0) cls += ' is-zero';
+    if (this.matchSet.has(node)) cls += ' is-match';
+    if (node === this.current) cls += ' is-current';
+    e.className = cls;
+    e.setAttribute('role', 'treeitem');
+    e.setAttribute('data-testid', 'fg-frame');
+    e.setAttribute('data-node-id', node.id);
+    e.setAttribute('aria-level', String(node.depth + 1));
+    e.setAttribute('aria-setsize', String(setSize));
+    e.setAttribute('aria-posinset', String(pos));
+    if (node.children.length) e.setAttribute('aria-expanded', 'true');
+    e.setAttribute('aria-label', this.ariaLabel(node));
+    e.tabIndex = node === this.current ? 0 : -1;
+    e.style.cssText = 'left:' + x.toFixed(2) + 'px;top:' + top + 'px;width:' + shown.toFixed(2) + 'px;--v:' + node.v;
+    if (w >= 24) {
+      // ~6.6px per character at 12px: prefer the bare function name to a cut-off file name.
+      var fit = (w - 8) / 6.6;
+      var name = node.row.name;
+      e.textContent = node.short.length > fit && name != null && String(name).length <= fit ? String(name) : node.short;
+    }
+    this.elements.set(node, e);
+    return e;
+  };
+
+  Flamegraph.prototype.ariaLabel = function (node) {
+    var r = node.row;
+    return node.short + (node.place ? ', ' + node.place : '') + ': ' + human(node.size) + ' inclusive, ' +
+      human(num(r.self_bytes)) + ' self, ' + exact(num(r.block_count)) + ' live blocks, ' +
+      pct(this.percentOfTotal(node)) + ' of total';
+  };
+
+  Flamegraph.prototype.percentOfTotal = function (node) {
+    var p = node.row.percent_of_total;
+    if (typeof p === 'number' && isFinite(p)) return p;
+    return share(node.size, this.model.root ? this.model.root.size : 0);
+  };
+
+  // ---------------------------------------------------------------- state changes
+
+  Flamegraph.prototype.refresh = function (keepFocus) {
+    this.drawCrumbs();
+    this.showDetails();
+    this.draw();
+    if (keepFocus) this.focusCurrent();
+  };
+
+  Flamegraph.prototype.focusCurrent = function () {
+    var e = this.current && this.elements.get(this.current);
+    if (e) e.focus({ preventScroll: false });
+  };
+
+  Flamegraph.prototype.nodeOf = function (target) {
+    var f = target && target.closest ? target.closest('.fg-frame') : null;
+    return f ? this.model.byId.get(f.getAttribute('data-node-id')) || null : null;
+  };
+
+  Flamegraph.prototype.setCurrent = function (node, focus) {
+    if (!node) return;
+    var prev = this.current;
+    if (prev !== node) {
+      this.current = node;
+      var pe = prev && this.elements.get(prev);
+      if (pe) { pe.tabIndex = -1; pe.classList.remove('is-current'); }
+      var ne = this.elements.get(node);
+      // A culled frame has no element yet: redraw so the keyboard position is visible.
+      if (!ne) { this.draw(); ne = this.elements.get(node); }
+      if (ne) { ne.tabIndex = 0; ne.classList.add('is-current'); }
+      if (!this.hover) this.showDetails();
+    }
+    if (focus) this.focusCurrent();
+  };
+
+  Flamegraph.prototype.select = function (node) {
+    if (typeof this.opts.onSelect === 'function') {
+      try { this.opts.onSelect(node.row); } catch (err) { setTimeout(function () { throw err; }); }
+    }
+  };
+
+  Flamegraph.prototype.zoomTo = function (nodeId) {
+    var node = typeof nodeId === 'string' ? this.model.byId.get(nodeId) : nodeId;
+    if (!node) return false;
+    if (node.synthetic && this.hideSynthetic) this.setHideSynthetic(false, true);
+    var keep = this.graph.contains(document.activeElement);
+    this.zoom = node;
+    if (!this.inView(this.current)) this.current = node;
+    this.refresh(keep);
+    return true;
+  };
+
+  Flamegraph.prototype.zoomOut = function () {
+    if (this.zoom && this.zoom.parent) return this.zoomTo(this.zoom.parent);
+    return false;
+  };
+
+  Flamegraph.prototype.reset = function () {
+    this.query = '';
+    this.searchInput.value = '';
+    this.applySearch();
+    this.current = this.model.root;
+    this.zoomTo(this.model.root);
+  };
+
+  Flamegraph.prototype.setHideSynthetic = function (hide, noDraw) {
+    this.hideSynthetic = !!hide;
+    if (this.toggle) this.toggle.checked = this.hideSynthetic;
+    if (this.hideSynthetic) {
+      if (this.zoom && this.zoom.synthetic) this.zoom = this.model.root;
+      if (this.current && this.current.synthetic) this.current = this.zoom;
+    }
+    if (!noDraw) this.refresh(false);
+  };
+
+  // Zoom so that `node` is comfortably wide (>= 40px) while keeping as much context above
+  // it as possible, then put the keyboard position on it.
+  Flamegraph.prototype.reveal = function (nodeId) {
+    var node = this.model.byId.get(nodeId);
+    if (!node) return false;
+    if (node.synthetic && this.hideSynthetic) this.setHideSynthetic(false, true);
+    var W = this.width || 800, target = node;
+    while (target.parent) {
+      var pw = this.weight(target.parent);
+      if (!(pw > 0 && (this.weight(node) / pw) * W >= 40)) break;
+      target = target.parent;
+    }
+    this.zoom = target;
+    this.current = node;
+    this.drawCrumbs();
+    this.showDetails();
+    this.draw();
+    this.focusCurrent();
+    this.select(node);
+    return true;
+  };
+
+  // ---------------------------------------------------------------- search
+
+  Flamegraph.prototype.search = function (text) {
+    var q = String(text == null ? '' : text);
+    if (this.searchInput.value !== q) this.searchInput.value = q;
+    this.query = q.trim().toLowerCase();
+    this.applySearch();
+    this.draw();
+    return this.matches.map(function (n) { return n.id; });
+  };
+
+  Flamegraph.prototype.applySearch = function () {
+    var q = this.query, self = this;
+    this.matches = q ? this.model.nodes.filter(function (n) { return n.kind !== 'root' && n.hay.indexOf(q) >= 0; }) : [];
+    this.matches.sort(function (a, b) { return b.size - a.size || a.depth - b.depth || a.index - b.index; });
+    this.matchSet = new Set(this.matches);
+    // Nested hits would count the same bytes twice; only the outermost of each chain counts.
+    var bytes = 0;
+    this.matches.forEach(function (n) {
+      for (var a = n.parent; a; a = a.parent) if (self.matchSet.has(a)) return;
+      bytes += n.size;
+    });
+    var total = this.model.root ? this.model.root.size : 0;
+    this.countEl.textContent = !q ? '' : this.matches.length
+      ? this.matches.length + (this.matches.length === 1 ? ' frame' : ' frames') + ' · ' + human(bytes) + ' · ' + pct(share(bytes, total)) + ' of total'
+      : 'No frame matches';
+    this.drawResults();
+  };
+
+  Flamegraph.prototype.drawResults = function () {
+    var q = this.query, max = this.opts.maxResults, frag = document.createDocumentFragment();
+    if (!q) {
+      this.resultsHead.textContent = 'Search results appear here: every frame in the tree, even those too small to draw.';
+    } else {
+      this.resultsHead.textContent = this.matches.length
+        ? 'Matching frames, largest first' + (this.matches.length > max ? ' (first ' + max + ' of ' + this.matches.length + ')' : '') + ':'
+        : 'No frame matches “' + this.query + '”.';
+    }
+    this.matches.slice(0, max).forEach(function (n) {
+      var b = el('button', { type: 'button', class: 'fg-result', 'data-node-id': n.id, title: n.place || n.short }, [
+        el('span', { class: 'fg-swatch k-' + n.kind, 'aria-hidden': 'true' }),
+        el('span', { class: 'fg-result-name', text: n.short }),
+        el('span', { class: 'fg-num', text: human(n.size) + ' · depth ' + n.depth })
+      ]);
+      frag.appendChild(el('li', null, [b]));
+    });
+    this.results.replaceChildren(frag);
+  };
+
+  // ---------------------------------------------------------------- breadcrumb and details
+
+  Flamegraph.prototype.drawCrumbs = function () {
+    var path = [];
+    for (var n = this.zoom; n; n = n.parent) path.unshift(n);
+    // Deep zooms would wrap into a wall of buttons: keep both ends, summarise the middle.
+    var shown = path.length > 9 ? path.slice(0, 2).concat([null], path.slice(-6)) : path;
+    var hidden = path.length > 9 ? path.slice(2, -6) : [];
+    var ol = el('ol');
+    var self = this;
+    shown.forEach(function (node) {
+      if (!node) {
+        ol.appendChild(el('li', { class: 'fg-crumb-gap', title: hidden.map(function (h) { return h.short; }).join('\n') },
+          ['… ' + hidden.length + ' more …']));
+        return;
+      }
+      var isLast = node === self.zoom;
+      var name = node.kind === 'root' ? 'All live memory' : node.synthetic ? node.short : (node.row.name != null ? String(node.row.name) : node.short);
+      ol.appendChild(el('li', null, [el('button', {
+        type: 'button', class: 'fg-crumb k-' + node.kind, 'data-node-id': node.id,
+        'aria-current': isLast ? 'location' : null, title: node.short + ' · ' + human(node.size)
+      }, [name])]));
+    });
+    this.crumbs.setAttribute('data-zoom-id', this.zoom ? this.zoom.id : '');
+    this.crumbs.setAttribute('data-zoom-depth', this.zoom ? String(this.zoom.depth) : '');
+    this.crumbs.replaceChildren(el('span', { class: 'fg-crumbs-label', text: 'Zoom:' }), ol);
+  };
+
+  Flamegraph.prototype.showDetails = function () {
+    var node = this.hover || this.current;
+    var box = this.details;
+    if (!node) { box.replaceChildren(el('p', { class: 'fg-empty', text: 'Nothing to show.' })); return; }
+    var r = node.row, zw = this.zoom ? this.weight(this.zoom) : 0;
+    var rows = [];
+    function add(k, v, cls) { rows.push(el('dt', { text: k }), el('dd', { class: cls || null }, [v])); }
+    // Numbers first: a very long function or path must not push them out of the panel.
+    add('Inclusive', bytesBoth(node.size) + ' · ' + pct(this.percentOfTotal(node)) + ' of total' +
+      (this.zoom && this.zoom !== this.model.root ? ' · ' + pct(share(this.weight(node), zw)) + ' of zoomed frame' : ''));
+    add('Self', bytesBoth(num(r.self_bytes)));
+    add('Requested', bytesBoth(num(r.requested_bytes)) + ' inclusive');
+    add('Live blocks', exact(num(r.block_count)) + ' inclusive · ' + exact(num(r.self_block_count)) + ' self');
+    if (node.place) add('Location', node.place, 'fg-path');
+    if (r.name != null) add('Function', String(r.name), 'fg-path');
+    var note = node.synthetic ? node.synthetic.text
+      : node.kind === 'root' ? 'Every block live after this event' + (this.hideSynthetic ? '; memory without a call stack is left out of the widths.' : '.')
+        : null;
+    box.replaceChildren(
+      el('p', { class: 'fg-details-title' }, [
+        el('span', { class: 'fg-swatch k-' + node.kind, 'aria-hidden': 'true' }),
+        el('b', { class: 'fg-details-name', text: node.short, title: node.short }), ' ',
+        el('span', { class: 'fg-kind', text: KIND_NAMES[node.kind] || '' })
+      ]),
+      el('dl', null, rows),
+      note ? el('p', { class: 'fg-note', text: note }) : el('p', { class: 'fg-id', text: 'depth ' + node.depth + ' · ' + node.id })
+    );
+  };
+
+  // ---------------------------------------------------------------- input
+
+  Flamegraph.prototype.onFrameClick = function (e) {
+    var node = this.nodeOf(e.target);
+    if (!node) return;
+    // The top frame is the zoomed one; clicking it steps back out, as in classic flamegraphs.
+    if (node === this.zoom && node.parent) {
+      this.current = node;
+      this.zoomTo(node.parent);
+    } else {
+      this.current = node;
+      this.zoomTo(node);
+    }
+    this.focusCurrent();
+    this.select(node);
+  };
+
+  Flamegraph.prototype.onFrameKey = function (e) {
+    var node = this.nodeOf(e.target);
+    if (!node || e.altKey || e.ctrlKey || e.metaKey) return;
+    var next = null, sibs;
+    switch (e.key) {
+      case 'ArrowUp':
+        // Above the zoomed frame there is nothing drawn: step out to show its caller.
+        if (node === this.zoom && node.parent) this.zoomTo(node.parent);
+        next = node.parent;
+        break;
+      case 'ArrowDown':
+        next = this.kids(node)[0] || null;
+        break;
+      case 'ArrowLeft':
+      case 'ArrowRight':
+        if (node === this.zoom || !node.parent) break;
+        sibs = this.kids(node.parent);
+        next = sibs[sibs.indexOf(node) + (e.key === 'ArrowLeft' ? -1 : 1)] || null;
+        break;
+      case 'Home':
+        next = this.zoom;
+        break;
+      case 'Enter':
+      case ' ':
+        e.preventDefault();
+        this.current = node;
+        this.zoomTo(node);
+        this.focusCurrent();
+        this.select(node);
+        return;
+      case 'Escape':
+        e.preventDefault();
+        this.zoomOut();
+        this.focusCurrent();
+        return;
+      default:
+        return;
+    }
+    e.preventDefault();
+    if (next) this.setCurrent(next, true);
+  };
+
+  Flamegraph.prototype.onHover = function (e) {
+    var node = this.nodeOf(e.target);
+    if (node && node !== this.hover) this.setHover(node);
+  };
+
+  Flamegraph.prototype.setHover = function (node) {
+    this.hover = node;
+    this.showDetails();
+    var tip = this.tip;
+    if (!node) { tip.classList.remove('is-on'); return; }
+    var r = node.row;
+    tip.replaceChildren(
+      el('b', { text: node.short }),
+      node.place ? el('div', { class: 'fg-path', text: node.place }) : null,
+      el('div', { text: human(node.size) + ' inclusive · ' + human(num(r.self_bytes)) + ' self · ' + pct(this.percentOfTotal(node)) + ' of total' }),
+      el('div', { text: exact(num(r.block_count)) + ' live blocks' })
+    );
+    tip.classList.add('is-on');
+  };
+
+  // Anchored by the side away from the nearest window edge, so no size has to be measured.
+  Flamegraph.prototype.moveTip = function (e) {
+    var s = this.tip.style, vw = window.innerWidth, vh = window.innerHeight;
+    if (e.clientX > vw * 0.6) { s.left = 'auto'; s.right = (vw - e.clientX + 14) + 'px'; } else { s.right = 'auto'; s.left = (e.clientX + 14) + 'px'; }
+    if (e.clientY > vh * 0.7) { s.top = 'auto'; s.bottom = (vh - e.clientY + 14) + 'px'; } else { s.bottom = 'auto'; s.top = (e.clientY + 16) + 'px'; }
+  };
+
+  Flamegraph.prototype.destroy = function () {
+    clearTimeout(this.searchTimer);
+    if (this.frameRaf) cancelAnimationFrame(this.frameRaf);
+    if (this.resizer) this.resizer.disconnect();
+    this.listeners.forEach(function (l) { l[0].removeEventListener(l[1], l[2]); });
+    this.listeners = [];
+    if (this.root.parentNode) this.root.parentNode.removeChild(this.root);
+    this.elements = new Map();
+  };
+
+  // ---------------------------------------------------------------- public API
+
+  function render(container, data, options) {
+    if (!container || container.nodeType !== 1) throw new TypeError('PtSnapFlamegraph.render: container must be an element');
+    var fg = new Flamegraph(container, data && typeof data === 'object' ? data : {}, options || {});
+    return {
+      element: fg.root,
+      destroy: function () { fg.destroy(); },
+      zoomTo: function (nodeId) { return fg.zoomTo(nodeId); },
+      zoomOut: function () { return fg.zoomOut(); },
+      reset: function () { fg.reset(); },
+      reveal: function (nodeId) { return fg.reveal(nodeId); },
+      search: function (text) { return fg.search(text); },
+      setHideSynthetic: function (hide) { fg.setHideSynthetic(hide); },
+      getState: function () {
+        return {
+          zoom: fg.zoom ? fg.zoom.id : null, current: fg.current ? fg.current.id : null,
+          query: fg.query, matches: fg.matches.length, hideSynthetic: fg.hideSynthetic,
+          nodes: fg.model.nodes.length, drawn: fg.drawnCount || 0, lastRenderMs: fg.lastRenderMs
+        };
+      }
+    };
+  }
+
+  global.PtSnapFlamegraph = { version: 1, render: render, classify: classify, formatBytes: human };
+})(typeof globalThis !== 'undefined' ? globalThis : this);
