@@ -36,6 +36,9 @@ pub enum Command {
     Query(QueryArgs),
     /// List CLI version, query template contracts, and bundled skills.
     Capabilities(JsonArgs),
+    /// Generate memory analysis reports.
+    #[command(subcommand)]
+    Report(ReportCommand),
 }
 
 #[derive(Debug, Args)]
@@ -107,6 +110,107 @@ pub struct QueryArgs {
     pub json: bool,
 }
 
+#[derive(Debug, Subcommand)]
+pub enum ReportCommand {
+    /// Generate a peak memory attribution report.
+    PeakMemory(PeakMemoryArgs),
+    /// Decompose event-time active memory by ordered allocation frames.
+    MemoryTree(MemoryTreeArgs),
+}
+
+impl ReportCommand {
+    pub fn json(&self) -> bool {
+        match self {
+            ReportCommand::PeakMemory(a) => a.json,
+            ReportCommand::MemoryTree(a) => a.json,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum MetricArg {
+    Active,
+    Allocated,
+    Reserved,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum TreeFormat {
+    Text,
+    Html,
+}
+
+#[derive(Debug, Args)]
+pub struct PeakMemoryArgs {
+    /// Path to database file (optional if configured).
+    pub db_path: Option<PathBuf>,
+    /// Device ID to report.
+    #[arg(short = 'd', long, allow_negative_numbers = true)]
+    pub device: Option<i64>,
+    /// Peak metric to report.
+    #[arg(long, value_enum, default_value = "active")]
+    pub metric: MetricArg,
+    /// Include the static memory group (default).
+    #[arg(long, overrides_with = "exclude_static")]
+    pub include_static: bool,
+    /// Leave out static and preexisting memory.
+    #[arg(long, overrides_with = "include_static")]
+    pub exclude_static: bool,
+    /// Maximum dynamic callstack groups (static/preexisting are extra).
+    #[arg(short = 'n', long, default_value_t = 20, allow_negative_numbers = true)]
+    pub limit: i64,
+    /// Opt-in UTF-8 byte budget per callstack (0: identity only; negative: full text). Not
+    /// a response byte cap or token budget.
+    #[arg(long, default_value_t = -1, allow_negative_numbers = true)]
+    pub stack_bytes: i64,
+    /// First real event ID in peak range.
+    #[arg(long, allow_negative_numbers = true)]
+    pub start_id: Option<i64>,
+    /// Last real event ID in peak range.
+    #[arg(long, allow_negative_numbers = true)]
+    pub end_id: Option<i64>,
+    /// One report-wide deadline in seconds; <=0 disables.
+    #[arg(long, allow_negative_numbers = true)]
+    pub timeout: Option<f64>,
+    #[command(flatten)]
+    pub limits: crate::budget::WorkLimitArgs,
+    /// Emit machine-readable JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct MemoryTreeArgs {
+    /// Path to database (optional if configured).
+    pub db_path: Option<PathBuf>,
+    /// Analyze live memory after this event.
+    #[arg(long, allow_negative_numbers = true)]
+    pub event_id: i64,
+    /// Device ID to report.
+    #[arg(short = 'd', long, allow_negative_numbers = true)]
+    pub device: Option<i64>,
+    /// Include static and preexisting memory (default).
+    #[arg(long, overrides_with = "exclude_static")]
+    pub include_static: bool,
+    /// Leave out static and preexisting memory.
+    #[arg(long, overrides_with = "include_static")]
+    pub exclude_static: bool,
+    /// Minimum individual block size in bytes.
+    #[arg(long, default_value_t = 0, allow_negative_numbers = true)]
+    pub min_size: i64,
+    /// Text breakdown or interactive HTML flamegraph on stdout.
+    #[arg(long, value_enum, default_value = "text")]
+    pub format: TreeFormat,
+    /// Query deadline in seconds; <=0 disables.
+    #[arg(long, allow_negative_numbers = true)]
+    pub timeout: Option<f64>,
+    #[command(flatten)]
+    pub limits: crate::budget::WorkLimitArgs,
+    /// Emit machine-readable JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
 #[derive(Debug, Args)]
 pub struct JsonArgs {
     /// Emit machine-readable JSON.
@@ -164,6 +268,7 @@ impl Command {
             Command::Skill(a) => a.command.json(),
             Command::Query(a) => a.json,
             Command::Capabilities(a) => a.json,
+            Command::Report(r) => r.json(),
         }
     }
 }

@@ -45,6 +45,7 @@ fn run(command: &Command) -> CliResult {
         Command::Skill(a) => commands::skill::run(a),
         Command::Query(a) => commands::query::run(a),
         Command::Capabilities(a) => commands::capabilities::run(a.json),
+        Command::Report(r) => commands::report::run(r),
     }
 }
 

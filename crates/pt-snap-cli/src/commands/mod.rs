@@ -5,4 +5,5 @@ pub mod import;
 pub mod metadata;
 pub mod overview;
 pub mod query;
+pub mod report;
 pub mod skill;
