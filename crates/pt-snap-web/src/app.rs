@@ -1,0 +1,305 @@
+//! The page: header with the file picker, the loading/error strip, and the views of the open
+//! database. State that views share lives in `AppState` (all `Copy` signals).
+
+use leptos::ev;
+use leptos::prelude::*;
+use wasm_bindgen::JsCast;
+use web_sys::{DragEvent, HtmlInputElement};
+
+use crate::data::{Failure, Opened};
+use crate::fmt;
+use crate::loader;
+use crate::views;
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Status {
+    Idle,
+    Reading(String),
+    Importing {
+        name: String,
+        stage: String,
+        bytes: f64,
+        total: f64,
+        events: f64,
+        /// `(device, done, of)` while replaying.
+        replay: Option<(i64, f64, f64)>,
+    },
+    Failed(Failure),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Tab {
+    Overview,
+    Peak,
+    Tree,
+    Templates,
+    Sql,
+}
+
+impl Tab {
+    pub const ALL: [Tab; 5] = [Tab::Overview, Tab::Peak, Tab::Tree, Tab::Templates, Tab::Sql];
+
+    pub fn key(self) -> &'static str {
+        match self {
+            Tab::Overview => "overview",
+            Tab::Peak => "peak",
+            Tab::Tree => "tree",
+            Tab::Templates => "templates",
+            Tab::Sql => "sql",
+        }
+    }
+
+    fn label(self) -> &'static str {
+        match self {
+            Tab::Overview => "Overview",
+            Tab::Peak => "Peak report",
+            Tab::Tree => "Memory tree",
+            Tab::Templates => "Templates",
+            Tab::Sql => "SQL",
+        }
+    }
+
+    fn from_key(key: &str) -> Option<Tab> {
+        Tab::ALL.into_iter().find(|t| t.key() == key)
+    }
+}
+
+#[derive(Clone, Copy)]
+pub struct AppState {
+    pub opened: RwSignal<Option<Opened>>,
+    pub status: RwSignal<Status>,
+    pub device: RwSignal<i64>,
+    /// The event the memory tree shows; `None` means the active peak.
+    pub event: RwSignal<Option<i64>>,
+    pub tab: RwSignal<Tab>,
+}
+
+/// `#device=0&event=7498&view=tree`: read once at start, applied to the next opened file.
+fn read_hash(state: AppState) {
+    let hash = window().location().hash().unwrap_or_default();
+    for pair in hash.trim_start_matches('#').split('&') {
+        match pair.split_once('=') {
+            Some(("device", v)) => {
+                if let Ok(d) = v.parse() {
+                    state.device.set(d);
+                }
+            }
+            Some(("event", v)) => state.event.set(v.parse().ok()),
+            Some(("view", v)) => {
+                if let Some(t) = Tab::from_key(v) {
+                    state.tab.set(t);
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+fn write_hash(state: AppState) {
+    let mut hash = format!("#device={}", state.device.get());
+    if let Some(e) = state.event.get() {
+        hash.push_str(&format!("&event={e}"));
+    }
+    hash.push_str(&format!("&view={}", state.tab.get().key()));
+    if let Ok(history) = window().history() {
+        let _ = history.replace_state_with_url(&wasm_bindgen::JsValue::NULL, "", Some(&hash));
+    }
+}
+
+#[component]
+pub fn App() -> impl IntoView {
+    let state = AppState {
+        opened: RwSignal::new(None),
+        status: RwSignal::new(Status::Idle),
+        device: RwSignal::new(0),
+        event: RwSignal::new(None),
+        tab: RwSignal::new(Tab::Overview),
+    };
+    provide_context(state);
+    read_hash(state);
+    loader::start_worker(state);
+    Effect::new(move |_| {
+        if state.opened.with(Option::is_some) {
+            write_hash(state);
+        }
+    });
+
+    // The whole page is the drop zone; the overlay only says so while something is dragged.
+    let dragging = RwSignal::new(false);
+    let _ = window_event_listener(ev::dragover, move |e: DragEvent| {
+        e.prevent_default();
+        dragging.set(true);
+    });
+    let _ = window_event_listener(ev::dragleave, move |e: DragEvent| {
+        if e.related_target().is_none() {
+            dragging.set(false);
+        }
+    });
+    let _ = window_event_listener(ev::drop, move |e: DragEvent| {
+        e.prevent_default();
+        dragging.set(false);
+        let file = e.data_transfer().and_then(|d| d.files()).and_then(|f| f.get(0));
+        if let Some(file) = file {
+            loader::load(state, file);
+        }
+    });
+
+    let on_pick = move |e: ev::Event| {
+        let input: HtmlInputElement = e.target().expect("an input").unchecked_into();
+        if let Some(file) = input.files().and_then(|f| f.get(0)) {
+            loader::load(state, file);
+        }
+        // Choosing the same file again must fire `change` again.
+        input.set_value("");
+    };
+
+    view! {
+        <header class="top">
+            <div class="brand">
+                <span class="logo" aria-hidden="true">"▚"</span>
+                <h1>"pt-snap"</h1>
+                <span class="tagline">"PyTorch memory snapshots, analysed in your browser"</span>
+            </div>
+            <div class="file-actions">
+                <OpenedName/>
+                <label class="button primary" for="file-input">"Open file…"</label>
+                <input id="file-input" data-testid="file-input" class="visually-hidden" type="file"
+                    accept=".pkl,.pickle,.db" on:change=on_pick/>
+                <Show when=move || state.opened.with(|o| o.as_ref().is_some_and(|o| o.imported))>
+                    <button class="button" data-testid="download-db" on:click=move |_| {
+                        if let Some(o) = state.opened.get_untracked() { loader::download(&o.name) }
+                    }>"Download .db"</button>
+                </Show>
+            </div>
+        </header>
+        <StatusStrip/>
+        <main>
+            {move || if state.opened.with(Option::is_some) {
+                view! { <Workspace/> }.into_any()
+            } else {
+                view! { <Welcome/> }.into_any()
+            }}
+        </main>
+        <div class="drop-overlay" class:visible=move || dragging.get() aria-hidden="true">
+            <div>"Drop a .pkl / .pickle snapshot or a SnapshotDB .db"</div>
+        </div>
+    }
+}
+
+#[component]
+fn OpenedName() -> impl IntoView {
+    let state = expect_context::<AppState>();
+    move || {
+        state.opened.get().map(|o| {
+            let kind = if o.imported { "imported here" } else { "SnapshotDB" };
+            view! {
+                <span class="opened" title=fmt::exact(o.size as i64)>
+                    <strong>{o.name.clone()}</strong>
+                    <span class="muted">{format!(" · {kind} · {}", fmt::bytes(o.size as i64))}</span>
+                </span>
+            }
+        })
+    }
+}
+
+#[component]
+fn StatusStrip() -> impl IntoView {
+    let state = expect_context::<AppState>();
+    move || match state.status.get() {
+        Status::Idle => ().into_any(),
+        Status::Reading(name) => view! {
+            <div class="status" role="status">{format!("Opening {name}…")}</div>
+        }
+        .into_any(),
+        Status::Importing { name, stage, bytes, total, events, replay } => {
+            let (value, detail) = match (stage.as_str(), replay) {
+                ("replaying", Some((device, done, of))) => (
+                    if of > 0.0 { done / of } else { 1.0 },
+                    format!("replaying device {device}: {} / {} events", fmt::grouped(done as i64), fmt::grouped(of as i64)),
+                ),
+                ("decoding", _) => (
+                    if total > 0.0 { bytes / total } else { 0.0 },
+                    format!(
+                        "decoding: {} of {} read, {} events",
+                        fmt::bytes(bytes as i64),
+                        fmt::bytes(total as i64),
+                        fmt::grouped(events as i64)
+                    ),
+                ),
+                (other, _) => (1.0, other.to_owned()),
+            };
+            view! {
+                <div class="status" role="status" data-testid="import-progress">
+                    <span>{format!("Importing {name} — {detail}")}</span>
+                    <progress max="1" value=value.to_string()></progress>
+                    <button class="button" data-testid="cancel-import" on:click=move |_| loader::cancel(state)>"Cancel"</button>
+                </div>
+            }
+            .into_any()
+        }
+        Status::Failed(f) => view! {
+            <div class="status error" role="alert" data-testid="error">
+                <code data-testid="error-code">{f.code.clone()}</code>
+                <span data-testid="error-message">{f.message.clone()}</span>
+                <button class="button" on:click=move |_| state.status.set(Status::Idle)>"Dismiss"</button>
+            </div>
+        }
+        .into_any(),
+    }
+}
+
+#[component]
+fn Welcome() -> impl IntoView {
+    view! {
+        <section class="welcome">
+            <h2>"Drop a snapshot anywhere on this page"</h2>
+            <p>
+                "A " <code>".pkl"</code> " / " <code>".pickle"</code> " from "
+                <code>"torch.cuda.memory._dump_snapshot()"</code> " (or torch_npu's) is imported into a SQLite "
+                "SnapshotDB right here, in a background worker. A " <code>".db"</code>
+                " made by " <code>"pt-snap import"</code> " or pt-snap-cli 0.4.1 opens directly."
+            </p>
+            <p class="muted">
+                "Nothing leaves this tab: no upload, no network request. The pickle is read by a decoder that "
+                "refuses anything that could run code."
+            </p>
+            <label class="button primary big" for="file-input">"Choose a file…"</label>
+        </section>
+    }
+}
+
+#[component]
+fn Workspace() -> impl IntoView {
+    let state = expect_context::<AppState>();
+    let devices = move || state.opened.with(|o| o.as_ref().map(|o| o.devices.clone()).unwrap_or_default());
+    view! {
+        <div class="toolbar">
+            <label class="field">
+                "Device "
+                <select data-testid="device-select" on:change=move |e| {
+                    if let Ok(d) = event_target_value(&e).parse() { state.device.set(d); state.event.set(None); }
+                } prop:value=move || state.device.get().to_string()>
+                    {move || devices().into_iter().map(|d| view! {
+                        <option value=d.to_string() selected=move || state.device.get() == d>{format!("device {d}")}</option>
+                    }).collect_view()}
+                </select>
+            </label>
+            <nav class="tabs" role="tablist" aria-label="Views">
+                {Tab::ALL.into_iter().map(|t| view! {
+                    <button role="tab" class="tab" data-testid=format!("tab-{}", t.key())
+                        aria-selected=move || (state.tab.get() == t).to_string()
+                        on:click=move |_| state.tab.set(t)>{t.label()}</button>
+                }).collect_view()}
+            </nav>
+        </div>
+        <div class="view">
+            {move || match state.tab.get() {
+                Tab::Overview => view! { <views::Overview/> }.into_any(),
+                Tab::Peak => view! { <views::PeakView/> }.into_any(),
+                Tab::Tree => view! { <views::TreeView/> }.into_any(),
+                Tab::Templates => view! { <views::TemplatesView/> }.into_any(),
+                Tab::Sql => view! { <views::SqlView/> }.into_any(),
+            }}
+        </div>
+    }
+}

@@ -1,0 +1,330 @@
+//! The open SnapshotDB and every question the views ask it, answered through the shared
+//! crates (templates, reports). The `Analyzer` holds a SQLite connection, which is neither
+//! Send nor Sync, so it lives in a thread-local rather than in reactive state; views keep
+//! only plain results.
+
+use std::cell::RefCell;
+
+use pt_snap_query::{registry, Analyzer, QueryError, QueryRequest};
+use pt_snap_report::{memory_tree, peak_memory, Metric, PeakRequest, TreeRequest};
+use serde_json::{Map, Value as Json};
+
+thread_local! {
+    static ANALYZER: RefCell<Option<Analyzer>> = const { RefCell::new(None) };
+    /// The image of a database imported here, kept for "Download .db".
+    static IMAGE: RefCell<Option<Vec<u8>>> = const { RefCell::new(None) };
+}
+
+/// A failure shown to people: the CLI's error code and message.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Failure {
+    pub code: String,
+    pub message: String,
+}
+
+impl Failure {
+    pub fn new(code: &str, message: impl Into<String>) -> Self {
+        Failure {
+            code: code.to_owned(),
+            message: message.into(),
+        }
+    }
+}
+
+impl From<QueryError> for Failure {
+    fn from(e: QueryError) -> Self {
+        Failure::new(e.code(), e.to_string())
+    }
+}
+
+/// What the page knows about the open database.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Opened {
+    pub name: String,
+    /// Made here from a pickle (so it can be downloaded), rather than opened as a `.db`.
+    pub imported: bool,
+    pub size: usize,
+    pub devices: Vec<i64>,
+    /// `(device, first, last)` real-event ids.
+    pub bounds: Vec<(i64, Option<(i64, i64)>)>,
+    /// The `pt_snap_metadata` row as `(field, value)`, or why it is not valid.
+    pub metadata: Result<Vec<(String, String)>, String>,
+    pub warnings: Vec<String>,
+    /// Bumped on every open so views recompute even for a file of the same name.
+    pub generation: u32,
+}
+
+/// Opens a database image read-only (`sqlite3_deserialize`); the CLI's `DATABASE_SCHEMA_INVALID`
+/// when it is not a SnapshotDB.
+pub fn open(
+    name: &str,
+    bytes: Vec<u8>,
+    imported: bool,
+    warnings: Vec<String>,
+    generation: u32,
+) -> Result<Opened, Failure> {
+    let schema = |e: pt_snap_db::OpenError| Failure::new("DATABASE_SCHEMA_INVALID", e.to_string());
+    let analyzer = Analyzer::from_bytes(&bytes).map_err(schema)?;
+    let db = analyzer.db();
+    let bounds = db
+        .bounds()
+        .map_err(|e| schema(e.into()))?
+        .into_iter()
+        .map(|b| (b.device, b.events))
+        .collect();
+    let metadata = match db.metadata() {
+        Ok(Ok(m)) => Ok(metadata_rows(&m)),
+        Ok(Err(pt_snap_db::MetadataProblem::Missing)) => {
+            Err("No import metadata (a database from an older importer; still queryable).".into())
+        }
+        Ok(Err(problem)) => Err(format!("Import metadata is not valid: {problem:?}")),
+        Err(e) => Err(e.to_string()),
+    };
+    let opened = Opened {
+        name: name.to_owned(),
+        imported,
+        size: bytes.len(),
+        devices: analyzer.devices().to_vec(),
+        bounds,
+        metadata,
+        warnings,
+        generation,
+    };
+    ANALYZER.with(|a| *a.borrow_mut() = Some(analyzer));
+    IMAGE.with(|i| *i.borrow_mut() = imported.then_some(bytes));
+    Ok(opened)
+}
+
+fn metadata_rows(m: &pt_snap_db::Metadata) -> Vec<(String, String)> {
+    let device = m
+        .requested_device
+        .map_or_else(|| "all devices".to_owned(), |d| d.to_string());
+    [
+        ("source", m.source_name.clone()),
+        ("source size", format!("{} bytes", m.source_size)),
+        ("source sha256", m.source_sha256.clone()),
+        ("devices requested", device),
+        ("importer", format!("{} {}", m.importer_name, m.importer_version)),
+        ("import format", m.import_format_version.to_string()),
+        ("completed at", m.completed_at.clone()),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_owned(), v))
+    .collect()
+}
+
+pub fn image() -> Option<Vec<u8>> {
+    IMAGE.with(|i| i.borrow().clone())
+}
+
+fn with<T>(f: impl FnOnce(&Analyzer) -> Result<T, Failure>) -> Result<T, Failure> {
+    ANALYZER.with(|a| match a.borrow().as_ref() {
+        Some(analyzer) => f(analyzer),
+        None => Err(Failure::new("DATABASE_NOT_OPEN", "No database is open.")),
+    })
+}
+
+/// `memory_peak`'s six values for one device.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Peaks {
+    pub allocated: (i64, Option<i64>),
+    pub active: (i64, Option<i64>),
+    pub reserved: (i64, Option<i64>),
+}
+
+pub fn peaks(device: i64) -> Result<Peaks, Failure> {
+    with(|a| {
+        let out = a.run(&QueryRequest::new("memory_peak").device(device))?;
+        let row = out.rows_json().into_iter().next().unwrap_or(Json::Null);
+        let num = |k: &str| row.get(k).and_then(Json::as_i64);
+        Ok(Peaks {
+            allocated: (num("peak_allocated").unwrap_or(0), num("peak_allocated_event_id")),
+            active: (num("peak_active").unwrap_or(0), num("peak_active_event_id")),
+            reserved: (num("peak_reserved").unwrap_or(0), num("peak_reserved_event_id")),
+        })
+    })
+}
+
+/// One downsampled timeline point: the maxima of a bucket of consecutive events.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Point {
+    pub first_id: i64,
+    pub last_id: i64,
+    pub allocated: i64,
+    pub active: i64,
+    pub reserved: i64,
+}
+
+/// Allocated/active/reserved over real event ids, at most `buckets` points (bucket maxima, so
+/// no peak is ever averaged away).
+pub fn timeline(device: i64, buckets: i64) -> Result<Vec<Point>, Failure> {
+    with(|a| {
+        let device = a.resolve_device(Some(device))?;
+        let conn = a.db().conn();
+        let table = format!("trace_entry_{device}");
+        let failed = |e: rusqlite::Error| Failure::new("QUERY_FAILED", pt_snap_db::sqlite_message(&e));
+        let (lo, hi): (Option<i64>, Option<i64>) = conn
+            .query_row(
+                &format!("SELECT min(id), max(id) FROM {table} WHERE id >= 0"),
+                [],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .map_err(failed)?;
+        let (Some(lo), Some(hi)) = (lo, hi) else {
+            return Ok(Vec::new());
+        };
+        let width = ((hi - lo + 1) / buckets.max(1)).max(1);
+        let mut stmt = conn
+            .prepare(&format!(
+                "SELECT min(id), max(id), max(allocated), max(active), max(reserved) FROM {table} \
+                 WHERE id >= 0 GROUP BY (id - ?1) / ?2 ORDER BY 1"
+            ))
+            .map_err(failed)?;
+        let rows = stmt
+            .query_map([lo, width], |r| {
+                Ok(Point {
+                    first_id: r.get(0)?,
+                    last_id: r.get(1)?,
+                    allocated: r.get::<_, Option<i64>>(2)?.unwrap_or(0),
+                    active: r.get::<_, Option<i64>>(3)?.unwrap_or(0),
+                    reserved: r.get::<_, Option<i64>>(4)?.unwrap_or(0),
+                })
+            })
+            .map_err(failed)?
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(failed)?;
+        Ok(rows)
+    })
+}
+
+pub fn peak_report(device: i64, metric: Metric, include_static: bool) -> Result<Json, Failure> {
+    with(|a| {
+        let req = PeakRequest {
+            device: Some(device),
+            metric,
+            include_static,
+            limit: 20,
+            stack_bytes: -1,
+            start_id: None,
+            end_id: None,
+        };
+        Ok(peak_memory(a, &req)?.to_json())
+    })
+}
+
+/// The flamegraph component's data at one event.
+pub fn tree(device: i64, event_id: i64, include_static: bool) -> Result<Json, Failure> {
+    with(|a| {
+        let req = TreeRequest {
+            device: Some(device),
+            event_id,
+            include_static,
+            min_size: 0,
+        };
+        Ok(memory_tree(a, &req)?.flamegraph_data())
+    })
+}
+
+/// A template's answer, flattened for a table.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Table {
+    pub columns: Vec<String>,
+    pub rows: Vec<Vec<Json>>,
+    pub total: i64,
+    pub has_more: bool,
+    pub truncated: bool,
+    pub total_is_exact: bool,
+    pub note: Option<String>,
+}
+
+pub fn run_template(
+    device: i64,
+    template: &str,
+    params: Map<String, Json>,
+    max_rows: i64,
+) -> Result<Table, Failure> {
+    with(|a| {
+        let mut req = QueryRequest::new(template).device(device).max_rows(max_rows);
+        req.params = params;
+        let out = a.run(&req)?;
+        let rows = out
+            .rows_json()
+            .into_iter()
+            .map(|r| {
+                out.columns
+                    .iter()
+                    .map(|c| r.get(c).cloned().unwrap_or(Json::Null))
+                    .collect()
+            })
+            .collect();
+        Ok(Table {
+            columns: out.columns.clone(),
+            rows,
+            total: out.total,
+            has_more: out.has_more,
+            truncated: out.truncated,
+            total_is_exact: out.total_is_exact,
+            note: None,
+        })
+    })
+}
+
+/// Runs one read-only SQL statement, keeping at most `cap` rows.
+pub fn run_sql(sql: &str, cap: usize) -> Result<Table, Failure> {
+    with(|a| {
+        let conn = a.db().conn();
+        let failed = |e: rusqlite::Error| Failure::new("QUERY_FAILED", pt_snap_db::sqlite_message(&e));
+        let mut stmt = conn.prepare(sql).map_err(failed)?;
+        // The connection is query_only already; refusing here gives a clearer message.
+        if !stmt.readonly() {
+            return Err(Failure::new(
+                "QUERY_FAILED",
+                "Only read-only statements run here (SELECT, WITH, read-only PRAGMA).",
+            ));
+        }
+        let columns: Vec<String> = stmt.column_names().map(str::to_owned).collect();
+        let n = columns.len();
+        let mut rows = Vec::new();
+        let mut more = false;
+        let mut q = stmt.query([]).map_err(failed)?;
+        while let Some(r) = q.next().map_err(failed)? {
+            if rows.len() == cap {
+                more = true;
+                break;
+            }
+            let row = (0..n)
+                .map(|i| match r.get_ref(i) {
+                    Ok(rusqlite::types::ValueRef::Null) | Err(_) => Json::Null,
+                    Ok(rusqlite::types::ValueRef::Integer(v)) => v.into(),
+                    Ok(rusqlite::types::ValueRef::Real(v)) => v.into(),
+                    Ok(rusqlite::types::ValueRef::Text(t)) => String::from_utf8_lossy(t).into(),
+                    Ok(rusqlite::types::ValueRef::Blob(b)) => format!("<{} bytes>", b.len()).into(),
+                })
+                .collect();
+            rows.push(row);
+        }
+        Ok(Table {
+            columns,
+            total: rows.len() as i64,
+            rows,
+            has_more: more,
+            truncated: more,
+            total_is_exact: !more,
+            note: more.then(|| format!("Only the first {cap} rows are shown.")),
+        })
+    })
+}
+
+/// Template names with their category, in registry order.
+pub fn templates() -> Vec<(String, String, String)> {
+    registry::all()
+        .iter()
+        .map(|t| {
+            (
+                t.name().to_owned(),
+                t.contract.category.clone(),
+                t.contract.description.clone(),
+            )
+        })
+        .collect()
+}

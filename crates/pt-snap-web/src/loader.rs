@@ -1,0 +1,213 @@
+//! Getting a file in: `.db` images are opened on the page; pickles go to the import worker.
+//! The worker is started ahead of time so its wasm is ready when a file arrives, and replaced
+//! on cancel (terminating is the only way to stop a running import).
+
+use std::cell::RefCell;
+
+use js_sys::{Object, Reflect, Uint8Array};
+use leptos::prelude::*;
+use wasm_bindgen::prelude::*;
+use wasm_bindgen_futures::JsFuture;
+use web_sys::{File, MessageEvent, Worker};
+
+use crate::app::{AppState, Status};
+use crate::data::{self, Failure};
+
+struct WorkerSlot {
+    worker: Worker,
+    ready: bool,
+    /// A file chosen before the worker could take it (messages sent earlier are lost).
+    pending: Option<File>,
+    _on_message: Closure<dyn FnMut(MessageEvent)>,
+}
+
+thread_local! {
+    static WORKER: RefCell<Option<WorkerSlot>> = const { RefCell::new(None) };
+}
+
+pub fn start_worker(state: AppState) {
+    let worker = match Worker::new("./pt-snap-worker_loader.js") {
+        Ok(w) => w,
+        Err(e) => {
+            state.status.set(Status::Failed(Failure::new(
+                "INTERNAL_ERROR",
+                format!("The import worker could not start: {e:?}"),
+            )));
+            return;
+        }
+    };
+    let on_message = Closure::<dyn FnMut(MessageEvent)>::new(move |ev: MessageEvent| {
+        on_worker_message(state, ev.data());
+    });
+    worker.set_onmessage(Some(on_message.as_ref().unchecked_ref()));
+    WORKER.with(|w| {
+        if let Some(old) = w.borrow_mut().replace(WorkerSlot {
+            worker,
+            ready: false,
+            pending: None,
+            _on_message: on_message,
+        }) {
+            old.worker.terminate();
+        }
+    });
+}
+
+fn get(v: &JsValue, key: &str) -> JsValue {
+    Reflect::get(v, &key.into()).unwrap_or(JsValue::UNDEFINED)
+}
+
+fn on_worker_message(state: AppState, msg: JsValue) {
+    let kind = get(&msg, "type").as_string().unwrap_or_default();
+    match kind.as_str() {
+        "ready" => {
+            let pending = WORKER.with(|w| {
+                let mut slot = w.borrow_mut();
+                let slot = slot.as_mut()?;
+                slot.ready = true;
+                slot.pending.take()
+            });
+            if let Some(file) = pending {
+                send(&file);
+            }
+        }
+        "progress" => {
+            let num = |k: &str| get(&msg, k).as_f64();
+            if let Status::Importing { name, .. } = state.status.get_untracked() {
+                state.status.set(Status::Importing {
+                    name,
+                    stage: get(&msg, "stage").as_string().unwrap_or_default(),
+                    bytes: num("bytes").unwrap_or(0.0),
+                    total: num("total").unwrap_or(0.0),
+                    events: num("events").unwrap_or(0.0),
+                    replay: match (num("device"), num("done"), num("of")) {
+                        (Some(d), Some(n), Some(o)) => Some((d as i64, n, o)),
+                        _ => None,
+                    },
+                });
+            }
+        }
+        "done" => {
+            let bytes = Uint8Array::new(&get(&msg, "db")).to_vec();
+            let name = get(&msg, "name").as_string().unwrap_or_default();
+            let warnings = js_sys::Array::from(&get(&msg, "warnings"))
+                .iter()
+                .filter_map(|w| w.as_string())
+                .collect();
+            finish_open(state, &name, bytes, true, warnings);
+        }
+        "error" => state.status.set(Status::Failed(Failure::new(
+            &get(&msg, "code").as_string().unwrap_or_default(),
+            get(&msg, "message").as_string().unwrap_or_default(),
+        ))),
+        _ => {}
+    }
+}
+
+fn send(file: &File) {
+    WORKER.with(|w| {
+        if let Some(slot) = w.borrow().as_ref() {
+            let msg = Object::new();
+            let _ = Reflect::set(&msg, &"file".into(), file);
+            if let Err(e) = slot.worker.post_message(&msg) {
+                web_sys::console::error_1(&e);
+            }
+        }
+    });
+}
+
+/// Stops a running import and leaves a fresh worker ready for the next file.
+pub fn cancel(state: AppState) {
+    start_worker(state);
+    state.status.set(Status::Idle);
+}
+
+pub fn load(state: AppState, file: File) {
+    let name = file.name();
+    let lower = name.to_ascii_lowercase();
+    let suffix = lower.rfind('.').map_or(String::new(), |i| name[i..].to_owned());
+    if lower.ends_with(".db") {
+        state.status.set(Status::Reading(name.clone()));
+        leptos::task::spawn_local(async move {
+            match JsFuture::from(file.array_buffer()).await {
+                Ok(buf) => finish_open(state, &name, Uint8Array::new(&buf).to_vec(), false, Vec::new()),
+                Err(e) => state.status.set(Status::Failed(Failure::new(
+                    "DATABASE_SCHEMA_INVALID",
+                    format!("Cannot read {name}: {e:?}"),
+                ))),
+            }
+        });
+    } else if lower.ends_with(".pkl") || lower.ends_with(".pickle") {
+        state.status.set(Status::Importing {
+            name,
+            stage: "starting".into(),
+            bytes: 0.0,
+            total: file.size(),
+            events: 0.0,
+            replay: None,
+        });
+        let ready = WORKER.with(|w| {
+            let mut slot = w.borrow_mut();
+            match slot.as_mut() {
+                Some(s) if s.ready => true,
+                Some(s) => {
+                    s.pending = Some(file.clone());
+                    false
+                }
+                None => false,
+            }
+        });
+        if ready {
+            send(&file);
+        }
+    } else {
+        // The CLI's words for a snapshot with the wrong suffix; `.db` is this page's addition.
+        state.status.set(Status::Failed(Failure::new(
+            "SNAPSHOT_INVALID",
+            format!("Snapshot suffix must be .pkl or .pickle, got '{suffix}' (or open a SnapshotDB .db)"),
+        )));
+    }
+}
+
+fn finish_open(state: AppState, name: &str, bytes: Vec<u8>, imported: bool, warnings: Vec<String>) {
+    let generation = state.opened.with_untracked(|o| o.as_ref().map_or(0, |o| o.generation)) + 1;
+    match data::open(name, bytes, imported, warnings, generation) {
+        Ok(opened) => {
+            let wanted = state.device.get_untracked();
+            let device = if opened.devices.contains(&wanted) {
+                wanted
+            } else {
+                opened.devices.first().copied().unwrap_or(0)
+            };
+            state.device.set(device);
+            state.opened.set(Some(opened));
+            state.status.set(Status::Idle);
+        }
+        Err(f) => state.status.set(Status::Failed(f)),
+    }
+}
+
+/// Offers the imported database as a download, openable by the CLI and by pt-snap-cli 0.4.1.
+pub fn download(name: &str) {
+    let Some(bytes) = data::image() else { return };
+    let parts = js_sys::Array::of1(&Uint8Array::from(bytes.as_slice()));
+    let opts = web_sys::BlobPropertyBag::new();
+    opts.set_type("application/vnd.sqlite3");
+    let Ok(blob) = web_sys::Blob::new_with_u8_array_sequence_and_options(&parts, &opts) else {
+        return;
+    };
+    let Ok(url) = web_sys::Url::create_object_url_with_blob(&blob) else { return };
+    let document = window().document().expect("a document");
+    if let Ok(a) = document.create_element("a") {
+        let a: web_sys::HtmlAnchorElement = a.unchecked_into();
+        a.set_href(&url);
+        a.set_download(&format!("{name}.db"));
+        a.click();
+    }
+    // Revoking at once can cancel the download before the browser has read the blob.
+    set_timeout(
+        move || {
+            let _ = web_sys::Url::revoke_object_url(&url);
+        },
+        std::time::Duration::from_secs(60),
+    );
+}

@@ -1,0 +1,24 @@
+//! pt-snap in the browser: open a snapshot pickle (imported in a Web Worker) or a SnapshotDB
+//! and analyse it with the CLI's own crates. Nothing is uploaded or fetched.
+
+#[cfg(not(target_arch = "wasm32"))]
+fn main() {}
+
+#[cfg(target_arch = "wasm32")]
+mod app;
+#[cfg(target_arch = "wasm32")]
+mod data;
+#[cfg(target_arch = "wasm32")]
+mod fmt;
+#[cfg(target_arch = "wasm32")]
+mod loader;
+#[cfg(target_arch = "wasm32")]
+mod views;
+
+#[cfg(target_arch = "wasm32")]
+fn main() {
+    // Linked for its host hooks (clock, randomness) that SQLite needs in a browser.
+    use sqlite_wasm_rs as _;
+    console_error_panic_hook::set_once();
+    leptos::mount::mount_to_body(app::App);
+}

@@ -1,0 +1,609 @@
+//! The views of an open database. Each computes through `data` (the shared crates) when its
+//! inputs change and renders plain results.
+
+use std::cell::RefCell;
+
+use leptos::html;
+use leptos::prelude::*;
+use pt_snap_report::Metric;
+use serde_json::{Map, Value as Json};
+use wasm_bindgen::prelude::*;
+use wasm_bindgen::JsCast;
+
+use crate::app::{AppState, Tab};
+use crate::data::{self, Failure, Peaks, Point, Table};
+use crate::fmt;
+
+#[wasm_bindgen]
+extern "C" {
+    /// `www/flamegraph/flamegraph.js`, the same component as the HTML report.
+    #[wasm_bindgen(js_namespace = PtSnapFlamegraph, js_name = render, catch)]
+    fn flamegraph_render(
+        container: &web_sys::HtmlElement,
+        data: &JsValue,
+        options: &JsValue,
+    ) -> Result<JsValue, JsValue>;
+}
+
+fn error_box(f: &Failure) -> AnyView {
+    view! {
+        <div class="status error inline" role="alert" data-testid="view-error">
+            <code>{f.code.clone()}</code><span>{f.message.clone()}</span>
+        </div>
+    }
+    .into_any()
+}
+
+/// A byte count in human units with the exact count on hover.
+fn bytes_cell(n: i64) -> AnyView {
+    view! { <span class="num" title=fmt::exact(n)>{fmt::bytes(n)}</span> }.into_any()
+}
+
+/// `generation` makes views recompute when another file is opened.
+fn generation(state: AppState) -> u32 {
+    state.opened.with(|o| o.as_ref().map_or(0, |o| o.generation))
+}
+
+#[component]
+pub fn Overview() -> impl IntoView {
+    let state = expect_context::<AppState>();
+    let peaks = Memo::new(move |_| {
+        generation(state);
+        data::peaks(state.device.get())
+    });
+    let points = Memo::new(move |_| {
+        generation(state);
+        data::timeline(state.device.get(), 600)
+    });
+    let show_tree = move |event: Option<i64>| {
+        state.event.set(event);
+        state.tab.set(Tab::Tree);
+    };
+    view! {
+        {move || match peaks.get() {
+            Err(f) => error_box(&f),
+            Ok(p) => {
+                let card = move |label: &'static str, id: &'static str, (v, ev): (i64, Option<i64>)| view! {
+                    <div class="card">
+                        <div class="card-label">{label}</div>
+                        <div class="card-value" data-testid=id data-value=v.to_string() title=fmt::exact(v)>{fmt::bytes(v)}</div>
+                        <div class="card-sub">
+                            {match ev {
+                                Some(e) => view! {
+                                    <button class="link" title="Show the memory tree after this event"
+                                        on:click=move |_| show_tree(Some(e))>{format!("at event {e}")}</button>
+                                }.into_any(),
+                                None => view! { <span class="muted">"no event"</span> }.into_any(),
+                            }}
+                        </div>
+                    </div>
+                };
+                view! {
+                    <section class="cards" aria-label="Peaks">
+                        {card("Peak allocated", "peak-allocated", p.allocated)}
+                        {card("Peak active", "peak-active", p.active)}
+                        {card("Peak reserved", "peak-reserved", p.reserved)}
+                    </section>
+                }.into_any()
+            }
+        }}
+        <section class="panel">
+            <h2>"Timeline"</h2>
+            <p class="muted small">"Maximum of each bucket of events. Click to see the memory tree after that event."</p>
+            {move || match (points.get(), peaks.get()) {
+                (Ok(pts), Ok(p)) => timeline_svg(pts, p, show_tree).into_any(),
+                (Err(f), _) | (_, Err(f)) => error_box(&f),
+            }}
+        </section>
+        <section class="panel two">
+            <div>
+                <h2>"Devices"</h2>
+                <table class="grid">
+                    <thead><tr><th>"device"</th><th>"first event"</th><th>"last event"</th></tr></thead>
+                    <tbody>
+                    {move || state.opened.get().map(|o| o.bounds.into_iter().map(|(d, b)| view! {
+                        <tr class:selected=move || state.device.get() == d>
+                            <td>{d}</td>
+                            <td class="num">{b.map_or("–".to_owned(), |b| b.0.to_string())}</td>
+                            <td class="num">{b.map_or("–".to_owned(), |b| b.1.to_string())}</td>
+                        </tr>
+                    }).collect_view())}
+                    </tbody>
+                </table>
+            </div>
+            <div>
+                <h2>"Import metadata"</h2>
+                {move || state.opened.get().map(|o| match o.metadata {
+                    Ok(rows) => view! {
+                        <table class="grid kv" data-testid="metadata">
+                            <tbody>{rows.into_iter().map(|(k, v)| view! { <tr><th>{k}</th><td class="wrap">{v}</td></tr> }).collect_view()}</tbody>
+                        </table>
+                    }.into_any(),
+                    Err(why) => view! { <p class="muted">{why}</p> }.into_any(),
+                })}
+                {move || state.opened.get().filter(|o| !o.warnings.is_empty()).map(|o| view! {
+                    <details class="warnings">
+                        <summary>{format!("{} replay warnings", o.warnings.len())}</summary>
+                        <ul>{o.warnings.into_iter().map(|w| view! { <li>{w}</li> }).collect_view()}</ul>
+                    </details>
+                })}
+            </div>
+        </section>
+    }
+}
+
+fn timeline_svg(points: Vec<Point>, peaks: Peaks, show_tree: impl Fn(Option<i64>) + Copy + 'static) -> impl IntoView {
+    const W: f64 = 1000.0;
+    const H: f64 = 220.0;
+    const PAD: f64 = 4.0;
+    if points.is_empty() {
+        return view! { <p class="muted">"This device has no real events."</p> }.into_any();
+    }
+    let lo = points.first().map_or(0, |p| p.first_id) as f64;
+    let hi = points.last().map_or(0, |p| p.last_id) as f64;
+    let span = (hi - lo).max(1.0);
+    let top = points.iter().map(|p| p.reserved.max(p.active).max(p.allocated)).max().unwrap_or(1).max(1) as f64;
+    let x = move |id: f64| PAD + (id - lo) / span * (W - 2.0 * PAD);
+    let y = move |v: i64| H - PAD - v as f64 / top * (H - 2.0 * PAD);
+    let line = |f: fn(&Point) -> i64| {
+        points
+            .iter()
+            .map(|p| format!("{:.1},{:.1}", x(p.last_id as f64), y(f(p))))
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    let marks = [
+        ("allocated", peaks.allocated),
+        ("active", peaks.active),
+        ("reserved", peaks.reserved),
+    ];
+    let pts = points.clone();
+    let on_click = move |e: web_sys::MouseEvent| {
+        let Some(target) = e.current_target() else { return };
+        let el: web_sys::Element = target.unchecked_into();
+        let rect = el.get_bounding_client_rect();
+        let frac = ((e.client_x() as f64 - rect.left()) / rect.width()).clamp(0.0, 1.0);
+        let id = lo + frac * span;
+        let nearest = pts
+            .iter()
+            .min_by_key(|p| ((p.last_id as f64 - id).abs() * 1000.0) as i64)
+            .map(|p| p.last_id);
+        show_tree(nearest);
+    };
+    view! {
+        <div class="timeline">
+            <svg viewBox=format!("0 0 {W} {H}") preserveAspectRatio="none" role="img" data-testid="timeline"
+                aria-label="Allocated, active and reserved memory over event ids" on:click=on_click>
+                <polyline class="tl reserved" points=line(|p| p.reserved)></polyline>
+                <polyline class="tl active" points=line(|p| p.active)></polyline>
+                <polyline class="tl allocated" points=line(|p| p.allocated)></polyline>
+                {marks.into_iter().filter_map(|(name, (v, ev))| ev.map(|e| view! {
+                    <line class=format!("peak-mark {name}") x1=x(e as f64) x2=x(e as f64) y1=PAD y2=H - PAD></line>
+                    <circle class=format!("peak-dot {name}") cx=x(e as f64) cy=y(v) r="4"></circle>
+                })).collect_view()}
+            </svg>
+            <div class="axis">
+                <span>{format!("event {}", lo as i64)}</span>
+                <span class="legend">
+                    <span class="key allocated">"allocated"</span>
+                    <span class="key active">"active"</span>
+                    <span class="key reserved">"reserved"</span>
+                    <span class="muted">{format!("top {}", fmt::bytes(top as i64))}</span>
+                </span>
+                <span>{format!("event {}", hi as i64)}</span>
+            </div>
+            <div class="peak-buttons">
+                {marks.into_iter().filter_map(|(name, (_, ev))| ev.map(|e| view! {
+                    <button class="button small" on:click=move |_| show_tree(Some(e))>{format!("Tree at {name} peak (event {e})")}</button>
+                })).collect_view()}
+            </div>
+        </div>
+    }
+    .into_any()
+}
+
+#[component]
+pub fn PeakView() -> impl IntoView {
+    let state = expect_context::<AppState>();
+    let metric = RwSignal::new(Metric::Active);
+    let include_static = RwSignal::new(true);
+    let report = Memo::new(move |_| {
+        generation(state);
+        data::peak_report(state.device.get(), metric.get(), include_static.get())
+    });
+    view! {
+        <div class="form-row">
+            <label class="field">"Metric "
+                <select on:change=move |e| metric.set(match event_target_value(&e).as_str() {
+                    "allocated" => Metric::Allocated,
+                    "reserved" => Metric::Reserved,
+                    _ => Metric::Active,
+                })>
+                    <option value="active">"active"</option>
+                    <option value="allocated">"allocated"</option>
+                    <option value="reserved">"reserved"</option>
+                </select>
+            </label>
+            <label class="field check">
+                <input type="checkbox" prop:checked=move || include_static.get()
+                    on:change=move |e| include_static.set(event_target_checked(&e))/>
+                "include static blocks"
+            </label>
+        </div>
+        {move || match report.get() {
+            Err(f) => error_box(&f),
+            Ok(r) => peak_body(state, r).into_any(),
+        }}
+    }
+}
+
+fn peak_body(state: AppState, r: Json) -> impl IntoView {
+    let num = |v: &Json, k: &str| v.get(k).and_then(Json::as_i64);
+    let event = num(&r, "event_id");
+    let coverage = r.get("coverage_percent").and_then(Json::as_f64);
+    let active_at = num(&r, "active_bytes_at_event");
+    let included = num(&r, "included_bytes").unwrap_or(0);
+    let gap: Vec<(String, Json)> = r
+        .get("allocator_gap")
+        .and_then(Json::as_object)
+        .map(|m| m.iter().map(|(k, v)| (k.clone(), v.clone())).collect())
+        .unwrap_or_default();
+    let groups: Vec<Map<String, Json>> = r
+        .get("callstack_groups")
+        .and_then(Json::as_array)
+        .map(|a| a.iter().filter_map(|g| g.as_object().cloned()).collect())
+        .unwrap_or_default();
+    let has_more = r.get("has_more").and_then(Json::as_bool).unwrap_or(false);
+    view! {
+        <section class="panel">
+            <h2>{format!("Peak of {} memory", r.get("metric").and_then(Json::as_str).unwrap_or(""))}</h2>
+            <p>
+                {match event {
+                    Some(e) => view! {
+                        "At event " <strong>{e}</strong> ". "
+                        <button class="link" on:click=move |_| { state.event.set(Some(e)); state.tab.set(Tab::Tree); }>"Memory tree there"</button>
+                    }.into_any(),
+                    None => view! { "No peak: the range has no events." }.into_any(),
+                }}
+            </p>
+            <p data-testid="coverage">
+                "The groups below cover " {bytes_cell(included)}
+                {active_at.map(|a| view! { " of " {bytes_cell(a)} " active" })}
+                {coverage.map(|c| format!(" ({c:.1}%)"))}
+                {has_more.then_some(" — more groups exist than are shown (top 20).")}
+            </p>
+        </section>
+        <section class="panel">
+            <h2>"Callstack groups"</h2>
+            <table class="grid groups">
+                <thead><tr><th>"size"</th><th>"requested"</th><th>"blocks"</th><th>"%"</th><th>"category"</th><th>"callstack (innermost frame)"</th></tr></thead>
+                <tbody>
+                {groups.into_iter().map(|g| {
+                    let stack = g.get("callstack").and_then(Json::as_str).unwrap_or("").to_owned();
+                    let last = stack.lines().last().unwrap_or("").to_owned();
+                    let gi = |k: &str| g.get(k).and_then(Json::as_i64).unwrap_or(0);
+                    view! {
+                        <tr>
+                            <td>{bytes_cell(gi("size_bytes"))}</td>
+                            <td>{bytes_cell(gi("requested_bytes"))}</td>
+                            <td class="num">{fmt::grouped(gi("block_count"))}</td>
+                            <td class="num">{g.get("percent_of_active_blocks").and_then(Json::as_f64).map(|p| format!("{p:.1}"))}</td>
+                            <td>{g.get("category").and_then(Json::as_str).unwrap_or("").to_owned()}</td>
+                            <td class="stack">
+                                <details>
+                                    <summary>{last}</summary>
+                                    <pre>{stack}</pre>
+                                </details>
+                            </td>
+                        </tr>
+                    }
+                }).collect_view()}
+                </tbody>
+            </table>
+        </section>
+        <section class="panel">
+            <details>
+                <summary>"Allocator gap (reserved vs active/allocated at each peak)"</summary>
+                <table class="grid kv">
+                    <tbody>
+                    {gap.into_iter().map(|(k, v)| {
+                        let cell = match v.as_i64() {
+                            Some(n) if !k.ends_with("event_id") && !k.ends_with("same_event") => bytes_cell(n),
+                            _ => view! { <span class="num">{v.to_string()}</span> }.into_any(),
+                        };
+                        view! { <tr><th>{k}</th><td>{cell}</td></tr> }
+                    }).collect_view()}
+                    </tbody>
+                </table>
+            </details>
+        </section>
+    }
+}
+
+thread_local! {
+    /// The flamegraph on screen; destroyed before another is drawn or the view goes away.
+    static FLAMEGRAPH: RefCell<Option<JsValue>> = const { RefCell::new(None) };
+}
+
+fn destroy_flamegraph() {
+    FLAMEGRAPH.with(|f| {
+        if let Some(view) = f.borrow_mut().take() {
+            if let Ok(destroy) = js_sys::Reflect::get(&view, &"destroy".into()) {
+                if let Some(destroy) = destroy.dyn_ref::<js_sys::Function>() {
+                    let _ = destroy.call0(&view);
+                }
+            }
+        }
+    });
+}
+
+#[component]
+pub fn TreeView() -> impl IntoView {
+    let state = expect_context::<AppState>();
+    let include_static = RwSignal::new(true);
+    let container = NodeRef::<html::Div>::new();
+    let failure = RwSignal::new(None::<Failure>);
+    let peak_event = Memo::new(move |_| {
+        generation(state);
+        data::peaks(state.device.get()).ok().and_then(|p| p.active.1)
+    });
+    let event = move || state.event.get().or_else(|| peak_event.get());
+    Effect::new(move |_| {
+        generation(state);
+        let device = state.device.get();
+        let stat = include_static.get();
+        let Some(el) = container.get() else { return };
+        destroy_flamegraph();
+        let Some(e) = event() else {
+            failure.set(Some(Failure::new("INVALID_PARAMETER", "Choose an event.")));
+            return;
+        };
+        match data::tree(device, e, stat) {
+            Err(f) => failure.set(Some(f)),
+            Ok(json) => {
+                failure.set(None);
+                let data = js_sys::JSON::parse(&json.to_string()).unwrap_or(JsValue::NULL);
+                let options = js_sys::Object::new();
+                let el: &web_sys::HtmlElement = &el;
+                match flamegraph_render(el, &data, &options) {
+                    Ok(view) => FLAMEGRAPH.with(|f| *f.borrow_mut() = Some(view)),
+                    Err(err) => failure.set(Some(Failure::new("INTERNAL_ERROR", format!("{err:?}")))),
+                }
+            }
+        }
+    });
+    on_cleanup(destroy_flamegraph);
+    let input = RwSignal::new(String::new());
+    Effect::new(move |_| input.set(event().map(|e| e.to_string()).unwrap_or_default()));
+    let go = move || {
+        if let Ok(e) = input.get_untracked().trim().parse::<i64>() {
+            state.event.set(Some(e));
+        }
+    };
+    view! {
+        <form class="form-row" on:submit=move |e| { e.prevent_default(); go(); }>
+            <label class="field">"After event "
+                <input type="number" data-testid="tree-event" class="narrow" prop:value=move || input.get()
+                    on:input=move |e| input.set(event_target_value(&e))/>
+            </label>
+            <button class="button" type="submit">"Show"</button>
+            <button class="button" type="button" on:click=move |_| state.event.set(None)>"Active peak"</button>
+            <label class="field check">
+                <input type="checkbox" prop:checked=move || include_static.get()
+                    on:change=move |e| include_static.set(event_target_checked(&e))/>
+                "include static blocks"
+            </label>
+        </form>
+        {move || failure.get().map(|f| error_box(&f))}
+        <div class="flamegraph-host" data-testid="flamegraph" node_ref=container></div>
+    }
+}
+
+#[component]
+pub fn TemplatesView() -> impl IntoView {
+    let state = expect_context::<AppState>();
+    let templates = data::templates();
+    let chosen = RwSignal::new("memory_peak".to_owned());
+    let values = RwSignal::new(Map::<String, Json>::new());
+    let result = RwSignal::new(None::<Result<(Table, String), Failure>>);
+    let page = RwSignal::new(0usize);
+    const PAGE: usize = 50;
+    const MAX_ROWS: i64 = 1000;
+    let contract = move || pt_snap_query::registry::find(&chosen.get()).map(|t| &t.contract);
+    let params_json = move || {
+        let mut out = Map::new();
+        let Some(c) = pt_snap_query::registry::find(&chosen.get_untracked()).map(|t| &t.contract) else {
+            return Err(Failure::new("TEMPLATE_NOT_FOUND", "No template chosen."));
+        };
+        let raw = values.get_untracked();
+        for (name, p) in &c.parameters {
+            let Some(v) = raw.get(name) else { continue };
+            let text = v.as_str().unwrap_or("").trim();
+            if text.is_empty() {
+                continue;
+            }
+            let value = match p.kind {
+                pt_snap_query::ParamType::Int => text.parse::<i64>().map(Json::from).map_err(|_| ()),
+                pt_snap_query::ParamType::Float => text.parse::<f64>().map(Json::from).map_err(|_| ()),
+                pt_snap_query::ParamType::Bool => Ok(Json::Bool(text == "true")),
+                pt_snap_query::ParamType::Str => Ok(Json::from(text)),
+            }
+            .map_err(|_| Failure::new("INVALID_PARAMETER", format!("{name} must be {}", p.kind.name())))?;
+            out.insert(name.clone(), value);
+        }
+        Ok(out)
+    };
+    let run = move || {
+        page.set(0);
+        let device = state.device.get_untracked();
+        let name = chosen.get_untracked();
+        let outcome = params_json().and_then(|params| {
+            let mut cli = format!("pt-snap query --template-use {name}");
+            if !params.is_empty() {
+                cli.push_str(&format!(" --params '{}'", Json::Object(params.clone())));
+            }
+            cli.push_str(&format!(" --device {device} -n {MAX_ROWS} --json"));
+            data::run_template(device, &name, params, MAX_ROWS).map(|t| (t, cli))
+        });
+        result.set(Some(outcome));
+    };
+    let cli_preview = move || {
+        let name = chosen.get();
+        values.track();
+        let params = params_json().unwrap_or_default();
+        let mut cli = format!("pt-snap query --template-use {name}");
+        if !params.is_empty() {
+            cli.push_str(&format!(" --params '{}'", Json::Object(params)));
+        }
+        format!("{cli} --device {} --json", state.device.get())
+    };
+    view! {
+        <form class="panel template-form" on:submit=move |e| { e.prevent_default(); run(); }>
+            <div class="form-row">
+                <label class="field">"Template "
+                    <select data-testid="template-select" on:change=move |e| {
+                        chosen.set(event_target_value(&e)); values.set(Map::new()); result.set(None);
+                    }>
+                        {templates.into_iter().map(|(name, cat, _)| {
+                            let selected = name == "memory_peak";
+                            view! { <option value=name.clone() selected=selected>{format!("{name} ({cat})")}</option> }
+                        }).collect_view()}
+                    </select>
+                </label>
+            </div>
+            <p class="muted">{move || contract().map(|c| c.description.clone())}</p>
+            <div class="params">
+                {move || contract().map(|c| c.parameters.iter().map(|(name, p)| {
+                    let key = name.clone();
+                    let key2 = name.clone();
+                    let default = match &p.default { Json::Null => "none".to_owned(), v => v.to_string() };
+                    let input = match (p.kind, &p.choices) {
+                        (_, Some(choices)) => {
+                            let opts = choices.iter().map(|c| {
+                                let s = c.as_str().map(str::to_owned).unwrap_or_else(|| c.to_string());
+                                view! { <option value=s.clone()>{s.clone()}</option> }
+                            }).collect_view();
+                            view! {
+                                <select data-param=key.clone() on:change=move |e| values.update(|m| { m.insert(key.clone(), event_target_value(&e).into()); })>
+                                    <option value="">"(default)"</option>{opts}
+                                </select>
+                            }.into_any()
+                        }
+                        (pt_snap_query::ParamType::Bool, None) => view! {
+                            <select data-param=key.clone() on:change=move |e| values.update(|m| { m.insert(key.clone(), event_target_value(&e).into()); })>
+                                <option value="">"(default)"</option><option value="true">"true"</option><option value="false">"false"</option>
+                            </select>
+                        }.into_any(),
+                        (kind, None) => view! {
+                            <input data-param=key.clone() type=if matches!(kind, pt_snap_query::ParamType::Str) { "text" } else { "number" }
+                                step=if matches!(kind, pt_snap_query::ParamType::Float) { "any" } else { "1" }
+                                placeholder=default.clone()
+                                on:input=move |e| values.update(|m| { m.insert(key.clone(), event_target_value(&e).into()); })/>
+                        }.into_any(),
+                    };
+                    view! {
+                        <label class="param">
+                            <span class="param-name">{key2}{p.required.then_some(" *")}<span class="muted">{format!(" {} · default {default}", p.kind.name())}</span></span>
+                            {input}
+                            <span class="muted small">{p.description.clone()}</span>
+                        </label>
+                    }
+                }).collect_view())}
+            </div>
+            <div class="form-row">
+                <button class="button primary" type="submit" data-testid="run-template">"Run"</button>
+                <code class="cli" data-testid="cli-command">{cli_preview}</code>
+                <button class="button" type="button" on:click=move |_| {
+                    let text = cli_preview();
+                    let _ = window().navigator().clipboard().write_text(&text);
+                }>"Copy as CLI command"</button>
+            </div>
+        </form>
+        {move || result.get().map(|r| match r {
+            Err(f) => error_box(&f),
+            Ok((t, _)) => paged_table(t, page, PAGE).into_any(),
+        })}
+    }
+}
+
+fn paged_table(t: Table, page: RwSignal<usize>, size: usize) -> impl IntoView {
+    let n = t.rows.len();
+    let pages = n.div_ceil(size).max(1);
+    let summary = format!(
+        "{} rows returned of {}{}{}",
+        fmt::grouped(n as i64),
+        fmt::grouped(t.total),
+        if t.total_is_exact { "" } else { " (at least)" },
+        if t.has_more || t.truncated { " — more rows exist than were fetched" } else { "" }
+    );
+    let columns = t.columns.clone();
+    let rows = t.rows;
+    let note = t.note;
+    view! {
+        <section class="panel">
+            <p class="muted" data-testid="result-summary">{summary}{note.map(|n| format!(" {n}"))}</p>
+            <div class="scroll">
+                <table class="grid results" data-testid="result-table">
+                    <thead><tr>{columns.iter().map(|c| view! { <th>{c.clone()}</th> }).collect_view()}</tr></thead>
+                    <tbody>
+                        {move || {
+                            let p = page.get();
+                            rows.iter().skip(p * size).take(size).map(|r| view! {
+                                <tr>{r.iter().map(|v| cell(v)).collect_view()}</tr>
+                            }).collect_view()
+                        }}
+                    </tbody>
+                </table>
+            </div>
+            <div class="pager">
+                <button class="button small" disabled=move || page.get() == 0 on:click=move |_| page.update(|p| *p = p.saturating_sub(1))>"‹ Prev"</button>
+                <span>{move || format!("page {} / {pages}", page.get() + 1)}</span>
+                <button class="button small" disabled=move || page.get() + 1 >= pages on:click=move |_| page.update(|p| *p += 1)>"Next ›"</button>
+            </div>
+        </section>
+    }
+}
+
+fn cell(v: &Json) -> impl IntoView {
+    match v {
+        Json::Null => view! { <td class="muted">"null"</td> }.into_any(),
+        Json::Number(n) => view! { <td class="num">{n.to_string()}</td> }.into_any(),
+        Json::String(s) if s.contains('\n') => {
+            let last = s.lines().last().unwrap_or("").to_owned();
+            view! { <td class="stack"><details><summary>{last}</summary><pre>{s.clone()}</pre></details></td> }.into_any()
+        }
+        Json::String(s) => view! { <td>{s.clone()}</td> }.into_any(),
+        other => view! { <td>{other.to_string()}</td> }.into_any(),
+    }
+}
+
+#[component]
+pub fn SqlView() -> impl IntoView {
+    let state = expect_context::<AppState>();
+    const CAP: usize = 1000;
+    let sql = RwSignal::new(format!(
+        "SELECT id, action, size, allocated, active, reserved\nFROM trace_entry_{}\nWHERE id >= 0\nORDER BY active DESC\nLIMIT 20",
+        state.device.get_untracked()
+    ));
+    let result = RwSignal::new(None::<Result<Table, Failure>>);
+    let page = RwSignal::new(0usize);
+    let run = move || {
+        page.set(0);
+        result.set(Some(data::run_sql(&sql.get_untracked(), CAP)));
+    };
+    view! {
+        <form class="panel" on:submit=move |e| { e.prevent_default(); run(); }>
+            <p class="muted">{format!("Read-only SQL over the SnapshotDB (at most {CAP} rows). Ctrl+Enter runs.")}</p>
+            <textarea data-testid="sql-input" class="sql" rows="7" spellcheck="false" aria-label="SQL statement"
+                prop:value=move || sql.get()
+                on:input=move |e| sql.set(event_target_value(&e))
+                on:keydown=move |e: web_sys::KeyboardEvent| if e.key() == "Enter" && (e.ctrl_key() || e.meta_key()) { e.prevent_default(); run(); }>
+            </textarea>
+            <div class="form-row"><button class="button primary" type="submit" data-testid="run-sql">"Run"</button></div>
+        </form>
+        {move || result.get().map(|r| match r {
+            Err(f) => error_box(&f),
+            Ok(t) => paged_table(t, page, 50).into_any(),
+        })}
+    }
+}
