@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# End-to-end test of the browser app: serves dist/ (build it first with scripts/web-build) on a
+# free 127.0.0.1 port and drives Debian Chromium with playwright-core (tests/browser/setup.sh
+# installs both). Screenshots go to target/web/.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+root=$PWD
+[ -f dist/index.html ] || { echo "tests/web: dist/ missing; run scripts/web-build" >&2; exit 1; }
+[ -d tests/browser/node_modules/playwright-core ] || tests/browser/setup.sh
+[ -x target/debug/pt-snap ] || cargo build -q -p pt-snap-cli
+out=target/web
+mkdir -p "$out"
+
+# The CLI's answers are the expected values.
+fixture=fixtures/upstream-pkg/snapshots/snapshot_with_empty_cache.pkl
+cp "$fixture" "$out/fixture.pkl"
+rm -f "$out/fixture.pkl.db"
+target/debug/pt-snap import "$out/fixture.pkl" --no-focus --json >/dev/null
+target/debug/pt-snap query "$out/fixture.pkl.db" --template-use memory_peak --json > "$out/expected-peak.json"
+# A pickle asking for os.system: refused, never run.
+printf '\x80\x02cos\nsystem\nq\x00X\x02\x00\x00\x00idq\x01\x85q\x02Rq\x03.' > "$out/hostile.pkl"
+target/debug/pt-snap import "$out/hostile.pkl" --no-focus --json 2> "$out/expected-hostile.json" >/dev/null && { echo "hostile pickle was accepted" >&2; exit 1; }
+printf 'this is not a database, just some text\n' > "$out/not-a.db"
+
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+python3 -m http.server "$port" --bind 127.0.0.1 --directory dist >"$out/http.log" 2>&1 &
+server=$!
+trap 'kill $server 2>/dev/null || true' EXIT
+for _ in $(seq 50); do curl -sf "http://127.0.0.1:$port/" >/dev/null && break; sleep 0.1; done
+
+node tests/web/app.test.mjs "http://127.0.0.1:$port/" "$root"
