@@ -99,7 +99,7 @@ pub fn Overview() -> impl IntoView {
             <div>
                 <h2>"Devices"</h2>
                 <table class="grid">
-                    <thead><tr><th>"device"</th><th>"first event"</th><th>"last event"</th></tr></thead>
+                    <thead><tr><th>"device"</th><th class="num">"first event"</th><th class="num">"last event"</th></tr></thead>
                     <tbody>
                     {move || state.opened.get().map(|o| o.bounds.into_iter().map(|(d, b)| view! {
                         <tr class:selected=move || state.device.get() == d>
@@ -175,11 +175,12 @@ fn timeline_svg(points: Vec<Point>, peaks: Peaks, show_tree: impl Fn(Option<i64>
             <svg viewBox=format!("0 0 {W} {H}") preserveAspectRatio="none" role="img" data-testid="timeline"
                 aria-label="Allocated, active and reserved memory over event ids" on:click=on_click>
                 <polyline class="tl reserved" points=line(|p| p.reserved)></polyline>
-                <polyline class="tl active" points=line(|p| p.active)></polyline>
                 <polyline class="tl allocated" points=line(|p| p.allocated)></polyline>
+                <polyline class="tl active" points=line(|p| p.active)></polyline>
                 {marks.into_iter().filter_map(|(name, (v, ev))| ev.map(|e| view! {
                     <line class=format!("peak-mark {name}") x1=x(e as f64) x2=x(e as f64) y1=PAD y2=H - PAD></line>
-                    <circle class=format!("peak-dot {name}") cx=x(e as f64) cy=y(v) r="4"></circle>
+                    // A zero-length line with a round cap stays a circle in the stretched viewBox.
+                    <line class=format!("peak-dot {name}") x1=x(e as f64) x2=x(e as f64) y1=y(v) y2=y(v)></line>
                 })).collect_view()}
             </svg>
             <div class="axis">
@@ -530,11 +531,17 @@ fn paged_table(t: Table, page: RwSignal<usize>, size: usize) -> impl IntoView {
     let n = t.rows.len();
     let pages = n.div_ceil(size).max(1);
     let summary = format!(
-        "{} rows returned of {}{}{}",
+        "{} rows returned; total {}{}{}",
         fmt::grouped(n as i64),
+        if t.total_is_exact { "" } else { "at least " },
         fmt::grouped(t.total),
-        if t.total_is_exact { "" } else { " (at least)" },
-        if t.has_more || t.truncated { " — more rows exist than were fetched" } else { "" }
+        if t.has_more {
+            " — more rows exist than were fetched"
+        } else if t.truncated {
+            " — the template's own row limit cut the answer"
+        } else {
+            ""
+        }
     );
     let columns = t.columns.clone();
     let rows = t.rows;
@@ -558,7 +565,7 @@ fn paged_table(t: Table, page: RwSignal<usize>, size: usize) -> impl IntoView {
             <div class="pager">
                 <button class="button small" disabled=move || page.get() == 0 on:click=move |_| page.update(|p| *p = p.saturating_sub(1))>"‹ Prev"</button>
                 <span>{move || format!("page {} / {pages}", page.get() + 1)}</span>
-                <button class="button small" disabled=move || page.get() + 1 >= pages on:click=move |_| page.update(|p| *p += 1)>"Next ›"</button>
+                <button class="button small" disabled=move || { page.get() + 1 >= pages } on:click=move |_| page.update(|p| *p += 1)>"Next ›"</button>
             </div>
         </section>
     }
