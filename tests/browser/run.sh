@@ -5,8 +5,9 @@
 #   tests/browser/run.sh [page.html …]
 #
 # Pages built here (target/browser/pages/): the fixtures in tests/browser/fixtures/ (edge
-# cases, a lone root, an empty tree, no rows), a 10,000-node synthetic tree, and the
-# reference's own frame tree when ../shared/reference is present.
+# cases, noise frames to fold and merge, a lone root, an empty tree, no rows), a
+# 10,000-node synthetic tree, and the reference's own frame tree when ../shared/reference
+# is present.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/../.." && pwd)"

@@ -57,6 +57,7 @@
     rowHeight: 20,
     minFrameWidth: 1,   // px; narrower frames are not drawn (search and keys still reach them)
     hideSynthetic: false,
+    foldNoise: null,    // fold interpreter & dispatcher frames; null = on when there are any
     showHeader: true,
     maxResults: 500,
     onSelect: null      // called with the selected row (click, Enter, search result)
@@ -117,6 +118,49 @@
     return ((h >>> 0) % 1000) / 1000;
   }
 
+  // ---------------------------------------------------------------- noise frames
+
+  // Frames that "Fold interpreter & dispatcher frames" takes out of the tree: the same
+  // noise memory_viz hides by default. With stacks="all" a real stack is mostly CPython's
+  // eval loop, PyTorch's dispatcher and the unwinder that captured it, and the user's own
+  // frames end up scattered between them. Each entry tests `name`; `file`, when given, must
+  // also match `filename`. Allocator frames (c10::cuda::CUDACachingAllocator…) are absent
+  // on purpose: they show where the memory came from. A frame from a `.py` file is never
+  // noise, whatever its name (see noiseOf).
+  var NOISE = [
+    {
+      group: 'interpreter', text: 'CPython interpreter / process entry',
+      // Only unsymbolised C frames ("??" or no file): a C file with such a name is someone's
+      // extension module, and that is worth seeing.
+      file: /^(\?\?)?$/,
+      name: /^_{0,2}Py[A-Z_]|^_start$|^__libc_|^Py_RunMain|^Py_BytesMain|^pymain_|^method_vectorcall|^cfunction_|^slot_tp_|^vectorcall_|^start_thread$|^__clone\d*$/
+    },
+    {
+      group: 'dispatcher', text: 'PyTorch dispatcher / boxing',
+      // Anchored at the start or after a return type ("void c10::Dispatcher::…"), so a
+      // kernel merely templated on one of these is not caught. VariableType, ADInplaceOrView
+      // and autocast's WrapFunction_ are the wrapper kernels of dispatch keys: one per op
+      // call, each naming the op again; at::autocast::cached_cast (a real cast) stays.
+      name: /(^|\s)(c10::impl::|c10::Dispatcher::|c10::BoxedKernel::|c10::KernelFunction::|torch::autograd::VariableType::|torch::ADInplaceOrView::|at::autocast::WrapFunction_|at::_ops::\w+::(call|redispatch)\b)/
+    },
+    {
+      group: 'capture', text: 'stack capture',
+      name: /(^|\s)(torch::unwind::|torch::CapturedTraceback::)|(^|::)gather_with_cpp\b/
+    }
+  ];
+
+  // The NOISE entry a frame row falls under, or null.
+  function noiseOf(row) {
+    if (!row || row.name == null) return null;
+    var file = row.filename == null ? '' : String(row.filename), name = String(row.name);
+    if (/\.py$/i.test(file)) return null;
+    for (var i = 0; i < NOISE.length; i++) {
+      var n = NOISE[i];
+      if (n.name.test(name) && (!n.file || n.file.test(file))) return n;
+    }
+    return null;
+  }
+
   // ---------------------------------------------------------------- model
 
   // C frames of the interpreter itself (stacks="all"): noise next to torch's own C++, so
@@ -144,9 +188,12 @@
     var all = [];
     rows.forEach(function (row, i) {
       if (!row || typeof row.node_id !== 'string' || byId.has(row.node_id)) return;
+      // The last five fields belong to folding (see foldModel); declared here so both
+      // trees' nodes share one shape.
       var node = {
         id: row.node_id, row: row, index: i, parent: null, children: [], depth: 0,
-        size: num(row.size_bytes), kind: '', synthetic: null, short: '', place: '', hay: '', v: 0
+        size: num(row.size_bytes), kind: '', synthetic: null, short: '', place: '', hay: '', v: 0,
+        sources: null, hidden: 0, noise: null, gone: false, rep: null
       };
       byId.set(node.id, node);
       all.push(node);
@@ -204,6 +251,132 @@
     node.v = shade(String(r.name != null ? r.name : label));
   }
 
+  // ---------------------------------------------------------------- folding
+
+  var SUMS = ['block_count', 'size_bytes', 'requested_bytes', 'self_block_count', 'self_bytes', 'self_requested_bytes'];
+  var SELF_SUMS = ['self_block_count', 'self_bytes', 'self_requested_bytes'];
+
+  function holdsMemory(node) {
+    return num(node.row.self_bytes) !== 0 || num(node.row.self_block_count) !== 0;
+  }
+
+  // The tree with noise frames folded away, built once beside the full one. Returns
+  // {model, count}: `model` has buildModel's shape, its nodes carry `sources` (the full
+  // nodes they stand for, largest first) and `hidden` (how many folded frames sat between
+  // them and their caller, at most). `count` frames were folded away. Each full node gets
+  // `noise` (its NOISE entry or null), `gone` (folded away) and `rep`: for a kept frame the
+  // node standing for it, for a gone one the node that took its self bytes (the node of
+  // its nearest kept ancestor). Fields rather than maps: this runs on every page load.
+  function foldModel(full) {
+    var nodes = full.nodes, count = 0, i, n;
+    if (!full.root) return { model: full, count: 0 };
+    for (i = 0; i < nodes.length; i++) {
+      n = nodes[i];
+      n.noise = n.kind === 'root' || n.synthetic ? null : noiseOf(n.row);
+    }
+
+    // Bottom-up (children come after their parent in `nodes`): a noise frame goes unless it
+    // is the innermost frame of its stack holding memory itself (nothing kept below it and
+    // nonzero self), so memory always stays on a frame of the stack that allocated it.
+    // `rep` is borrowed here as "something below is kept".
+    for (i = nodes.length - 1; i > 0; i--) {
+      n = nodes[i];
+      var keptBelow = n.rep === true;
+      n.gone = !!n.noise && !(holdsMemory(n) && !keptBelow);
+      if (!n.gone || keptBelow) n.parent.rep = true;
+    }
+    // Top-down: a gone frame's self bytes go to its nearest kept ancestor; if that is the
+    // root they would belong to no frame at all, so such a frame stays. `rep` is borrowed
+    // again, now as the nearest kept ancestor.
+    full.root.rep = null;
+    for (i = 1; i < nodes.length; i++) {
+      n = nodes[i];
+      var up = n.parent.gone ? n.parent.rep : n.parent;
+      if (n.gone && up === full.root && holdsMemory(n)) n.gone = false;
+      n.rep = up;
+      if (n.gone) count++;
+    }
+
+    // A folded node is described exactly like its first source (same label, so same text
+    // and colour). It shares that source's row until its counters differ: merged frames or
+    // folded self bytes get a copy with the sums and the ids of the frames it stands for.
+    function make(sources, parent, hidden) {
+      if (sources.length > 1) sources.sort(function (a, b) { return b.size - a.size || a.index - b.index; });
+      var first = sources[0], size = 0, k;
+      for (k = 0; k < sources.length; k++) size += sources[k].size;
+      var node = {
+        id: first.id, row: first.row, index: first.index, parent: parent, children: [],
+        depth: parent ? parent.depth + 1 : 0, size: size, kind: first.kind, synthetic: first.synthetic,
+        short: first.short, place: first.place, hay: first.hay, v: first.v,
+        sources: sources, hidden: hidden, noise: first.noise, gone: false, rep: null
+      };
+      if (sources.length > 1) {
+        var row = ownRow(node);
+        SUMS.forEach(function (f) { row[f] = sources.reduce(function (s, x) { return s + num(x.row[f]); }, 0); });
+        row.percent_of_total = share(row.size_bytes, full.root.size);
+      }
+      for (k = 0; k < sources.length; k++) sources[k].rep = node;
+      return node;
+    }
+    function ownRow(node) {
+      if (node.row !== node.sources[0].row) return node.row;
+      var row = {};
+      for (var k in node.row) row[k] = node.row[k];
+      row.parent_id = node.parent ? node.parent.id : null;
+      row.depth = node.depth;
+      row.source_node_ids = node.sources.map(function (x) { return x.id; });
+      return (node.row = row);
+    }
+
+    var root = make([full.root], null, 0), out = [root], maxDepth = 0;
+    var stack = [], groups = new Map();
+    for (var q = 0; q < out.length; q++) {
+      var f = out[q], absorbed = null, order = [];
+      groups.clear();
+      // Walk down from every source through gone frames to the kept ones: they are this
+      // node's children; the gone frames' self counters become its own.
+      for (var si = 0; si < f.sources.length; si++) {
+        var kids = f.sources[si].children;
+        for (var c = kids.length - 1; c >= 0; c--) stack.push(kids[c], 0);
+      }
+      while (stack.length) {
+        var above = stack.pop(), child = stack.pop();
+        if (child.gone) {
+          child.rep = f;
+          if (holdsMemory(child) || num(child.row.self_requested_bytes)) (absorbed = absorbed || []).push(child);
+          for (var j = child.children.length - 1; j >= 0; j--) stack.push(child.children[j], above + 1);
+          continue;
+        }
+        // Same label under one parent = the same frame reached through different folded
+        // paths: one node. Synthetic leaves are not frames and keep their own key.
+        var r = child.row, key = child.synthetic ? child
+          : r.label != null ? String(r.label) : r.filename + '\u0000' + r.line + '\u0000' + r.name;
+        var g = groups.get(key);
+        if (!g) { g = { members: [], hidden: 0 }; groups.set(key, g); order.push(g); }
+        g.members.push(child);
+        if (above > g.hidden) g.hidden = above;
+      }
+      if (absorbed) {
+        var own = ownRow(f);
+        absorbed.forEach(function (d) { SELF_SUMS.forEach(function (k) { own[k] = num(own[k]) + num(d.row[k]); }); });
+      }
+      for (var gi = 0; gi < order.length; gi++) f.children.push(make(order[gi].members, f, order[gi].hidden));
+      f.children.sort(function (a, b) { return b.size - a.size || a.index - b.index; });
+      for (c = 0; c < f.children.length; c++) out.push(f.children[c]);
+      if (f.depth > maxDepth) maxDepth = f.depth;
+    }
+    var byId = new Map();
+    out.forEach(function (n) { byId.set(n.id, n); });
+    return { model: { root: root, byId: byId, nodes: out, maxDepth: maxDepth }, count: count };
+  }
+
+  // The gone frames between a full node and its nearest kept ancestor, caller first.
+  function foldedAbove(node) {
+    var chain = [];
+    for (var p = node.parent; p && p.gone; p = p.parent) chain.unshift(p);
+    return chain;
+  }
+
   // ---------------------------------------------------------------- DOM helpers
 
   function el(tag, attrs, children) {
@@ -232,7 +405,14 @@
     for (var k in DEFAULTS) this.opts[k] = options && options[k] !== undefined ? options[k] : DEFAULTS[k];
     this.container = container;
     this.data = data;
-    this.model = buildModel(data);
+    // Two trees over the same rows: the full one and the folded one; `model` is the one on
+    // screen. Folding is cheap (one pass), and knowing up front whether anything folds
+    // decides whether the control is shown at all.
+    this.full = buildModel(data);
+    this.folding = foldModel(this.full);
+    this.foldable = this.folding.count;
+    this.foldNoise = this.foldable > 0 && this.opts.foldNoise !== false;
+    this.model = this.foldNoise ? this.folding.model : this.full;
     this.uid = 'ptsnap-fg-' + (++uid);
     this.hideSynthetic = !!this.opts.hideSynthetic;
     this.zoom = this.model.root;
@@ -252,7 +432,7 @@
   }
 
   Flamegraph.prototype.build = function () {
-    var self = this, m = this.model, d = this.data;
+    var self = this, m = this.full, d = this.data;
     var root = el('div', { class: 'ptsnap-fg' });
 
     if (this.opts.showHeader) {
@@ -293,7 +473,9 @@
       this.details, el('section', { class: 'fg-results-box' }, [this.resultsHead, this.results])
     ]));
 
-    root.appendChild(this.buildLegend());
+    this.legend = el('ul', { class: 'fg-legend', 'aria-label': 'Colour legend: self bytes by kind of code' });
+    this.drawLegend();
+    root.appendChild(this.legend);
 
     this.graph = el('div', {
       class: 'fg-graph', role: 'tree', 'aria-label': 'Memory flamegraph: width is live bytes. ' +
@@ -358,6 +540,7 @@
       }
     });
     if (this.toggle) on(this.toggle, 'change', function () { self.setHideSynthetic(self.toggle.checked); });
+    if (this.foldToggle) on(this.foldToggle, 'change', function () { self.setFoldNoise(self.foldToggle.checked); });
 
     // Only a width change needs a redraw; the observer hands us the width, so drawing
     // never has to read layout.
@@ -374,7 +557,7 @@
   };
 
   Flamegraph.prototype.buildSummary = function () {
-    var m = this.model, box = el('section', { class: 'fg-summary', 'aria-label': 'Where the live memory is' });
+    var m = this.full, box = el('section', { class: 'fg-summary', 'aria-label': 'Where the live memory is' });
     if (!m.root) {
       box.appendChild(el('p', { class: 'fg-empty', text: 'No frame tree in this report (no rows).' }));
       return box;
@@ -382,6 +565,7 @@
     var total = m.root.size;
     if (total <= 0) {
       box.appendChild(el('p', { class: 'fg-empty', text: 'No memory is live after this event (0 B).' }));
+      this.buildToggles(box, false);
       return box;
     }
     var synth = m.root.children.filter(function (c) { return c.synthetic; });
@@ -414,17 +598,41 @@
       ]));
     });
     box.appendChild(list);
-    if (synth.length) {
-      this.toggle = el('input', { type: 'checkbox', class: 'fg-toggle-input' });
-      this.toggle.checked = this.hideSynthetic;
-      box.appendChild(el('label', { class: 'fg-toggle' }, [
-        this.toggle, ' Leave memory without a call stack out of the flamegraph widths'
-      ]));
-    }
+    this.buildToggles(box, synth.length > 0);
     return box;
   };
 
-  Flamegraph.prototype.buildLegend = function () {
+  // The view switches: each is only offered when it would change something.
+  Flamegraph.prototype.buildToggles = function (box, synthetic) {
+    var items = [];
+    if (synthetic) {
+      this.toggle = el('input', { type: 'checkbox', class: 'fg-toggle-input', 'data-testid': 'fg-hide-synthetic' });
+      this.toggle.checked = this.hideSynthetic;
+      items.push(el('label', { class: 'fg-toggle' }, [
+        this.toggle, ' Leave memory without a call stack out of the flamegraph widths'
+      ]));
+    }
+    if (this.foldable) {
+      var present = new Set();
+      this.full.nodes.forEach(function (n) { if (n.gone) present.add(n.noise); });
+      var groups = NOISE.filter(function (g) { return present.has(g); }).map(function (g) { return g.text; });
+      this.foldToggle = el('input', { type: 'checkbox', class: 'fg-toggle-input', 'data-testid': 'fg-fold' });
+      this.foldToggle.checked = this.foldNoise;
+      items.push(el('label', {
+        class: 'fg-toggle', title: 'Hide CPython interpreter frames, PyTorch dispatcher frames and the unwinder ' +
+          'that captured the stacks, as memory_viz does; their callees move up to the nearest frame kept, and ' +
+          'frames that then repeat under one caller are merged. Search still finds folded frames.'
+      }, [
+        this.foldToggle, ' Fold interpreter & dispatcher frames ',
+        el('span', { class: 'fg-num', text: '(' + exact(this.foldable) + (this.foldable === 1 ? ' frame: ' : ' frames: ') + groups.join(', ') + ')' })
+      ]));
+    }
+    if (items.length) box.appendChild(el('div', { class: 'fg-toggles' }, items));
+  };
+
+  // Self bytes by kind of code in the tree on screen (folding moves a folded frame's self
+  // bytes to the frame that called it).
+  Flamegraph.prototype.drawLegend = function () {
     var selfBy = {};
     this.model.nodes.forEach(function (n) {
       if (n.kind === 'root' || n.synthetic) return;
@@ -440,7 +648,7 @@
     items.push(el('li', null, [
       el('span', { class: 'fg-swatch k-static', 'aria-hidden': 'true' }), 'No call stack (hatched)'
     ]));
-    return el('ul', { class: 'fg-legend', 'aria-label': 'Colour legend: self bytes by kind of code' }, items);
+    this.legend.replaceChildren.apply(this.legend, items);
   };
 
   // ---------------------------------------------------------------- sizes and layout
@@ -569,7 +777,9 @@
     var r = node.row;
     return node.short + (node.place ? ', ' + node.place : '') + ': ' + human(node.size) + ' inclusive, ' +
       human(num(r.self_bytes)) + ' self, ' + exact(num(r.block_count)) + ' live blocks, ' +
-      pct(this.percentOfTotal(node)) + ' of total';
+      pct(this.percentOfTotal(node)) + ' of total' +
+      (node.sources && node.sources.length > 1 ? ', merged from ' + node.sources.length + ' frames' : '') +
+      (node.hidden ? ', ' + node.hidden + ' folded frames above' : '');
   };
 
   Flamegraph.prototype.percentOfTotal = function (node) {
@@ -619,8 +829,22 @@
     }
   };
 
+  // The node on screen for an id (or node) of either tree: a frame merged into another is
+  // found as the merged node; a frame folded away turns folding off so it can be shown.
+  Flamegraph.prototype.reach = function (nodeId) {
+    var id = typeof nodeId === 'string' ? nodeId : nodeId && nodeId.id;
+    if (typeof id !== 'string') return null;
+    var node = this.model.byId.get(id);
+    if (node && (typeof nodeId === 'string' || node === nodeId)) return node;
+    var real = this.full.byId.get(id);
+    if (!real || !this.foldNoise) return null;
+    if (!real.gone) return real.rep;
+    this.setFoldNoise(false, true);
+    return real;
+  };
+
   Flamegraph.prototype.zoomTo = function (nodeId) {
-    var node = typeof nodeId === 'string' ? this.model.byId.get(nodeId) : nodeId;
+    var node = this.reach(nodeId);
     if (!node) return false;
     if (node.synthetic && this.hideSynthetic) this.setHideSynthetic(false, true);
     var keep = this.graph.contains(document.activeElement);
@@ -653,10 +877,34 @@
     if (!noDraw) this.refresh(false);
   };
 
+  // Switches between the full and the folded tree. The zoom and the keyboard position move
+  // to the node that stands for them in the other tree: the same frame (the largest of a
+  // merged node's frames when unfolding), or for a folded-away frame its nearest kept caller.
+  Flamegraph.prototype.setFoldNoise = function (fold, noDraw) {
+    fold = !!fold && this.foldable > 0;
+    if (this.foldToggle) this.foldToggle.checked = fold;
+    if (fold === this.foldNoise) return;
+    var folding = this.folding;
+    var map = fold
+      ? function (n) { return n && n.rep; }
+      : function (n) { return n && n.sources ? n.sources[0] : n; };
+    var keep = this.graph.contains(document.activeElement);
+    this.zoom = map(this.zoom);
+    this.current = map(this.current);
+    this.foldNoise = fold;
+    this.model = fold ? folding.model : this.full;
+    if (!this.zoom) this.zoom = this.model.root;
+    if (!this.current || !this.inView(this.current)) this.current = this.zoom;
+    if (this.hover) this.setHover(null);
+    this.applySearch();
+    this.drawLegend();
+    if (!noDraw) this.refresh(keep);
+  };
+
   // Zoom so that `node` is comfortably wide (>= 40px) while keeping as much context above
   // it as possible, then put the keyboard position on it.
   Flamegraph.prototype.reveal = function (nodeId) {
-    var node = this.model.byId.get(nodeId);
+    var node = this.reach(nodeId);
     if (!node) return false;
     if (node.synthetic && this.hideSynthetic) this.setHideSynthetic(false, true);
     var W = this.width || 800, target = node;
@@ -686,20 +934,30 @@
     return this.matches.map(function (n) { return n.id; });
   };
 
+  // Search always runs over the full tree, so folded frames are found too. Hits are then
+  // shown as the nodes on screen that stand for them (a merged node once), and hits folded
+  // away as themselves, marked "(folded)": picking one unfolds the tree (see reach).
   Flamegraph.prototype.applySearch = function () {
-    var q = this.query, self = this;
-    this.matches = q ? this.model.nodes.filter(function (n) { return n.kind !== 'root' && n.hay.indexOf(q) >= 0; }) : [];
-    this.matches.sort(function (a, b) { return b.size - a.size || a.depth - b.depth || a.index - b.index; });
-    this.matchSet = new Set(this.matches);
+    var q = this.query, fold = this.foldNoise;
+    var hits = q ? this.full.nodes.filter(function (n) { return n.kind !== 'root' && n.hay.indexOf(q) >= 0; }) : [];
+    var hitSet = new Set(hits);
     // Nested hits would count the same bytes twice; only the outermost of each chain counts.
+    // Counted in the full tree, so the figure does not depend on folding.
     var bytes = 0;
-    this.matches.forEach(function (n) {
-      for (var a = n.parent; a; a = a.parent) if (self.matchSet.has(a)) return;
+    hits.forEach(function (n) {
+      for (var a = n.parent; a; a = a.parent) if (hitSet.has(a)) return;
       bytes += n.size;
     });
-    var total = this.model.root ? this.model.root.size : 0;
-    this.countEl.textContent = !q ? '' : this.matches.length
-      ? this.matches.length + (this.matches.length === 1 ? ' frame' : ' frames') + ' · ' + human(bytes) + ' · ' + pct(share(bytes, total)) + ' of total'
+    var shown = fold ? Array.from(new Set(hits.map(function (n) { return n.gone ? n : n.rep; }))) : hits;
+    shown.sort(function (a, b) { return b.size - a.size || a.depth - b.depth || a.index - b.index; });
+    var model = this.model;
+    this.matches = shown;
+    this.matchSet = new Set(shown.filter(function (n) { return model.byId.get(n.id) === n; }));
+    var hiddenHits = shown.length - this.matchSet.size;
+    var total = this.full.root ? this.full.root.size : 0;
+    this.countEl.textContent = !q ? '' : shown.length
+      ? shown.length + (shown.length === 1 ? ' frame' : ' frames') + (hiddenHits ? ' (' + hiddenHits + ' folded)' : '') +
+        ' · ' + human(bytes) + ' · ' + pct(share(bytes, total)) + ' of total'
       : 'No frame matches';
     this.drawResults();
   };
@@ -713,10 +971,16 @@
         ? 'Matching frames, largest first' + (this.matches.length > max ? ' (first ' + max + ' of ' + this.matches.length + ')' : '') + ':'
         : 'No frame matches “' + this.query + '”.';
     }
+    var self = this;
     this.matches.slice(0, max).forEach(function (n) {
-      var b = el('button', { type: 'button', class: 'fg-result', 'data-node-id': n.id, title: n.place || n.short }, [
+      var folded = !self.matchSet.has(n), merged = n.sources && n.sources.length > 1;
+      var b = el('button', {
+        type: 'button', class: 'fg-result' + (folded ? ' is-folded' : ''), 'data-node-id': n.id, 'data-folded': folded ? 'true' : null,
+        title: (n.place || n.short) + (folded ? '\nFolded away: picking it turns folding off.' : '')
+      }, [
         el('span', { class: 'fg-swatch k-' + n.kind, 'aria-hidden': 'true' }),
         el('span', { class: 'fg-result-name', text: n.short }),
+        folded ? el('span', { class: 'fg-tag', text: '(folded)' }) : merged ? el('span', { class: 'fg-tag', text: '×' + n.sources.length }) : null,
         el('span', { class: 'fg-num', text: human(n.size) + ' · depth ' + n.depth })
       ]);
       frag.appendChild(el('li', null, [b]));
@@ -765,21 +1029,47 @@
     add('Self', bytesBoth(num(r.self_bytes)));
     add('Requested', bytesBoth(num(r.requested_bytes)) + ' inclusive');
     add('Live blocks', exact(num(r.block_count)) + ' inclusive · ' + exact(num(r.self_block_count)) + ' self');
+    if (node.sources && node.sources.length > 1) {
+      add('Merged', 'merged from ' + node.sources.length + ' frames (the same frame under different folded callers)');
+    }
     if (node.place) add('Location', node.place, 'fg-path');
     if (r.name != null) add('Function', String(r.name), 'fg-path');
+    if (node.hidden) {
+      var chain = foldedAbove(node.sources[0]);
+      add('Folded above', foldSummary(chain, node.sources.length > 1 ? 'up to ' + node.hidden : String(node.hidden)));
+    }
     var note = node.synthetic ? node.synthetic.text
       : node.kind === 'root' ? 'Every block live after this event' + (this.hideSynthetic ? '; memory without a call stack is left out of the widths.' : '.')
         : null;
-    box.replaceChildren(
+    var noise = !node.noise ? null
+      : node.gone ? 'A ' + node.noise.text + ' frame: hidden when “Fold interpreter & dispatcher frames” is on.'
+        : 'A ' + node.noise.text + ' frame, kept even when folding: it holds memory itself, ' +
+          ((node.sources ? node : node.rep || node).children.length ? 'which no kept caller could take.' : 'as the innermost frame of its stack.');
+    box.replaceChildren.apply(box, [
       el('p', { class: 'fg-details-title' }, [
         el('span', { class: 'fg-swatch k-' + node.kind, 'aria-hidden': 'true' }),
         el('b', { class: 'fg-details-name', text: node.short, title: node.short }), ' ',
         el('span', { class: 'fg-kind', text: KIND_NAMES[node.kind] || '' })
       ]),
       el('dl', null, rows),
-      note ? el('p', { class: 'fg-note', text: note }) : el('p', { class: 'fg-id', text: 'depth ' + node.depth + ' · ' + node.id })
-    );
+      note ? el('p', { class: 'fg-note', text: note })
+        : el('p', { class: 'fg-id', text: 'depth ' + node.depth + ' · ' + node.id + (node.sources && node.sources.length > 1 ? ' + ' + (node.sources.length - 1) + ' more' : '') }),
+      noise ? el('p', { class: 'fg-note', text: noise }) : null
+    ].filter(Boolean));
   };
+
+  // "12 frames: _PyEval_EvalFrameDefault ×5, PyMethod_New ×4, …" (most frequent first).
+  function foldSummary(chain, count) {
+    var by = new Map();
+    chain.forEach(function (n) {
+      var name = n.row.name != null ? String(n.row.name) : n.short;
+      name = name.length > 60 ? name.slice(0, 57) + '…' : name;
+      by.set(name, (by.get(name) || 0) + 1);
+    });
+    var names = Array.from(by).sort(function (a, b) { return b[1] - a[1]; });
+    var text = names.slice(0, 4).map(function (e) { return e[0] + (e[1] > 1 ? ' ×' + e[1] : ''); }).join(', ');
+    return count + (count === '1' ? ' frame: ' : ' frames: ') + text + (names.length > 4 ? ', …' : '');
+  }
 
   // ---------------------------------------------------------------- input
 
@@ -855,7 +1145,9 @@
       el('b', { text: node.short }),
       node.place ? el('div', { class: 'fg-path', text: node.place }) : null,
       el('div', { text: human(node.size) + ' inclusive · ' + human(num(r.self_bytes)) + ' self · ' + pct(this.percentOfTotal(node)) + ' of total' }),
-      el('div', { text: exact(num(r.block_count)) + ' live blocks' })
+      el('div', { text: exact(num(r.block_count)) + ' live blocks' +
+        (node.sources && node.sources.length > 1 ? ' · merged from ' + node.sources.length + ' frames' : '') +
+        (node.hidden ? ' · ' + node.hidden + ' folded frames above' : '') })
     );
     tip.classList.add('is-on');
   };
@@ -891,15 +1183,35 @@
       reveal: function (nodeId) { return fg.reveal(nodeId); },
       search: function (text) { return fg.search(text); },
       setHideSynthetic: function (hide) { fg.setHideSynthetic(hide); },
+      setFoldNoise: function (fold) { fg.setFoldNoise(fold); },
       getState: function () {
         return {
           zoom: fg.zoom ? fg.zoom.id : null, current: fg.current ? fg.current.id : null,
           query: fg.query, matches: fg.matches.length, hideSynthetic: fg.hideSynthetic,
+          foldNoise: fg.foldNoise, foldable: fg.foldable, fullNodes: fg.full.nodes.length,
           nodes: fg.model.nodes.length, drawn: fg.drawnCount || 0, lastRenderMs: fg.lastRenderMs
         };
+      },
+      // The tree on screen, node by node (for tests and debugging): counters as drawn, and
+      // for a folded tree the ids of the frames each node stands for.
+      getTree: function () {
+        return fg.model.nodes.map(function (n) {
+          var r = n.row;
+          return {
+            id: n.id, parent: n.parent ? n.parent.id : null, depth: n.depth, label: r.label, kind: n.kind,
+            size: n.size, self: num(r.self_bytes), blocks: num(r.block_count), selfBlocks: num(r.self_block_count),
+            requested: num(r.requested_bytes), selfRequested: num(r.self_requested_bytes),
+            children: n.children.map(function (c) { return c.id; }),
+            sources: (n.sources || [n]).map(function (s) { return s.id; }),
+            hidden: n.hidden || 0, noise: n.noise ? n.noise.group : null
+          };
+        });
       }
     };
   }
 
-  global.PtSnapFlamegraph = { version: 1, render: render, classify: classify, formatBytes: human };
+  global.PtSnapFlamegraph = {
+    version: 1, render: render, classify: classify, formatBytes: human,
+    noiseOf: function (row) { var n = noiseOf(row); return n ? n.group : null; }
+  };
 })(typeof globalThis !== 'undefined' ? globalThis : this);
