@@ -37,7 +37,13 @@ pub enum Tab {
 }
 
 impl Tab {
-    pub const ALL: [Tab; 5] = [Tab::Overview, Tab::Peak, Tab::Tree, Tab::Templates, Tab::Sql];
+    pub const ALL: [Tab; 5] = [
+        Tab::Overview,
+        Tab::Peak,
+        Tab::Tree,
+        Tab::Templates,
+        Tab::Sql,
+    ];
 
     pub fn key(self) -> &'static str {
         match self {
@@ -138,7 +144,10 @@ pub fn App() -> impl IntoView {
     let _ = window_event_listener(ev::drop, move |e: DragEvent| {
         e.prevent_default();
         dragging.set(false);
-        let file = e.data_transfer().and_then(|d| d.files()).and_then(|f| f.get(0));
+        let file = e
+            .data_transfer()
+            .and_then(|d| d.files())
+            .and_then(|f| f.get(0));
         if let Some(file) = file {
             loader::load(state, file);
         }
@@ -205,7 +214,8 @@ fn OpenedName() -> impl IntoView {
 #[component]
 fn StatusStrip() -> impl IntoView {
     let state = expect_context::<AppState>();
-    move || match state.status.get() {
+    move || {
+        match state.status.get() {
         Status::Idle => ().into_any(),
         Status::Reading(name) => view! {
             <div class="status" role="status">{format!("Opening {name}…")}</div>
@@ -246,6 +256,7 @@ fn StatusStrip() -> impl IntoView {
         }
         .into_any(),
     }
+    }
 }
 
 #[component]
@@ -271,7 +282,11 @@ fn Welcome() -> impl IntoView {
 #[component]
 fn Workspace() -> impl IntoView {
     let state = expect_context::<AppState>();
-    let devices = move || state.opened.with(|o| o.as_ref().map(|o| o.devices.clone()).unwrap_or_default());
+    let devices = move || {
+        state
+            .opened
+            .with(|o| o.as_ref().map(|o| o.devices.clone()).unwrap_or_default())
+    };
     view! {
         <div class="toolbar">
             <label class="field">

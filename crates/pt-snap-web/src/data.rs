@@ -104,7 +104,10 @@ fn metadata_rows(m: &pt_snap_db::Metadata) -> Vec<(String, String)> {
         ("source size", format!("{} bytes", m.source_size)),
         ("source sha256", m.source_sha256.clone()),
         ("devices requested", device),
-        ("importer", format!("{} {}", m.importer_name, m.importer_version)),
+        (
+            "importer",
+            format!("{} {}", m.importer_name, m.importer_version),
+        ),
         ("import format", m.import_format_version.to_string()),
         ("completed at", m.completed_at.clone()),
     ]
@@ -138,9 +141,15 @@ pub fn peaks(device: i64) -> Result<Peaks, Failure> {
         let row = out.rows_json().into_iter().next().unwrap_or(Json::Null);
         let num = |k: &str| row.get(k).and_then(Json::as_i64);
         Ok(Peaks {
-            allocated: (num("peak_allocated").unwrap_or(0), num("peak_allocated_event_id")),
+            allocated: (
+                num("peak_allocated").unwrap_or(0),
+                num("peak_allocated_event_id"),
+            ),
             active: (num("peak_active").unwrap_or(0), num("peak_active_event_id")),
-            reserved: (num("peak_reserved").unwrap_or(0), num("peak_reserved_event_id")),
+            reserved: (
+                num("peak_reserved").unwrap_or(0),
+                num("peak_reserved_event_id"),
+            ),
         })
     })
 }
@@ -162,7 +171,8 @@ pub fn timeline(device: i64, buckets: i64) -> Result<Vec<Point>, Failure> {
         let device = a.resolve_device(Some(device))?;
         let conn = a.db().conn();
         let table = format!("trace_entry_{device}");
-        let failed = |e: rusqlite::Error| Failure::new("QUERY_FAILED", pt_snap_db::sqlite_message(&e));
+        let failed =
+            |e: rusqlite::Error| Failure::new("QUERY_FAILED", pt_snap_db::sqlite_message(&e));
         let (lo, hi): (Option<i64>, Option<i64>) = conn
             .query_row(
                 &format!("SELECT min(id), max(id) FROM {table} WHERE id >= 0"),
@@ -244,7 +254,9 @@ pub fn run_template(
     max_rows: i64,
 ) -> Result<Table, Failure> {
     with(|a| {
-        let mut req = QueryRequest::new(template).device(device).max_rows(max_rows);
+        let mut req = QueryRequest::new(template)
+            .device(device)
+            .max_rows(max_rows);
         req.params = params;
         let out = a.run(&req)?;
         let rows = out
@@ -273,7 +285,8 @@ pub fn run_template(
 pub fn run_sql(sql: &str, cap: usize) -> Result<Table, Failure> {
     with(|a| {
         let conn = a.db().conn();
-        let failed = |e: rusqlite::Error| Failure::new("QUERY_FAILED", pt_snap_db::sqlite_message(&e));
+        let failed =
+            |e: rusqlite::Error| Failure::new("QUERY_FAILED", pt_snap_db::sqlite_message(&e));
         let mut stmt = conn.prepare(sql).map_err(failed)?;
         // The connection is query_only already; refusing here gives a clearer message.
         if !stmt.readonly() {

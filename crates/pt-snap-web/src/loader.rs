@@ -124,12 +124,20 @@ pub fn cancel(state: AppState) {
 pub fn load(state: AppState, file: File) {
     let name = file.name();
     let lower = name.to_ascii_lowercase();
-    let suffix = lower.rfind('.').map_or(String::new(), |i| name[i..].to_owned());
+    let suffix = lower
+        .rfind('.')
+        .map_or(String::new(), |i| name[i..].to_owned());
     if lower.ends_with(".db") {
         state.status.set(Status::Reading(name.clone()));
         leptos::task::spawn_local(async move {
             match JsFuture::from(file.array_buffer()).await {
-                Ok(buf) => finish_open(state, &name, Uint8Array::new(&buf).to_vec(), false, Vec::new()),
+                Ok(buf) => finish_open(
+                    state,
+                    &name,
+                    Uint8Array::new(&buf).to_vec(),
+                    false,
+                    Vec::new(),
+                ),
                 Err(e) => state.status.set(Status::Failed(Failure::new(
                     "DATABASE_SCHEMA_INVALID",
                     format!("Cannot read {name}: {e:?}"),
@@ -169,7 +177,10 @@ pub fn load(state: AppState, file: File) {
 }
 
 fn finish_open(state: AppState, name: &str, bytes: Vec<u8>, imported: bool, warnings: Vec<String>) {
-    let generation = state.opened.with_untracked(|o| o.as_ref().map_or(0, |o| o.generation)) + 1;
+    let generation = state
+        .opened
+        .with_untracked(|o| o.as_ref().map_or(0, |o| o.generation))
+        + 1;
     match data::open(name, bytes, imported, warnings, generation) {
         Ok(opened) => {
             let wanted = state.device.get_untracked();
@@ -195,7 +206,9 @@ pub fn download(name: &str) {
     let Ok(blob) = web_sys::Blob::new_with_u8_array_sequence_and_options(&parts, &opts) else {
         return;
     };
-    let Ok(url) = web_sys::Url::create_object_url_with_blob(&blob) else { return };
+    let Ok(url) = web_sys::Url::create_object_url_with_blob(&blob) else {
+        return;
+    };
     let document = window().document().expect("a document");
     if let Ok(a) = document.create_element("a") {
         let a: web_sys::HtmlAnchorElement = a.unchecked_into();

@@ -41,7 +41,9 @@ fn bytes_cell(n: i64) -> AnyView {
 
 /// `generation` makes views recompute when another file is opened.
 fn generation(state: AppState) -> u32 {
-    state.opened.with(|o| o.as_ref().map_or(0, |o| o.generation))
+    state
+        .opened
+        .with(|o| o.as_ref().map_or(0, |o| o.generation))
 }
 
 #[component]
@@ -132,7 +134,11 @@ pub fn Overview() -> impl IntoView {
     }
 }
 
-fn timeline_svg(points: Vec<Point>, peaks: Peaks, show_tree: impl Fn(Option<i64>) + Copy + 'static) -> impl IntoView {
+fn timeline_svg(
+    points: Vec<Point>,
+    peaks: Peaks,
+    show_tree: impl Fn(Option<i64>) + Copy + 'static,
+) -> impl IntoView {
     const W: f64 = 1000.0;
     const H: f64 = 220.0;
     const PAD: f64 = 4.0;
@@ -142,7 +148,12 @@ fn timeline_svg(points: Vec<Point>, peaks: Peaks, show_tree: impl Fn(Option<i64>
     let lo = points.first().map_or(0, |p| p.first_id) as f64;
     let hi = points.last().map_or(0, |p| p.last_id) as f64;
     let span = (hi - lo).max(1.0);
-    let top = points.iter().map(|p| p.reserved.max(p.active).max(p.allocated)).max().unwrap_or(1).max(1) as f64;
+    let top = points
+        .iter()
+        .map(|p| p.reserved.max(p.active).max(p.allocated))
+        .max()
+        .unwrap_or(1)
+        .max(1) as f64;
     let x = move |id: f64| PAD + (id - lo) / span * (W - 2.0 * PAD);
     let y = move |v: i64| H - PAD - v as f64 / top * (H - 2.0 * PAD);
     let line = |f: fn(&Point) -> i64| {
@@ -159,7 +170,9 @@ fn timeline_svg(points: Vec<Point>, peaks: Peaks, show_tree: impl Fn(Option<i64>
     ];
     let pts = points.clone();
     let on_click = move |e: web_sys::MouseEvent| {
-        let Some(target) = e.current_target() else { return };
+        let Some(target) = e.current_target() else {
+            return;
+        };
         let el: web_sys::Element = target.unchecked_into();
         let rect = el.get_bounding_client_rect();
         let frac = ((e.client_x() as f64 - rect.left()) / rect.width()).clamp(0.0, 1.0);
@@ -346,7 +359,9 @@ pub fn TreeView() -> impl IntoView {
     let failure = RwSignal::new(None::<Failure>);
     let peak_event = Memo::new(move |_| {
         generation(state);
-        data::peaks(state.device.get()).ok().and_then(|p| p.active.1)
+        data::peaks(state.device.get())
+            .ok()
+            .and_then(|p| p.active.1)
     });
     let event = move || state.event.get().or_else(|| peak_event.get());
     Effect::new(move |_| {
@@ -368,7 +383,9 @@ pub fn TreeView() -> impl IntoView {
                 let el: &web_sys::HtmlElement = &el;
                 match flamegraph_render(el, &data, &options) {
                     Ok(view) => FLAMEGRAPH.with(|f| *f.borrow_mut() = Some(view)),
-                    Err(err) => failure.set(Some(Failure::new("INTERNAL_ERROR", format!("{err:?}")))),
+                    Err(err) => {
+                        failure.set(Some(Failure::new("INTERNAL_ERROR", format!("{err:?}"))))
+                    }
                 }
             }
         }
@@ -413,7 +430,8 @@ pub fn TemplatesView() -> impl IntoView {
     let contract = move || pt_snap_query::registry::find(&chosen.get()).map(|t| &t.contract);
     let params_json = move || {
         let mut out = Map::new();
-        let Some(c) = pt_snap_query::registry::find(&chosen.get_untracked()).map(|t| &t.contract) else {
+        let Some(c) = pt_snap_query::registry::find(&chosen.get_untracked()).map(|t| &t.contract)
+        else {
             return Err(Failure::new("TEMPLATE_NOT_FOUND", "No template chosen."));
         };
         let raw = values.get_untracked();
@@ -424,12 +442,21 @@ pub fn TemplatesView() -> impl IntoView {
                 continue;
             }
             let value = match p.kind {
-                pt_snap_query::ParamType::Int => text.parse::<i64>().map(Json::from).map_err(|_| ()),
-                pt_snap_query::ParamType::Float => text.parse::<f64>().map(Json::from).map_err(|_| ()),
+                pt_snap_query::ParamType::Int => {
+                    text.parse::<i64>().map(Json::from).map_err(|_| ())
+                }
+                pt_snap_query::ParamType::Float => {
+                    text.parse::<f64>().map(Json::from).map_err(|_| ())
+                }
                 pt_snap_query::ParamType::Bool => Ok(Json::Bool(text == "true")),
                 pt_snap_query::ParamType::Str => Ok(Json::from(text)),
             }
-            .map_err(|_| Failure::new("INVALID_PARAMETER", format!("{name} must be {}", p.kind.name())))?;
+            .map_err(|_| {
+                Failure::new(
+                    "INVALID_PARAMETER",
+                    format!("{name} must be {}", p.kind.name()),
+                )
+            })?;
             out.insert(name.clone(), value);
         }
         Ok(out)
@@ -556,7 +583,7 @@ fn paged_table(t: Table, page: RwSignal<usize>, size: usize) -> impl IntoView {
                         {move || {
                             let p = page.get();
                             rows.iter().skip(p * size).take(size).map(|r| view! {
-                                <tr>{r.iter().map(|v| cell(v)).collect_view()}</tr>
+                                <tr>{r.iter().map(cell).collect_view()}</tr>
                             }).collect_view()
                         }}
                     </tbody>

@@ -60,7 +60,10 @@ mod imp {
 
     type Failure = (&'static str, String);
 
-    fn import(scope: &DedicatedWorkerGlobalScope, file: &File) -> Result<(Vec<u8>, Vec<String>), Failure> {
+    fn import(
+        scope: &DedicatedWorkerGlobalScope,
+        file: &File,
+    ) -> Result<(Vec<u8>, Vec<String>), Failure> {
         let total = file.size();
         let mut reader = FileChunks::new(file.clone())?;
         let mut last_posted = 0u64;
@@ -68,13 +71,23 @@ mod imp {
         let snapshot = pt_snap_model::decode(&mut reader, &mut |p| {
             if p.bytes_read >= last_posted + step {
                 last_posted = p.bytes_read;
-                progress(scope, "decoding", p.bytes_read as f64, total, p.events as f64, None);
+                progress(
+                    scope,
+                    "decoding",
+                    p.bytes_read as f64,
+                    total,
+                    p.events as f64,
+                    None,
+                );
             }
         })
         .map_err(decode_error)?;
         // The digest covers the whole file, as the CLI's does, even bytes after STOP.
         io::copy(&mut reader, &mut io::sink()).map_err(|e| {
-            ("IMPORT_FAILED", format!("Snapshot import backend failed: {e}"))
+            (
+                "IMPORT_FAILED",
+                format!("Snapshot import backend failed: {e}"),
+            )
         })?;
         let request = ImportRequest {
             device: None,
@@ -85,16 +98,28 @@ mod imp {
         };
         let mut conn = rusqlite::Connection::open_in_memory().map_err(sqlite_failure)?;
         let mut last_done = 0usize;
-        let summary = pt_snap_import::import_snapshot(&snapshot, &conn, &request, &mut |s| match s {
-            Stage::Replaying { device, done, total: of } => {
-                if done == 0 || done >= last_done + (of / 50).max(1) || done == of {
-                    last_done = done;
-                    progress(scope, "replaying", total, total, of as f64, Some((device, done, of)));
+        let summary =
+            pt_snap_import::import_snapshot(&snapshot, &conn, &request, &mut |s| match s {
+                Stage::Replaying {
+                    device,
+                    done,
+                    total: of,
+                } => {
+                    if done == 0 || done >= last_done + (of / 50).max(1) || done == of {
+                        last_done = done;
+                        progress(
+                            scope,
+                            "replaying",
+                            total,
+                            total,
+                            of as f64,
+                            Some((device, done, of)),
+                        );
+                    }
                 }
-            }
-            Stage::Indexing => progress(scope, "indexing", total, total, 0.0, None),
-        })
-        .map_err(import_error)?;
+                Stage::Indexing => progress(scope, "indexing", total, total, 0.0, None),
+            })
+            .map_err(import_error)?;
         drop(snapshot);
         progress(scope, "serializing", total, total, 0.0, None);
         let image = conn.serialize(rusqlite::MAIN_DB).map_err(sqlite_failure)?;
@@ -130,7 +155,10 @@ mod imp {
     }
 
     fn sqlite_failure(e: rusqlite::Error) -> Failure {
-        ("IMPORT_FAILED", format!("Snapshot import backend failed: {e}"))
+        (
+            "IMPORT_FAILED",
+            format!("Snapshot import backend failed: {e}"),
+        )
     }
 
     /// `2026-12-02T13:21:45.664000+00:00`, the metadata's spelling (JS clocks stop at ms).
@@ -156,7 +184,10 @@ mod imp {
     impl FileChunks {
         fn new(file: File) -> Result<Self, Failure> {
             let reader = FileReaderSync::new().map_err(|e| {
-                ("IMPORT_FAILED", format!("Snapshot import backend failed: {e:?}"))
+                (
+                    "IMPORT_FAILED",
+                    format!("Snapshot import backend failed: {e:?}"),
+                )
             })?;
             Ok(FileChunks {
                 size: file.size(),
@@ -214,9 +245,10 @@ mod imp {
         events: f64,
         replay: Option<(usize, usize, usize)>,
     ) {
-        let (device, done, of) = replay.map_or((JsValue::NULL, JsValue::NULL, JsValue::NULL), |(d, n, o)| {
-            ((d as f64).into(), (n as f64).into(), (o as f64).into())
-        });
+        let (device, done, of) = replay.map_or(
+            (JsValue::NULL, JsValue::NULL, JsValue::NULL),
+            |(d, n, o)| ((d as f64).into(), (n as f64).into(), (o as f64).into()),
+        );
         let msg = obj(&[
             ("type", "progress".into()),
             ("stage", stage.into()),
