@@ -278,11 +278,14 @@
     // Bottom-up (children come after their parent in `nodes`): a noise frame goes unless it
     // is the innermost frame of its stack holding memory itself (nothing kept below it and
     // nonzero self), so memory always stays on a frame of the stack that allocated it.
-    // `rep` is borrowed here as "something below is kept".
+    // Stack-capture frames (`torch::unwind::unwind()` ends nearly every C++ stack) go even
+    // then: they record the stack, they do not allocate, so their bytes belong to the
+    // allocator frame that called them. `rep` is borrowed here as "something below is kept".
     for (i = nodes.length - 1; i > 0; i--) {
       n = nodes[i];
       var keptBelow = n.rep === true;
-      n.gone = !!n.noise && !(holdsMemory(n) && !keptBelow);
+      var capture = !!n.noise && n.noise.group === 'capture';
+      n.gone = !!n.noise && (capture || !(holdsMemory(n) && !keptBelow));
       if (!n.gone || keptBelow) n.parent.rep = true;
     }
     // Top-down: a gone frame's self bytes go to its nearest kept ancestor; if that is the

@@ -1,0 +1,16 @@
+//! Differential tests of `pt-snap report peak-memory` and `report memory-tree` against
+//! pt-snap-cli 0.4.1: `tests/golden/report/<set>/cases/*.json` (made by
+//! `tests/oracle/regen_reports.sh` on the query goldens' databases) replayed on the
+//! reference's databases and on ours.
+
+mod golden;
+
+#[test]
+fn reports_equal_the_reference_on_its_own_databases() {
+    golden::replay("report", false);
+}
+
+#[test]
+fn reports_equal_the_reference_on_our_databases() {
+    golden::replay("report", true);
+}
