@@ -128,7 +128,9 @@ impl Metadata {
         Ok(meta.validate())
     }
 
-    fn validate(self) -> Result<Metadata, MetadataProblem> {
+    /// The reference's value checks (`validate_import_metadata`), also applied to the metadata
+    /// a dataset manifest carries.
+    pub fn validate(self) -> Result<Metadata, MetadataProblem> {
         let bad = |what: &str| Err(MetadataProblem::Invalid(what.to_owned()));
         if self.metadata_schema_version != METADATA_SCHEMA_VERSION {
             return Err(MetadataProblem::VersionUnsupported(

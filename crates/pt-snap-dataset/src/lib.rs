@@ -1,0 +1,7 @@
+//! Sharded datasets: the reference's `pt-snap-native-v2` and `compatibility-v1` (msinsight)
+//! layouts (spec §10).
+//!
+//! * [`manifest`]: the `manifest.json` of both formats as serde types, used by the writer to
+//!   produce them and by the reader to validate them with the reference's rules.
+
+pub mod manifest;
