@@ -33,6 +33,20 @@ Canonical form (top-level keys in this order):
               exist; `positions` is added only when the positions of a stack
               are not exactly 0..n-1.
 
+Sharded-dataset shards (spec §10.2-10.3; a `pt_snap_block_reference` table is
+present) differ in three ways:
+  * negative ids are NOT relabelled: dataset ids are deterministic per device
+    (boundary events -1, -2, ... per shard; per-device block tokens), so they
+    are compared as they are;
+  * a v1 trace table's inline `callstack` TEXT column (msinsight export, no
+    `callstack` table) is replaced by the callstack key of its text, and the
+    distinct texts are listed in `callstacks` as {key, text};
+  * block_reference  {columns, rows} of pt_snap_block_reference ordered by
+              blockId, allocCallstack/freeCallstack replaced by their keys;
+    reference_texts  the distinct non-null texts of those two columns as
+              {key, text}, sorted like `callstacks`.
+These keys appear only for such DBs, so other dumps are unchanged.
+
 Callstack key: "cs-" + 16 lowercase hex digits of the 64-bit FNV-1a hash of the
 UTF-8 text.  Referencing stacks by a text hash (instead of inlining the text in
 every trace row, or using the DB's ids) keeps dumps small, makes them
@@ -172,6 +186,8 @@ def _canonical(conn):
     }
 
     has_callstack = "callstack" in tables
+    has_reference = "pt_snap_block_reference" in tables
+    inline_texts = {}
     key_of_id = {}
     if has_callstack:
         for cid, text in conn.execute("SELECT id, callstack FROM callstack"):
@@ -180,7 +196,12 @@ def _canonical(conn):
     devices = []
     for d, suffix in device_suffixes(tables):
         tcols, trows = read_table(conn, "trace_entry_" + suffix, "id")
-        trows = relabel_negative_ids(tcols, trows)
+        if not has_reference:
+            trows = relabel_negative_ids(tcols, trows)
+        if not has_callstack and has_reference and "callstack" in tcols:
+            ci = tcols.index("callstack")
+            for r in trows:
+                r[ci] = text_key(r[ci], inline_texts)
         if has_callstack and "callstackId" in tcols:
             ci = tcols.index("callstackId")
             for r in trows:
@@ -189,7 +210,9 @@ def _canonical(conn):
         blocks = None
         if bt in tables:
             bcols, brows = read_table(conn, bt, "id")
-            blocks = {"columns": bcols, "rows": relabel_negative_ids(bcols, brows)}
+            if not has_reference:
+                brows = relabel_negative_ids(bcols, brows)
+            blocks = {"columns": bcols, "rows": brows}
         devices.append({"device": d, "trace": {"columns": tcols, "rows": trows}, "blocks": blocks})
     out["devices"] = devices
 
@@ -220,7 +243,33 @@ def _canonical(conn):
             entries.append(e)
         entries.sort(key=sort_key_callstack)
         out["callstacks"] = entries
+    elif inline_texts:
+        out["callstacks"] = text_entries(inline_texts)
+    if has_reference:
+        rcols, rrows = read_table(conn, "pt_snap_block_reference", "blockId")
+        reference_texts = {}
+        for r in rrows:
+            for c in ("allocCallstack", "freeCallstack"):
+                if c in rcols:
+                    r[rcols.index(c)] = text_key(r[rcols.index(c)], reference_texts)
+        out["block_reference"] = {"columns": rcols, "rows": rrows}
+        out["reference_texts"] = text_entries(reference_texts)
     return out
+
+
+def text_key(value, texts):
+    """The callstack key of a text value (collected into `texts`); other values unchanged."""
+    if not isinstance(value, str):
+        return value
+    key = fnv1a64(value)
+    texts[key] = value
+    return key
+
+
+def text_entries(texts):
+    entries = [{"key": k, "text": t} for k, t in texts.items()]
+    entries.sort(key=sort_key_callstack)
+    return entries
 
 
 def sort_key_callstack(e):

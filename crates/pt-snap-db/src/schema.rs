@@ -52,11 +52,49 @@ pub fn create_device_indexes(device: usize) -> String {
             "CREATE INDEX idx_trace_entry_{device}_{col} ON trace_entry_{device} ({col});\n"
         );
     }
+    sql + &create_block_indexes(device)
+}
+
+/// The indexes of `block_<d>` alone (sharded datasets rename the trace indexes).
+pub fn create_block_indexes(device: usize) -> String {
+    let mut sql = String::new();
     for col in ["allocEventId", "freeEventId", "size"] {
         sql += &format!("CREATE INDEX idx_block_{device}_{col} ON block_{device} ({col});\n");
     }
     sql
 }
+
+/// `trace_entry_<d>` of the v1 layout (import format 1): the callstack text inline instead
+/// of a `callstackId`, as the reference's msinsight export (`compatibility-v1`) writes it.
+pub fn create_v1_trace_table(device: usize) -> String {
+    format!(
+        "CREATE TABLE trace_entry_{device} (\"id\" INTEGER PRIMARY KEY,\"action\" INTEGER,\
+         \"address\" INTEGER,\"size\" INTEGER,\"stream\" INTEGER,\"allocated\" INTEGER,\
+         \"active\" INTEGER,\"reserved\" INTEGER,\"callstack\" TEXT)"
+    )
+}
+
+/// Indexes of a v1 `trace_entry_<d>` as the msinsight export names them (no `idx_` prefix).
+pub fn create_v1_trace_indexes(device: usize) -> String {
+    let mut sql = String::new();
+    for col in ["allocated", "active", "reserved"] {
+        sql += &format!(
+            "CREATE INDEX trace_entry_{device}_{col} ON trace_entry_{device} ({col});\n"
+        );
+    }
+    sql
+}
+
+pub const CREATE_CALLSTACK_TABLE: &str =
+    "CREATE TABLE callstack (`id` INTEGER PRIMARY KEY, `callstack` TEXT)";
+
+pub const CREATE_DICTIONARY_TABLE: &str =
+    "CREATE TABLE dictionary (`table` TEXT, `column` TEXT, `key` TEXT, `value` TEXT)";
+
+/// The native dataset extension (spec §10.2): per block lifetime of a shard, its stream and
+/// the callstack texts of its allocation and free, wherever in the trace they happened.
+pub const CREATE_BLOCK_REFERENCE_TABLE: &str = "CREATE TABLE pt_snap_block_reference \
+    (blockId INTEGER PRIMARY KEY, stream INTEGER NOT NULL, allocCallstack TEXT, freeCallstack TEXT)";
 
 pub const CREATE_SHARED_TABLES: &str = "\
 CREATE TABLE callstack (`id` INTEGER PRIMARY KEY, `callstack` TEXT);

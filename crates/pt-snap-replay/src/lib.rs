@@ -12,9 +12,11 @@
 //! pre-trace blocks and synthetic segment events).
 
 mod state;
+mod stepwise;
 
 use pt_snap_model::{Action, BlockState, Snapshot, StackId, TraceEvent};
 use state::{DeviceState, LiveBlock, SegState};
+pub use stepwise::{BlockChange, BlockView, Replayer, SegmentView, Step};
 
 /// One row of `trace_entry_<device>`: an event and the device totals right after it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -237,11 +239,13 @@ impl DeviceState {
                     requested: e.size,
                     state,
                     free_event: id,
+                    uid: self.next_uid,
                 };
                 let s = self
                     .find_segment(e.addr, e.stream)
                     .ok_or_else(|| self.missing(e.addr))?;
                 self.attach(s, block)?;
+                self.next_uid += 1;
                 Ok(None)
             }
             Action::SegmentAlloc => {

@@ -10,6 +10,9 @@ pub(crate) struct LiveBlock {
     pub state: BlockState,
     /// The event that freed this block, once the undo of that free re-created it.
     pub free_event: i64,
+    /// Identity of this block lifetime within the device's replay (unique, never reused):
+    /// sharded imports follow one lifetime across slices by it.
+    pub uid: u32,
 }
 
 impl LiveBlock {
@@ -55,6 +58,8 @@ pub(crate) struct DeviceState {
     pub allocated: i64,
     pub active: i64,
     pub reserved: i64,
+    /// The next [`LiveBlock::uid`] to hand out.
+    pub next_uid: u32,
 }
 
 impl DeviceState {
@@ -84,6 +89,7 @@ impl DeviceState {
                         requested: b.requested_size,
                         state: b.state,
                         free_event: -1,
+                        uid: 0,
                     })
                     .collect(),
             })
@@ -95,9 +101,14 @@ impl DeviceState {
             active: segments.iter().map(|s| s.active).sum(),
             reserved: segments.iter().map(|s| s.total_size).sum(),
             segments,
+            next_uid: 0,
         };
         for seg in &mut state.segments {
             seg.blocks.sort_by_key(|b| b.address);
+            for b in &mut seg.blocks {
+                b.uid = state.next_uid;
+                state.next_uid += 1;
+            }
         }
         state
     }
@@ -139,7 +150,9 @@ impl DeviceState {
                         requested: ws.size,
                         state: BlockState::ActiveAllocated,
                         free_event: -1,
+                        uid: self.next_uid,
                     });
+                    self.next_uid += 1;
                 }
                 _ => {
                     warnings.push(format!(

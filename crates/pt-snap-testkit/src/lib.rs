@@ -20,6 +20,10 @@
 //! * `callstacks`: `{key, text, frameCount, frames}` sorted by content, where
 //!   `key` = `"cs-"` + FNV-1a-64 of the text (16 hex digits).
 //!
+//! Shards of sharded datasets (a `pt_snap_block_reference` table exists) keep their
+//! negative ids, have a v1 inline `callstack` column replaced by keys (texts listed in
+//! `callstacks`), and gain `block_reference` and `reference_texts`.
+//!
 //! SQLite storage classes are kept: INTEGER → number, TEXT → string, NULL →
 //! null, REAL → `{"real_bits": hex}`, BLOB → `{"blob": hex}`.
 
@@ -135,6 +139,8 @@ pub fn canonical_conn(conn: &Connection) -> Result<Value, Error> {
     out.insert("counts".into(), Value::Object(counts));
 
     let has_callstack = tables.contains("callstack");
+    let has_reference = tables.contains("pt_snap_block_reference");
+    let mut inline_texts: HashMap<String, String> = HashMap::new();
     let mut key_of_id: HashMap<i64, Value> = HashMap::new();
     let mut callstack_rows: Vec<(Value, Value)> = Vec::new(); // (id, text)
     if has_callstack {
@@ -157,7 +163,16 @@ pub fn canonical_conn(conn: &Connection) -> Result<Value, Error> {
     let mut devices = Vec::new();
     for (d, suffix) in device_suffixes(&tables) {
         let (tcols, mut trows) = read_table(conn, &format!("trace_entry_{suffix}"), Some("id"))?;
-        relabel_negative_ids(&tcols, &mut trows);
+        if !has_reference {
+            relabel_negative_ids(&tcols, &mut trows);
+        }
+        if !has_callstack && has_reference {
+            if let Some(ci) = tcols.iter().position(|c| c == "callstack") {
+                for r in &mut trows {
+                    text_key(&mut r[ci], &mut inline_texts);
+                }
+            }
+        }
         if has_callstack {
             if let Some(ci) = tcols.iter().position(|c| c == "callstackId") {
                 for r in &mut trows {
@@ -171,7 +186,9 @@ pub fn canonical_conn(conn: &Connection) -> Result<Value, Error> {
         let bt = format!("block_{suffix}");
         let blocks = if tables.contains(&bt) {
             let (bcols, mut brows) = read_table(conn, &bt, Some("id"))?;
-            relabel_negative_ids(&bcols, &mut brows);
+            if !has_reference {
+                relabel_negative_ids(&bcols, &mut brows);
+            }
             table_value(bcols, brows)
         } else {
             Value::Null
@@ -255,8 +272,48 @@ pub fn canonical_conn(conn: &Connection) -> Result<Value, Error> {
             "callstacks".into(),
             Value::Array(entries.into_iter().map(|(_, e)| e).collect()),
         );
+    } else if !inline_texts.is_empty() {
+        out.insert("callstacks".into(), text_entries(inline_texts));
+    }
+    if has_reference {
+        let (rcols, mut rrows) = read_table(conn, "pt_snap_block_reference", Some("blockId"))?;
+        let mut reference_texts = HashMap::new();
+        for c in ["allocCallstack", "freeCallstack"] {
+            if let Some(ci) = rcols.iter().position(|x| x == c) {
+                for r in &mut rrows {
+                    text_key(&mut r[ci], &mut reference_texts);
+                }
+            }
+        }
+        out.insert("block_reference".into(), table_value(rcols, rrows));
+        out.insert("reference_texts".into(), text_entries(reference_texts));
     }
     Ok(Value::Object(out))
+}
+
+/// Replaces a text value by its callstack key, remembering the text in `texts`.
+fn text_key(v: &mut Value, texts: &mut HashMap<String, String>) {
+    if let Value::String(text) = v {
+        let key = fnv1a64_key(text);
+        texts.insert(key.clone(), std::mem::take(text));
+        *v = Value::String(key);
+    }
+}
+
+/// `[{key, text}]` sorted like the `callstacks` entries (by text).
+fn text_entries(texts: HashMap<String, String>) -> Value {
+    let mut entries: Vec<(String, Value)> = texts
+        .into_iter()
+        .map(|(key, text)| {
+            let sort_key = format!(
+                "{}\u{0}null\u{0}null",
+                compact(Some(&Value::String(text.clone())))
+            );
+            (sort_key, json!({"key": key, "text": text}))
+        })
+        .collect();
+    entries.sort_by(|a, b| a.0.cmp(&b.0));
+    Value::Array(entries.into_iter().map(|(_, e)| e).collect())
 }
 
 /// Compact JSON of an optional value (`null` when absent), as Python's
