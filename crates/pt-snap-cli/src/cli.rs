@@ -39,6 +39,30 @@ pub enum Command {
     /// Generate memory analysis reports.
     #[command(subcommand)]
     Report(ReportCommand),
+    /// Split a snapshot into independently replayable device slices.
+    Split(SplitArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct SplitArgs {
+    /// Path to .pkl or .pickle snapshot
+    #[arg(value_name = "SNAPSHOT_PATH")]
+    pub snapshot_file: PathBuf,
+    /// New output directory
+    #[arg(short = 'o', long)]
+    pub output: PathBuf,
+    #[arg(short = 'd', long, allow_negative_numbers = true)]
+    pub device: Option<i64>,
+    #[arg(short = 's', long, allow_negative_numbers = true)]
+    pub slices: Option<i64>,
+    #[arg(short = 'm', long, allow_negative_numbers = true)]
+    pub max_entries: Option<i64>,
+    /// Output format: pickle or json
+    #[arg(long, value_name = "{pickle,json}", default_value = "pickle")]
+    pub format: String,
+    /// Emit machine-readable JSON.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]
@@ -269,6 +293,7 @@ impl Command {
             Command::Query(a) => a.json,
             Command::Capabilities(a) => a.json,
             Command::Report(r) => r.json(),
+            Command::Split(a) => a.json,
         }
     }
 }

@@ -46,6 +46,7 @@ fn run(command: &Command) -> CliResult {
         Command::Query(a) => commands::query::run(a),
         Command::Capabilities(a) => commands::capabilities::run(a.json),
         Command::Report(r) => commands::report::run(r),
+        Command::Split(a) => commands::split::run(a),
     }
 }
 

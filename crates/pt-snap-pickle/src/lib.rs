@@ -32,6 +32,7 @@ mod source;
 mod text;
 mod value;
 mod vm;
+pub mod write;
 
 use std::io::Read;
 

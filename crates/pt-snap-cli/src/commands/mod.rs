@@ -7,3 +7,4 @@ pub mod overview;
 pub mod query;
 pub mod report;
 pub mod skill;
+pub mod split;

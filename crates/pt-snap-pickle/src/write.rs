@@ -1,4 +1,4 @@
-//! Streaming pickle protocol-4 writer that lays bytes out like CPython's C pickler
+//! The writing side: a streaming pickle protocol-4 writer that lays bytes out like CPython's C pickler
 //! (`_pickle.c`): PROTO 4, FRAME chunks (a frame is committed at the start of an
 //! object save once it holds >= 64 KiB), MEMOIZE after every str / container /
 //! tuple, BINGET/LONG_BINGET for shared objects, batched APPENDS/SETITEMS (<= 1000
@@ -11,6 +11,8 @@
 
 use std::collections::HashMap;
 use std::io::{self, Write};
+
+use crate::{Arena, Node, NodeId, Val};
 
 const FRAME_SIZE_TARGET: usize = 64 * 1024;
 const FRAME_SIZE_MIN: usize = 4;
@@ -39,11 +41,22 @@ const LONG1: u8 = 0x8a;
 const NEWTRUE: u8 = 0x88;
 const NEWFALSE: u8 = 0x89;
 const BINFLOAT: u8 = b'G';
+const TUPLE: u8 = b't';
+const TUPLE1: u8 = 0x85;
 const TUPLE2: u8 = 0x86;
+const TUPLE3: u8 = 0x87;
+const EMPTY_TUPLE: u8 = b')';
+const NONE: u8 = b'N';
+const LONG4: u8 = 0x8b;
+const SHORT_BINBYTES: u8 = b'C';
+const BINBYTES: u8 = b'B';
+const BINBYTES8: u8 = 0x8e;
 
 #[derive(Debug)]
 struct Container {
     dict: bool,
+    /// Tuples are built from their elements on the stack: no MARK batching.
+    tuple: bool,
     len: usize,
     /// completed values (for dicts: keys and values both count)
     values: usize,
@@ -117,8 +130,11 @@ impl<W: Write> PickleWriter<W> {
             return;
         };
         top.values += 1;
+        if top.tuple {
+            return;
+        }
         let items = if top.dict {
-            if top.values % 2 != 0 {
+            if !top.values.is_multiple_of(2) {
                 return;
             }
             top.values / 2
@@ -126,7 +142,7 @@ impl<W: Write> PickleWriter<W> {
             top.values
         };
         debug_assert!(items <= top.len, "container overflow");
-        if top.len > 1 && items % BATCHSIZE == 0 {
+        if top.len > 1 && items.is_multiple_of(BATCHSIZE) {
             let (dict, len) = (top.dict, top.len);
             self.frame.push(if dict { SETITEMS } else { APPENDS });
             // CPython's dict batching loops once more after a full batch, even when
@@ -289,6 +305,7 @@ impl<W: Write> PickleWriter<W> {
         }
         self.stack.push(Container {
             dict,
+            tuple: false,
             len,
             values: 0,
         });
@@ -305,11 +322,204 @@ impl<W: Write> PickleWriter<W> {
         self.begin_container(true, len)
     }
 
+    /// Open a tuple of exactly `len` elements, closed by [`end_tuple`](Self::end_tuple)
+    /// (CPython memoizes a tuple after its elements, not when it opens).
+    pub fn begin_tuple(&mut self, len: usize) -> io::Result<()> {
+        self.begin_value()?;
+        if len > 3 {
+            self.frame.push(MARK);
+        }
+        self.stack.push(Container {
+            dict: false,
+            tuple: true,
+            len,
+            values: 0,
+        });
+        Ok(())
+    }
+
+    pub fn none(&mut self) -> io::Result<()> {
+        self.begin_value()?;
+        self.frame.push(NONE);
+        self.end_value();
+        Ok(())
+    }
+
+    /// A `bytes` object (memoized). Returns its memo index.
+    pub fn bytes(&mut self, b: &[u8]) -> io::Result<u32> {
+        self.begin_value()?;
+        if b.len() < 256 {
+            self.frame.push(SHORT_BINBYTES);
+            self.frame.push(b.len() as u8);
+        } else if b.len() <= u32::MAX as usize {
+            self.frame.push(BINBYTES);
+            self.frame
+                .extend_from_slice(&(b.len() as u32).to_le_bytes());
+        } else {
+            self.frame.push(BINBYTES8);
+            self.frame
+                .extend_from_slice(&(b.len() as u64).to_le_bytes());
+        }
+        self.frame.extend_from_slice(b);
+        let id = self.memoize();
+        self.end_value();
+        Ok(id)
+    }
+
+    /// An integer given as minimal little-endian two's complement (LONG1/LONG4), for values
+    /// wider than `i64`.
+    pub fn long_bytes(&mut self, le: &[u8]) -> io::Result<()> {
+        self.begin_value()?;
+        if le.len() < 256 {
+            self.frame.push(LONG1);
+            self.frame.push(le.len() as u8);
+        } else {
+            let n = i32::try_from(le.len())
+                .map_err(|_| io::Error::other("integer too wide for LONG4"))?;
+            self.frame.push(LONG4);
+            self.frame.extend_from_slice(&n.to_le_bytes());
+        }
+        self.frame.extend_from_slice(le);
+        self.end_value();
+        Ok(())
+    }
+
+    /// Writes a decoded value as it was. Strings, bytes and containers are memoized per node
+    /// in `shared`, so a value reached twice (PyTorch shares frame lists and dicts) is
+    /// written once and referenced afterwards, as the pickler that made it did. Iterative:
+    /// hostile nesting cannot overflow the stack.
+    pub fn value(
+        &mut self,
+        arena: &Arena,
+        v: Val,
+        shared: &mut HashMap<NodeId, u32>,
+    ) -> io::Result<()> {
+        enum Task {
+            Put(Val),
+            /// Close a list/dict and remember its memo index under the node.
+            Close(Option<(NodeId, u32)>),
+            /// Close a tuple and memoize it under the node.
+            CloseTuple(NodeId),
+        }
+        let mut tasks = vec![Task::Put(v)];
+        while let Some(task) = tasks.pop() {
+            let v = match task {
+                Task::Put(v) => v,
+                Task::Close(memo) => {
+                    self.end()?;
+                    if let Some((id, m)) = memo {
+                        shared.insert(id, m);
+                    }
+                    continue;
+                }
+                Task::CloseTuple(id) => {
+                    if let Some(m) = self.end_tuple()? {
+                        shared.insert(id, m);
+                    }
+                    continue;
+                }
+            };
+            let id = match v {
+                Val::None => {
+                    self.none()?;
+                    continue;
+                }
+                Val::Bool(b) => {
+                    self.bool(b)?;
+                    continue;
+                }
+                Val::Int(i) => {
+                    self.int(i)?;
+                    continue;
+                }
+                Val::Float(f) => {
+                    self.float(f)?;
+                    continue;
+                }
+                Val::Handle(_) => {
+                    return Err(io::Error::other(
+                        "cannot write a container compacted by the decoder's sink",
+                    ))
+                }
+                Val::Ref(id) => id,
+            };
+            if let Some(&m) = shared.get(&id) {
+                self.get(m)?;
+                continue;
+            }
+            match &arena[id] {
+                Node::Str(s) => {
+                    let m = self.str(s)?;
+                    shared.insert(id, m);
+                }
+                Node::Bytes(b) => {
+                    let m = self.bytes(b)?;
+                    shared.insert(id, m);
+                }
+                Node::BigInt(le) => self.long_bytes(le)?,
+                Node::List(items) => {
+                    let m = self.begin_list(items.len())?;
+                    tasks.push(Task::Close(Some((id, m))));
+                    tasks.extend(items.iter().rev().map(|&v| Task::Put(v)));
+                }
+                Node::Dict(items) => {
+                    let m = self.begin_dict(items.len())?;
+                    tasks.push(Task::Close(Some((id, m))));
+                    for &(k, v) in items.iter().rev() {
+                        tasks.push(Task::Put(v));
+                        tasks.push(Task::Put(k));
+                    }
+                }
+                Node::Tuple(items) => {
+                    self.begin_tuple(items.len())?;
+                    tasks.push(Task::CloseTuple(id));
+                    tasks.extend(items.iter().rev().map(|&v| Task::Put(v)));
+                }
+                other => {
+                    return Err(io::Error::other(format!(
+                        "cannot write a {} in a snapshot pickle",
+                        other.type_name()
+                    )))
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Close the innermost tuple. Returns its memo index (the empty tuple is a singleton
+    /// CPython does not memoize).
+    pub fn end_tuple(&mut self) -> io::Result<Option<u32>> {
+        let c = self.stack.pop().expect("end_tuple() without open tuple");
+        if !c.tuple || c.values != c.len {
+            return Err(io::Error::other(format!(
+                "pickle tuple declared {} items but got {}",
+                c.len, c.values
+            )));
+        }
+        let memo = if c.len == 0 {
+            self.frame.push(EMPTY_TUPLE);
+            None
+        } else {
+            self.frame.push(match c.len {
+                1 => TUPLE1,
+                2 => TUPLE2,
+                3 => TUPLE3,
+                _ => TUPLE,
+            });
+            Some(self.memoize())
+        };
+        self.end_value();
+        Ok(memo)
+    }
+
     /// Close the innermost list or dict.
     pub fn end(&mut self) -> io::Result<()> {
         let c = self.stack.pop().expect("end() without open container");
+        if c.tuple {
+            return Err(io::Error::other("end() on a tuple; use end_tuple()"));
+        }
         let items = if c.dict { c.values / 2 } else { c.values };
-        if items != c.len || (c.dict && c.values % 2 != 0) {
+        if items != c.len || (c.dict && !c.values.is_multiple_of(2)) {
             return Err(io::Error::other(format!(
                 "pickle container declared {} items but got {} values",
                 c.len, c.values
@@ -317,7 +527,7 @@ impl<W: Write> PickleWriter<W> {
         }
         if c.len == 1 {
             self.frame.push(if c.dict { SETITEM } else { APPEND });
-        } else if c.len > 1 && (c.dict || c.len % BATCHSIZE != 0) {
+        } else if c.len > 1 && (c.dict || !c.len.is_multiple_of(BATCHSIZE)) {
             self.frame.push(if c.dict { SETITEMS } else { APPENDS });
         }
         self.end_value();
