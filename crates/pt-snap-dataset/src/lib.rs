@@ -3,5 +3,8 @@
 //!
 //! * [`manifest`]: the `manifest.json` of both formats as serde types, used by the writer to
 //!   produce them and by the reader to validate them with the reference's rules.
+//! * [`write`]: building a dataset from a decoded snapshot — the sharded replay, the shard
+//!   databases (native or msinsight layout), the manifests.
 
 pub mod manifest;
+pub mod write;

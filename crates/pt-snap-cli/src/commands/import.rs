@@ -10,6 +10,7 @@ use pt_snap_import::ImportRequest;
 use pt_snap_model::DecodeError;
 use serde_json::{json, Value};
 
+use super::import_dataset::Kind as DatasetKind;
 use crate::cli::ImportArgs;
 use crate::error::{CliError, CliResult};
 use crate::focus::{self, FocusRecord, FocusState, Source};
@@ -19,8 +20,11 @@ use crate::progress::ImportProgress;
 const OPTION_HINT: &str = "Check the import options with 'pt-snap import --help'.";
 
 pub fn run(args: &ImportArgs) -> CliResult {
-    let device = validate_options(args)?;
+    let (device, dataset) = validate_options(args)?;
     let source = check_source(&args.snapshot_file)?;
+    if let Some(kind) = dataset {
+        return super::import_dataset::run(args, kind, &source, device);
+    }
     let out_dir = match &args.output_dir {
         Some(dir) => {
             fs::create_dir_all(dir).map_err(|e| {
@@ -117,8 +121,9 @@ pub fn run(args: &ImportArgs) -> CliResult {
     Ok(())
 }
 
-/// Checks the option combinations; returns the requested device.
-fn validate_options(args: &ImportArgs) -> CliResult<Option<i64>> {
+/// Checks the option combinations; returns the requested device and, for the sharded
+/// formats, which dataset to build.
+fn validate_options(args: &ImportArgs) -> CliResult<(Option<i64>, Option<DatasetKind>)> {
     if args.device.is_some_and(|d| d < 0) {
         return Err(CliError::invalid_parameter(
             "device must be a nonnegative integer.",
@@ -131,18 +136,17 @@ fn validate_options(args: &ImportArgs) -> CliResult<Option<i64>> {
             OPTION_HINT,
         ));
     }
+    let sliced = args.events_per_slice.is_some();
     match args.format.as_deref() {
-        None | Some("single-db") if args.events_per_slice.is_none() => Ok(args.device),
-        None | Some("single-db") => Err(CliError::invalid_parameter(
+        Some("msinsight" | "compatibility-v1") => Ok((args.device, Some(DatasetKind::Msinsight))),
+        None if sliced => Ok((args.device, Some(DatasetKind::Native))),
+        None => Ok((args.device, None)),
+        Some("single-db") if !sliced => Ok((args.device, None)),
+        Some("pt-snap-native-v2") if sliced => Ok((args.device, Some(DatasetKind::Native))),
+        Some("single-db" | "pt-snap-native-v2") => Err(CliError::invalid_parameter(
             "pt-snap-native-v2 requires --events-per-slice; single-db forbids it.",
             OPTION_HINT,
         )),
-        Some(f @ ("pt-snap-native-v2" | "msinsight" | "compatibility-v1")) => {
-            Err(CliError::invalid_parameter(
-                format!("Import format {f} (sharded datasets) is not available in this pt-snap version yet."),
-                "Import as a single database (the default) instead.",
-            ))
-        }
         Some(f) => Err(CliError::invalid_parameter(
             format!("Unsupported import format: {f}"),
             OPTION_HINT,

@@ -2,6 +2,7 @@ pub mod capabilities;
 pub mod config;
 pub mod focus;
 pub mod import;
+pub mod import_dataset;
 pub mod metadata;
 pub mod overview;
 pub mod query;

@@ -1,0 +1,660 @@
+//! `pt-snap import --events-per-slice K` (the `pt-snap-native-v2` dataset) and
+//! `pt-snap import --format msinsight` (the `compatibility-v1` export), spec §10.2–10.3.
+//!
+//! The dataset is built in a hidden staging directory beside the target, its shards written
+//! in parallel (they are independent once the replay has cut them), checked, and published by
+//! renames: nothing half-written is ever visible, and a failed import leaves an existing
+//! dataset as it was. `--force` replaces a recognised native dataset (the old tree is moved to
+//! a recovery directory first and removed once the new one is in place); an msinsight export is
+//! never replaced.
+
+use std::fs::{self, File};
+use std::io::{BufReader, Write as _};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
+
+use pt_snap_dataset::manifest::{
+    self, CompatibilityIdentity, Manifest, NativeIdentity, MSINSIGHT_CACHE_SALT,
+    MSINSIGHT_DEFAULT_EVENTS_PER_SLICE,
+};
+use pt_snap_dataset::write::{self, DatasetPlan, Layout};
+use pt_snap_db::Metadata;
+use pt_snap_import::{IMPORTER_NAME, IMPORTER_VERSION};
+use serde_json::{json, Value};
+use sha2::{Digest, Sha256};
+
+use crate::cli::ImportArgs;
+use crate::error::{CliError, CliResult};
+use crate::focus::{self, FocusRecord, FocusState, Source};
+use crate::output;
+use crate::progress::ImportProgress;
+
+/// Which dataset an import builds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Native,
+    Msinsight,
+}
+
+impl Kind {
+    fn format(self) -> &'static str {
+        match self {
+            Kind::Native => manifest::NATIVE_FORMAT,
+            Kind::Msinsight => manifest::COMPATIBILITY_FORMAT,
+        }
+    }
+
+    fn suffix(self) -> &'static str {
+        match self {
+            Kind::Native => "pt-snap-native-v2",
+            Kind::Msinsight => "msinsight",
+        }
+    }
+
+    fn layout(self) -> Layout {
+        match self {
+            Kind::Native => Layout::Native,
+            Kind::Msinsight => Layout::Msinsight,
+        }
+    }
+
+    fn import_format_version(self) -> i64 {
+        match self {
+            Kind::Native => 2,
+            Kind::Msinsight => 1,
+        }
+    }
+}
+
+/// What the import command reports about a dataset.
+struct Outcome {
+    metadata: Metadata,
+    reused: bool,
+    miss: Option<&'static str>,
+    devices: Vec<i64>,
+    slice_count: usize,
+    omitted: Vec<i64>,
+}
+
+fn backend(message: impl std::fmt::Display) -> CliError {
+    CliError::import_failed(format!("Dataset import backend failed: {message}"))
+}
+
+pub fn run(args: &ImportArgs, kind: Kind, source: &Path, device: Option<i64>) -> CliResult {
+    let events_per_slice = match kind {
+        Kind::Native => args.events_per_slice.expect("validated: native needs K"),
+        Kind::Msinsight => args
+            .events_per_slice
+            .unwrap_or(MSINSIGHT_DEFAULT_EVENTS_PER_SLICE),
+    };
+    let out_dir = match &args.output_dir {
+        Some(dir) => focus::absolute(dir)?,
+        None => source.parent().expect("a file has a parent").to_path_buf(),
+    };
+    let name = source
+        .file_name()
+        .and_then(|n| n.to_str())
+        .ok_or_else(|| CliError::snapshot_invalid("Snapshot file name is not valid UTF-8"))?
+        .to_owned();
+    let target = out_dir.join(format!("{name}.{}", kind.suffix()));
+    if resolved(&target) != target || target.is_symlink() {
+        return Err(CliError::import_failed(match kind {
+            Kind::Native => "Dataset output must be canonical and non-symlink.",
+            Kind::Msinsight => "Compatible output must be canonical and non-symlink.",
+        }));
+    }
+    let sha256 = hash_file(source, b"")?;
+    let outcome = match kind {
+        Kind::Native => native(
+            args,
+            source,
+            &target,
+            &name,
+            &sha256,
+            events_per_slice,
+            device,
+        )?,
+        Kind::Msinsight => msinsight(
+            args,
+            source,
+            &target,
+            &name,
+            &sha256,
+            events_per_slice,
+            device,
+        )?,
+    };
+
+    let focus_state = if args.no_focus {
+        None
+    } else {
+        let file = focus::project_file_here()?;
+        focus::write_record(
+            &file,
+            &FocusRecord {
+                db_path: Some(target.display().to_string()),
+                device_id: device,
+            },
+        )?;
+        Some(FocusState {
+            db_path: target.clone(),
+            source: Source::Project,
+            focus_file: Some(file),
+            device_id: device,
+        })
+    };
+    let path = target.display().to_string();
+    if args.json {
+        output::print_json(&output::envelope(vec![
+            ("db_path", json!(path)),
+            ("device_id", json!(device)),
+            ("reused", json!(outcome.reused)),
+            ("cache_miss_reason", json!(outcome.miss)),
+            (
+                "metadata",
+                crate::commands::metadata::to_json(&outcome.metadata),
+            ),
+            (
+                "focus_state",
+                focus_state
+                    .as_ref()
+                    .map_or(Value::Null, FocusState::to_json),
+            ),
+            (
+                "focus_source",
+                json!(focus_state.as_ref().map(|_| "project")),
+            ),
+            ("dataset_path", json!(path)),
+            ("devices", json!(outcome.devices)),
+            ("slice_count", json!(outcome.slice_count)),
+            ("format", json!(kind.format())),
+            ("omitted_devices", json!(outcome.omitted)),
+            ("rebuilt", json!(!outcome.reused)),
+        ]));
+    } else {
+        let action = if outcome.reused { "Reused" } else { "Imported" };
+        println!("{action}: {path}");
+        println!(
+            "Format: {}; devices: [{}]; slices: {}",
+            kind.format(),
+            outcome
+                .devices
+                .iter()
+                .map(i64::to_string)
+                .collect::<Vec<_>>()
+                .join(", "),
+            outcome.slice_count
+        );
+        if let Some(reason) = outcome.miss {
+            println!("Cache miss: {reason}");
+        }
+        if let Some(f) = focus_state.as_ref().and_then(|s| s.focus_file.as_ref()) {
+            println!("Focus: {}", f.display());
+        }
+    }
+    Ok(())
+}
+
+/// `path` with symlinks resolved as far as it exists (Python's `Path.resolve()`).
+fn resolved(path: &Path) -> PathBuf {
+    if let Ok(p) = fs::canonicalize(path) {
+        return p;
+    }
+    match (path.parent(), path.file_name()) {
+        (Some(parent), Some(name)) => resolved(parent).join(name),
+        _ => path.to_path_buf(),
+    }
+}
+
+/// SHA-256 of `salt` followed by the file's bytes, as lowercase hex.
+fn hash_file(path: &Path, salt: &[u8]) -> CliResult<String> {
+    let mut hasher = Sha256::new();
+    hasher.update(salt);
+    let mut file = File::open(path).map_err(|e| backend(e))?;
+    std::io::copy(&mut file, &mut hasher).map_err(|e| backend(e))?;
+    Ok(format!("{:x}", hasher.finalize()))
+}
+
+fn decode_error(e: pt_snap_model::DecodeError) -> CliError {
+    match e {
+        pt_snap_model::DecodeError::Unsafe(m) => {
+            CliError::import_failed(format!("Snapshot pickle rejected: Unsafe pickle: {m}"))
+        }
+        e => CliError::import_failed(format!("Snapshot import backend reported failure: {e}")),
+    }
+}
+
+fn recheck_source(source: &Path, sha256: &str) -> CliResult<()> {
+    if hash_file(source, b"")? != sha256 {
+        return Err(CliError::import_failed(
+            "Snapshot source changed while import was running; existing artifact preserved.",
+        ));
+    }
+    Ok(())
+}
+
+/// A dataset found at the target: its parsed manifest and whether every member still has the
+/// hash the manifest attests.
+struct Existing {
+    manifest: manifest::ValidManifest,
+    intact: bool,
+}
+
+/// Reads the dataset at `target`, requiring exactly the files its manifest names.
+fn inspect(target: &Path) -> Result<Existing, String> {
+    if !target.is_dir() || target.is_symlink() {
+        return Err("Target must be a canonical non-symlink native dataset directory".into());
+    }
+    let bytes = fs::read(target.join("manifest.json")).map_err(|e| e.to_string())?;
+    let parsed = manifest::parse(&bytes).map_err(|e| e.to_string())?;
+    let mut expected: Vec<String> = vec!["manifest.json".into()];
+    let mut files = Vec::new();
+    for d in &parsed.devices {
+        expected.push(format!("device_{}", d.device_id));
+        for s in &d.slices {
+            files.push(s.file.clone());
+            expected.push(s.file.clone());
+        }
+    }
+    expected.sort();
+    let mut actual = Vec::new();
+    for entry in fs::read_dir(target).map_err(|e| e.to_string())? {
+        let entry = entry.map_err(|e| e.to_string())?;
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if entry.file_type().map_err(|e| e.to_string())?.is_dir() {
+            for inner in fs::read_dir(entry.path()).map_err(|e| e.to_string())? {
+                let inner = inner.map_err(|e| e.to_string())?;
+                actual.push(format!("{name}/{}", inner.file_name().to_string_lossy()));
+            }
+        }
+        actual.push(name);
+    }
+    actual.sort();
+    if actual != expected {
+        return Err("dataset: members: unexpected/missing dataset member".into());
+    }
+    let declared: Vec<Option<String>> = match &parsed.manifest {
+        Manifest::Native(_) => parsed
+            .devices
+            .iter()
+            .flat_map(|d| d.slices.iter().map(|s| s.sha256.clone()))
+            .collect(),
+        Manifest::Compatibility(m) => match m.extension() {
+            Some(Ok(ext)) => files.iter().map(|f| ext.members.get(f).cloned()).collect(),
+            _ => vec![None; files.len()],
+        },
+    };
+    let intact = files.iter().zip(&declared).all(|(file, want)| {
+        want.as_deref().is_some_and(|want| {
+            let path = target.join(file);
+            !path.is_symlink() && hash_file(&path, b"").ok().as_deref() == Some(want)
+        })
+    });
+    Ok(Existing {
+        manifest: parsed,
+        intact,
+    })
+}
+
+fn native(
+    args: &ImportArgs,
+    source: &Path,
+    target: &Path,
+    name: &str,
+    sha256: &str,
+    events_per_slice: i64,
+    device: Option<i64>,
+) -> CliResult<Outcome> {
+    let existing = if target.exists() || target.is_symlink() {
+        let found = inspect(target)
+            .ok()
+            .filter(|e| e.manifest.is_native())
+            .ok_or_else(|| {
+                CliError::import_failed(
+                    "Existing target is not a recognized native dataset; preserved.",
+                )
+            })?;
+        Some(found)
+    } else {
+        None
+    };
+    let miss = match &existing {
+        None => "database_missing",
+        Some(_) if args.force => "forced",
+        Some(found) => {
+            let Manifest::Native(m) = &found.manifest.manifest else {
+                unreachable!("filtered above")
+            };
+            let reason = if found.intact {
+                "dataset_identity_changed"
+            } else {
+                "database_invalid"
+            };
+            if found.intact && m.identity == NativeIdentity::new(sha256, device, events_per_slice) {
+                recheck_source(source, sha256)?;
+                return Ok(Outcome {
+                    metadata: m.metadata.clone().into(),
+                    reused: true,
+                    miss: None,
+                    devices: found.manifest.device_ids(),
+                    slice_count: found.manifest.devices.iter().map(|d| d.slices.len()).sum(),
+                    omitted: m.omitted_devices.clone(),
+                });
+            }
+            return Err(CliError::import_failed(format!(
+                "Existing dataset is not reusable ({reason}); use --force to replace this recognized native artifact. Existing target and focus preserved."
+            )));
+        }
+    };
+    build(
+        args,
+        Kind::Native,
+        source,
+        target,
+        name,
+        sha256,
+        events_per_slice,
+        device,
+        if existing.is_some() {
+            Publish::Replace
+        } else {
+            Publish::New { cache_hash: None }
+        },
+    )
+    .map(|mut o| {
+        o.miss = Some(miss);
+        o
+    })
+}
+
+fn msinsight(
+    args: &ImportArgs,
+    source: &Path,
+    target: &Path,
+    name: &str,
+    sha256: &str,
+    events_per_slice: i64,
+    device: Option<i64>,
+) -> CliResult<Outcome> {
+    let cache_hash = hash_file(source, MSINSIGHT_CACHE_SALT).map_err(|e| {
+        CliError::import_failed(format!(
+            "Cannot calculate msinsight cacheHash: {}",
+            e.message
+        ))
+    })?;
+    if target.exists() || target.is_symlink() {
+        let refuse = |why: String| {
+            CliError::import_failed(format!(
+                "Existing compatible output is not reusable; preserved even under --force. Choose a new output directory: {why}"
+            ))
+        };
+        let found = inspect(target).map_err(refuse)?;
+        let Manifest::Compatibility(m) = &found.manifest.manifest else {
+            return Err(refuse(
+                "Unsupported or inconsistent pt-snap compatibility identity".into(),
+            ));
+        };
+        let ext = match m.extension() {
+            Some(Ok(ext)) => ext,
+            Some(Err(e)) => return Err(refuse(e.to_string())),
+            None => return Err(refuse("ptSnap extension missing".into())),
+        };
+        if !found.intact {
+            return Err(refuse("Compatible member hash changed".into()));
+        }
+        let size = fs::metadata(source).map(|m| m.len() as i64).unwrap_or(-1);
+        if ext.identity != CompatibilityIdentity::new(sha256, device, events_per_slice)
+            || m.cache_hash != cache_hash
+            || m.source_file != resolved(source).display().to_string()
+            || ext.metadata.source_size != size
+        {
+            return Err(refuse("Source/options/format identity changed".into()));
+        }
+        recheck_source(source, sha256)?;
+        return Ok(Outcome {
+            metadata: ext.metadata.into(),
+            reused: true,
+            miss: None,
+            devices: found.manifest.device_ids(),
+            slice_count: found.manifest.devices.iter().map(|d| d.slices.len()).sum(),
+            omitted: ext.omitted_devices,
+        });
+    }
+    build(
+        args,
+        Kind::Msinsight,
+        source,
+        target,
+        name,
+        sha256,
+        events_per_slice,
+        device,
+        Publish::New {
+            cache_hash: Some(&cache_hash),
+        },
+    )
+    .map(|mut o| {
+        o.miss = Some("database_missing");
+        o
+    })
+}
+
+/// How [`build`] puts the dataset in place.
+enum Publish<'a> {
+    /// The target does not exist; an msinsight export carries its `cacheHash`.
+    New { cache_hash: Option<&'a str> },
+    /// `--force` over a recognised native dataset.
+    Replace,
+}
+
+/// Decodes, replays, writes the shards in parallel into a staging directory, writes the
+/// manifest and publishes the dataset at `target`.
+#[allow(clippy::too_many_arguments)]
+fn build(
+    args: &ImportArgs,
+    kind: Kind,
+    source: &Path,
+    target: &Path,
+    name: &str,
+    sha256: &str,
+    events_per_slice: i64,
+    device: Option<i64>,
+    publish_as: Publish<'_>,
+) -> CliResult<Outcome> {
+    let parent = target.parent().expect("target is in a directory");
+    fs::create_dir_all(parent).map_err(backend)?;
+    let target_name = target.file_name().unwrap_or_default().to_string_lossy();
+    let stage = tempfile::Builder::new()
+        .prefix(&format!(".{target_name}.stage-"))
+        .tempdir_in(parent)
+        .map_err(backend)?;
+    let artifact = stage.path().join("artifact");
+
+    let file = File::open(source).map_err(backend)?;
+    let size = file.metadata().map(|m| m.len()).unwrap_or(0);
+    let mut progress = ImportProgress::new(size, !args.json);
+    let snapshot = pt_snap_model::decode(BufReader::with_capacity(1 << 20, file), &mut |p| {
+        progress.decoding(p)
+    })
+    .map_err(decode_error)?;
+    progress.finish();
+    // The source is hashed again while the shards are written: it must still be the bytes
+    // that were decoded when the dataset is published.
+    let rehash = {
+        let source = source.to_path_buf();
+        std::thread::spawn(move || hash_file(&source, b""))
+    };
+
+    let plan = write::plan(
+        &snapshot,
+        device.map(|d| d as usize),
+        events_per_slice as usize,
+    )
+    .map_err(backend)?;
+    if !args.json {
+        for w in plan.devices.iter().flat_map(|p| &p.warnings) {
+            eprintln!("warning: {w}");
+        }
+    }
+    let metadata = Metadata {
+        metadata_schema_version: pt_snap_db::METADATA_SCHEMA_VERSION,
+        import_format_version: kind.import_format_version(),
+        source_sha256: sha256.to_owned(),
+        source_size: size as i64,
+        source_name: name.to_owned(),
+        requested_device: device,
+        importer_name: IMPORTER_NAME.to_owned(),
+        importer_version: IMPORTER_VERSION.to_owned(),
+        completed_at: crate::clock::now_utc_iso(),
+    };
+    plan.check(kind.layout()).map_err(backend)?;
+    let hashes = write_shards(&plan, &artifact, &metadata, kind.layout())?;
+    let member_hash = |file: &str| hashes[file].clone();
+    let text = match kind {
+        Kind::Native => write::manifest_json(&plan.native_manifest(&metadata, &member_hash)),
+        Kind::Msinsight => write::manifest_json(&plan.msinsight_manifest(
+            &metadata,
+            &resolved(source).display().to_string(),
+            match publish_as {
+                Publish::New {
+                    cache_hash: Some(h),
+                } => h,
+                _ => unreachable!("an msinsight export is always new and has its cacheHash"),
+            },
+            &member_hash,
+        )),
+    };
+    File::create_new(artifact.join("manifest.json"))
+        .and_then(|mut f| f.write_all(text.as_bytes()))
+        .map_err(backend)?;
+    // What we publish must read back as the dataset we meant.
+    let check = inspect(&artifact).map_err(backend)?;
+    if !check.intact {
+        return Err(backend(
+            "Staged dataset validation did not produce a complete artifact.",
+        ));
+    }
+
+    if rehash
+        .join()
+        .map_err(|_| CliError::internal("the hashing thread panicked"))??
+        != sha256
+    {
+        return Err(CliError::import_failed(
+            "Snapshot source changed while import was running; existing artifact preserved.",
+        ));
+    }
+    publish(&artifact, target, matches!(publish_as, Publish::Replace))?;
+    Ok(Outcome {
+        metadata,
+        reused: false,
+        miss: None,
+        devices: plan.devices.iter().map(|p| p.device as i64).collect(),
+        slice_count: plan.shard_count(),
+        omitted: plan.omitted_devices.clone(),
+    })
+}
+
+/// Writes every shard of `plan` under `dir` (created), on as many threads as there are cores;
+/// returns each member file's SHA-256.
+fn write_shards(
+    plan: &DatasetPlan<'_>,
+    dir: &Path,
+    metadata: &Metadata,
+    layout: Layout,
+) -> CliResult<std::collections::HashMap<String, String>> {
+    fs::create_dir(dir).map_err(backend)?;
+    for p in &plan.devices {
+        fs::create_dir(dir.join(format!("device_{}", p.device))).map_err(backend)?;
+    }
+    let shards: Vec<_> = plan.shards().collect();
+    let next = AtomicUsize::new(0);
+    let results = Mutex::new(Vec::with_capacity(shards.len()));
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(shards.len());
+    std::thread::scope(|scope| {
+        for _ in 0..threads {
+            scope.spawn(|| loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                let Some(&(device_plan, shard)) = shards.get(i) else {
+                    break;
+                };
+                let file = shard.file();
+                let path = dir.join(&file);
+                let written = rusqlite::Connection::open(&path)
+                    .and_then(|conn| {
+                        write::write_shard(
+                            &conn,
+                            &plan.source(device_plan, metadata),
+                            shard,
+                            layout,
+                        )?;
+                        conn.close().map_err(|(_, e)| e)
+                    })
+                    .map_err(backend)
+                    .and_then(|()| hash_file(&path, b""));
+                let failed = written.is_err();
+                results
+                    .lock()
+                    .expect("no panics while locked")
+                    .push((file, written));
+                if failed {
+                    // The other threads finish their shard and stop.
+                    next.store(shards.len(), Ordering::Relaxed);
+                }
+            });
+        }
+    });
+    results
+        .into_inner()
+        .expect("threads joined")
+        .into_iter()
+        .map(|(file, hash)| hash.map(|h| (file, h)))
+        .collect()
+}
+
+/// Moves the staged `artifact` to `target`. With `replace`, the old tree first goes to a
+/// recovery directory; it comes back if the new one cannot be put in place, and is removed
+/// once it is.
+fn publish(artifact: &Path, target: &Path, replace: bool) -> CliResult<()> {
+    let parent = target.parent().expect("target is in a directory");
+    let failed = |e: std::io::Error| {
+        CliError::import_failed(format!(
+            "Dataset import backend failed: cannot publish {}: {e}",
+            target.display()
+        ))
+    };
+    if !replace {
+        if target.exists() || target.is_symlink() {
+            return Err(failed(std::io::Error::from(
+                std::io::ErrorKind::AlreadyExists,
+            )));
+        }
+        return fs::rename(artifact, target).map_err(failed);
+    }
+    let target_name = target.file_name().unwrap_or_default().to_string_lossy();
+    let recovery = tempfile::Builder::new()
+        .prefix(&format!(".{target_name}.recovery-"))
+        .tempdir_in(parent)
+        .map_err(failed)?;
+    let previous = recovery.path().join("previous");
+    fs::rename(target, &previous).map_err(failed)?;
+    if let Err(e) = fs::rename(artifact, target) {
+        if let Err(back) = fs::rename(&previous, target) {
+            // Keep the evidence: the recovery directory is not removed.
+            let kept = recovery.keep();
+            return Err(CliError::import_failed(format!(
+                "Dataset publication failed; directory rollback also failed: {back}. Recovery directory: {}.",
+                kept.display()
+            )));
+        }
+        return Err(failed(e));
+    }
+    recovery.close().map_err(|e| {
+        CliError::import_failed(format!(
+            "Dataset publication committed but recovery cleanup failed: {e}"
+        ))
+    })
+}

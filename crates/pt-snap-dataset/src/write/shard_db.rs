@@ -1,0 +1,212 @@
+//! Writing one shard database: the native layout (import format 2) or the msinsight v1
+//! inline layout (import format 1), both with `pt_snap_block_reference`.
+
+use pt_snap_db::schema;
+use pt_snap_db::{ActionValue, Metadata};
+use pt_snap_model::Snapshot;
+use rusqlite::{params, Connection};
+
+use super::plan::{DevicePlan, Shard, Texts};
+
+/// Which physical layout a shard gets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Layout {
+    /// `pt-snap-native-v2`: `callstackId` + a per-shard `callstack` table, the nine actions.
+    Native,
+    /// `compatibility-v1`: the callstack text inline in `trace_entry_<d>.callstack`, no
+    /// `callstack` table, eight actions (no `oom`), msinsight's index names.
+    Msinsight,
+}
+
+/// Everything a shard writer reads; shared by the threads writing shards in parallel.
+pub struct ShardSource<'a> {
+    pub snapshot: &'a Snapshot,
+    pub plan: &'a DevicePlan,
+    pub texts: &'a Texts,
+    pub metadata: &'a Metadata,
+}
+
+/// Writes shard `shard` of `source.plan` into the empty database `conn` and commits.
+pub fn write_shard(
+    conn: &Connection,
+    source: &ShardSource<'_>,
+    shard: &Shard,
+    layout: Layout,
+) -> rusqlite::Result<()> {
+    let d = shard.device;
+    conn.execute_batch(
+        "PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF; \
+         PRAGMA cache_size = -16384; PRAGMA temp_store = MEMORY; BEGIN;",
+    )?;
+    let mut ddl = vec![
+        schema::create_block_table(d),
+        schema::CREATE_DICTIONARY_TABLE.into(),
+    ];
+    match layout {
+        Layout::Native => {
+            ddl.push(schema::create_trace_table(d));
+            ddl.push(schema::CREATE_CALLSTACK_TABLE.into());
+        }
+        Layout::Msinsight => ddl.push(schema::create_v1_trace_table(d)),
+    }
+    ddl.push(schema::CREATE_BLOCK_REFERENCE_TABLE.into());
+    ddl.push(schema::CREATE_METADATA_TABLE.into());
+    conn.execute_batch(&(ddl.join(";\n") + ";"))?;
+
+    write_trace(conn, source, shard, layout)?;
+    write_blocks(conn, source, shard)?;
+    if layout == Layout::Native {
+        let mut insert = conn.prepare("INSERT INTO callstack VALUES (?, ?)")?;
+        for (id, &text) in shard.callstacks.iter().enumerate() {
+            insert.execute(params![id as i64, source.texts.text(text)])?;
+        }
+    }
+    write_dictionary(conn, d, layout)?;
+    source.metadata.insert(conn)?;
+
+    let mut indexes = match layout {
+        Layout::Native => schema::create_device_indexes(d),
+        Layout::Msinsight => schema::create_v1_trace_indexes(d) + &schema::create_block_indexes(d),
+    };
+    indexes += "COMMIT; PRAGMA journal_mode = DELETE;";
+    conn.execute_batch(&indexes)
+}
+
+fn write_trace(
+    conn: &Connection,
+    source: &ShardSource<'_>,
+    shard: &Shard,
+    layout: Layout,
+) -> rusqlite::Result<()> {
+    let d = shard.device;
+    let snapshot = source.snapshot;
+    let mut insert = conn.prepare(&format!(
+        "INSERT INTO trace_entry_{d} VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    ))?;
+    let action = |a: pt_snap_model::Action| match a.code() {
+        Some(code) => ActionValue::Code(code),
+        None => ActionValue::Text(a.name(&snapshot.other_actions)),
+    };
+    // Native: the shard-local callstack id; msinsight: its text.
+    let mut row = |id: i64,
+                   a: pt_snap_model::Action,
+                   addr: i64,
+                   size: i64,
+                   stream: i64,
+                   t: &super::plan::Totals|
+     -> rusqlite::Result<()> {
+        let text = source.texts.text(shard.callstacks[t.callstack as usize]);
+        match layout {
+            Layout::Native => insert.execute(params![
+                id,
+                action(a),
+                addr,
+                size,
+                stream,
+                t.allocated,
+                t.active,
+                t.reserved,
+                i64::from(t.callstack)
+            ])?,
+            Layout::Msinsight => insert.execute(params![
+                id,
+                action(a),
+                addr,
+                size,
+                stream,
+                t.allocated,
+                t.active,
+                t.reserved,
+                text
+            ])?,
+        };
+        Ok(())
+    };
+    // Ascending ids (appends): boundary events -n … -1, then the slice's events.
+    for b in shard.boundary.iter().rev() {
+        row(b.id, b.action, b.address, b.size, b.stream, &b.totals)?;
+    }
+    let events = &snapshot.device_traces[d];
+    for (k, t) in shard.events.iter().enumerate() {
+        let pos = shard.start_position + k;
+        let e = &events[pos];
+        row(
+            e.id.unwrap_or(pos as i64),
+            e.action,
+            e.addr,
+            e.size,
+            e.stream,
+            t,
+        )?;
+    }
+    Ok(())
+}
+
+fn write_blocks(
+    conn: &Connection,
+    source: &ShardSource<'_>,
+    shard: &Shard,
+) -> rusqlite::Result<()> {
+    let d = shard.device;
+    let lifetimes = &source.plan.lifetimes;
+    let mut rows: Vec<(i64, u32, i64)> = shard
+        .blocks
+        .iter()
+        .map(|&(i, state)| (lifetimes[i as usize].id(), i, state.code()))
+        .collect();
+    rows.sort_unstable_by_key(|r| r.0);
+    let mut block = conn.prepare(&format!(
+        "INSERT INTO block_{d} VALUES (?, ?, ?, ?, ?, ?, ?)"
+    ))?;
+    let mut reference = conn.prepare("INSERT INTO pt_snap_block_reference VALUES (?, ?, ?, ?)")?;
+    let text = |t: Option<u32>| t.map(|t| source.texts.text(t));
+    for (id, i, state) in rows {
+        let l = &lifetimes[i as usize];
+        block.execute(params![
+            id,
+            l.address,
+            l.size,
+            l.requested_size,
+            state,
+            l.alloc_event.unwrap_or(-1),
+            l.free_event.unwrap_or(-1)
+        ])?;
+        reference.execute(params![id, l.stream, text(l.alloc_text), text(l.free_text)])?;
+    }
+    Ok(())
+}
+
+fn write_dictionary(conn: &Connection, d: usize, layout: Layout) -> rusqlite::Result<()> {
+    let mut insert = conn.prepare("INSERT INTO dictionary VALUES (?, ?, ?, ?)")?;
+    let trace = schema::trace_table(d);
+    let block = schema::block_table(d);
+    let mut states = || -> rusqlite::Result<()> {
+        for (code, name) in schema::BLOCK_STATES {
+            insert.execute(params![block, "state", code.to_string(), name])?;
+        }
+        Ok(())
+    };
+    match layout {
+        Layout::Native => {
+            for (code, name) in schema::ACTIONS {
+                conn.execute(
+                    "INSERT INTO dictionary VALUES (?, ?, ?, ?)",
+                    params![trace, "action", code.to_string(), name],
+                )?;
+            }
+            states()?;
+        }
+        // The reference rewrites the action rows of a native shard (deleting all nine,
+        // appending the eight msinsight knows), so they follow the state rows.
+        Layout::Msinsight => {
+            states()?;
+            for (code, name) in &schema::ACTIONS[..8] {
+                conn.execute(
+                    "INSERT INTO dictionary VALUES (?, ?, ?, ?)",
+                    params![trace, "action", code.to_string(), name],
+                )?;
+            }
+        }
+    }
+    Ok(())
+}
