@@ -249,7 +249,8 @@ pub struct FocusState {
 impl FocusState {
     /// The focus dict: configured, path, source, file, device, and what the DB holds.
     pub fn to_json(&self) -> Value {
-        let exists = self.db_path.is_file();
+        // A dataset is a directory (or its manifest.json): it exists without being a file.
+        let exists = self.db_path.exists();
         let (devices, layout, layout_error) = if exists {
             describe_db(&self.db_path)
         } else {
@@ -271,6 +272,11 @@ impl FocusState {
 
 /// Devices and callstack layout of a DB, for focus reports; problems become the layout error.
 pub fn describe_db(path: &Path) -> (Vec<i64>, Option<&'static str>, Option<String>) {
+    match crate::dataset::open(path) {
+        Ok(Some(ds)) => return (ds.device_ids(), Some(ds.layout_name()), None),
+        Ok(None) => {}
+        Err(e) => return (vec![], None, Some(e.message)),
+    }
     match SnapshotDb::open_readonly(path) {
         Ok(db) => {
             let layout = db.layout();

@@ -5,6 +5,7 @@ mod budget;
 mod cli;
 mod clock;
 mod commands;
+mod dataset;
 mod error;
 mod focus;
 mod output;

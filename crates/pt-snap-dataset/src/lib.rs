@@ -5,6 +5,9 @@
 //!   produce them and by the reader to validate them with the reference's rules.
 //! * [`write`]: building a dataset from a decoded snapshot — the sharded replay, the shard
 //!   databases (native or msinsight layout), the manifests.
+//! * [`read`]: validating a dataset (with a verified fingerprint cache), its `overview` and
+//!   metadata, and dataset-global answers of the 11 supported templates with work budgets.
 
 pub mod manifest;
+pub mod read;
 pub mod write;

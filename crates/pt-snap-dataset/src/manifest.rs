@@ -357,6 +357,8 @@ pub struct DeviceRecord {
     pub slices: Vec<SliceRecord>,
 }
 
+// One manifest per command: the size difference between the variants costs nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq)]
 pub enum Manifest {
     Native(NativeManifest),

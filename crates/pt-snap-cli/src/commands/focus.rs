@@ -34,6 +34,14 @@ pub fn run(args: &FocusArgs) -> CliResult {
 /// Checks that `db` is a SnapshotDB (and has `device`); returns its absolute path.
 fn validate(db: &Path, device: Option<i64>) -> CliResult<std::path::PathBuf> {
     let path = focus::absolute(db)?;
+    if let Some(ds) = crate::dataset::open(&path)? {
+        if let Some(d) = device {
+            if !ds.device_ids().contains(&d) {
+                return Err(CliError::device_not_found(d, &ds.device_ids()));
+            }
+        }
+        return Ok(path);
+    }
     if !path.is_file() {
         return Err(CliError::database_not_found(format!(
             "Database not found: {}",
@@ -89,7 +97,7 @@ fn report(action: &str, state: &FocusState, extra: Vec<(&str, Value)>, json: boo
             println!("Focused device: {d}");
         }
     }
-    if !state.db_path.is_file() {
+    if !state.db_path.exists() {
         println!("Warning: the focused database does not exist.");
     } else {
         match (layout, layout_error) {

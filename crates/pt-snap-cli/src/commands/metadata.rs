@@ -2,6 +2,7 @@
 
 use std::path::Path;
 
+use pt_snap_dataset::read::Dataset;
 use pt_snap_db::{Metadata, SnapshotDb};
 use serde_json::{json, Value};
 
@@ -33,9 +34,23 @@ pub fn status(db: &SnapshotDb) -> CliResult<Value> {
     })
 }
 
+/// `{status, reason, metadata}` of a dataset: from its manifest (native) or its `ptSnap`
+/// attestation (msinsight).
+pub fn dataset_status(ds: &Dataset) -> Value {
+    let (status, reason, meta) = ds.metadata_status();
+    json!({"status": status, "reason": reason, "metadata": meta.as_ref().map(to_json)})
+}
+
 pub fn run(db_path: Option<&Path>, json: bool) -> CliResult {
-    let (db, path, _) = focus::open_db(db_path)?;
-    let status = status(&db)?;
+    let resolved = focus::resolve_required(db_path)?;
+    let absolute = focus::absolute(&resolved.db_path)?;
+    let (path, status) = match crate::dataset::open(&absolute)? {
+        Some(ds) => (absolute, dataset_status(&ds)),
+        None => {
+            let (db, path, _) = focus::open_db(db_path)?;
+            (path, status(&db)?)
+        }
+    };
     if json {
         let mut out = serde_json::Map::new();
         out.insert("db_path".into(), json!(path.display().to_string()));

@@ -2,6 +2,7 @@
 
 use std::path::Path;
 
+use pt_snap_dataset::read::Dataset;
 use serde_json::json;
 
 use crate::commands::metadata;
@@ -9,6 +10,11 @@ use crate::error::CliResult;
 use crate::{focus, output};
 
 pub fn run(db_path: Option<&Path>, json: bool) -> CliResult {
+    let resolved = focus::resolve_required(db_path)?;
+    let absolute = focus::absolute(&resolved.db_path)?;
+    if let Some(ds) = crate::dataset::open(&absolute)? {
+        return dataset(&ds, &absolute, resolved.source, json);
+    }
     let (db, path, source) = focus::open_db(db_path)?;
     let bounds = db.bounds()?;
     let status = metadata::status(&db)?;
@@ -51,5 +57,55 @@ pub fn run(db_path: Option<&Path>, json: bool) -> CliResult {
             }
         }
     }
+    Ok(())
+}
+
+fn dataset(ds: &Dataset, path: &Path, source: focus::Source, json: bool) -> CliResult {
+    let status = metadata::dataset_status(ds);
+    let bounds = ds.device_bounds();
+    let info = ds.to_json();
+    if json {
+        let devices: Vec<_> = bounds
+            .iter()
+            .map(|(d, first, last)| {
+                json!({"device_id": d, "first_event_id": first, "last_event_id": last})
+            })
+            .collect();
+        output::print_json(&output::envelope(vec![
+            ("db_path", json!(path.display().to_string())),
+            ("focus_source", json!(source.name())),
+            ("dataset", info),
+            ("devices", json!(devices)),
+            ("import_metadata", status),
+        ]));
+        return Ok(());
+    }
+    println!("Database: {}", path.display());
+    println!("Focus source: {}", source.name());
+    println!(
+        "Import metadata: {}",
+        status["status"].as_str().unwrap_or("")
+    );
+    if let Some(reason) = status["reason"].as_str() {
+        println!("Metadata reason: {reason}");
+    }
+    println!("Devices:");
+    for (d, first, last) in &bounds {
+        println!("  {d}: events {first}..{last}");
+    }
+    println!(
+        "Dataset: {} ({})",
+        info["format"].as_str().unwrap_or(""),
+        info["status"].as_str().unwrap_or("")
+    );
+    println!(
+        "Slices/devices: {}",
+        pt_snap_query::python::repr_of_json(&info["devices"])
+    );
+    // The reference prints "… and cross-slice queries unavailable" here although it answers
+    // them (its bug 8, docs/compatibility.md).
+    println!(
+        "Text callstacks available; structured frames unavailable; cross-slice queries available."
+    );
     Ok(())
 }

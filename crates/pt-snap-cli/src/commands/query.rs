@@ -2,6 +2,7 @@
 
 use std::path::{Path, PathBuf};
 
+use pt_snap_dataset::read::{DatasetOutcome, DatasetRequest};
 use pt_snap_query::{registry, Analyzer, QueryOutcome, QueryRequest, WorkLimits, CATEGORIES};
 use serde_json::{json, Map, Value};
 
@@ -34,6 +35,36 @@ pub fn run(a: &QueryArgs) -> CliResult {
     let params = parse_params(a.params.as_deref()).map_err(prefixed)?;
     let deadline = Deadline::start(a.timeout).map_err(prefixed)?;
     let resolved = focus::resolve_required(a.db_path.as_deref())?;
+    let absolute = focus::absolute(&resolved.db_path)?;
+    if let Some(ds) = crate::dataset::open(&absolute).map_err(prefixed)? {
+        deadline.check()?;
+        let request = DatasetRequest {
+            template: template.clone(),
+            params,
+            device: a.device.or(resolved.device_id),
+            max_rows: a.max_rows,
+            exact_total: a.exact_total,
+            slice: a.slice,
+            limits,
+            interrupt: deadline.interrupt(),
+        };
+        let outcome = pt_snap_dataset::read::run(&ds, &request).map_err(|e| {
+            let device = matches!(e, pt_snap_dataset::read::ReadError::DeviceNotFound(_));
+            let err = crate::dataset::error(e, Some(&deadline));
+            if device {
+                err
+            } else {
+                err.with_text_prefix(QUERY_PREFIX)
+            }
+        })?;
+        deadline.check()?;
+        if a.json {
+            print_dataset_json(&outcome, &absolute, &resolved, &deadline);
+        } else {
+            print_dataset_text(&outcome);
+        }
+        return Ok(());
+    }
     if a.slice.is_some() {
         return Err(prefixed(CliError::invalid_parameter(
             "slice_index requires a manifest dataset.",
@@ -120,6 +151,58 @@ fn print_json(outcome: &QueryOutcome, path: &Path, resolved: &Resolved, deadline
         ("timeout_s", json!(deadline.seconds)),
         ("rows", Value::Array(outcome.rows_json())),
     ]));
+}
+
+fn print_dataset_json(o: &DatasetOutcome, path: &Path, resolved: &Resolved, deadline: &Deadline) {
+    output::print_json(&output::envelope(vec![
+        ("db_path", json!(path.display().to_string())),
+        ("focus_source", json!(resolved.source.name())),
+        ("device_id", json!(o.device_id)),
+        ("template", json!(o.template)),
+        ("effective_params", o.effective_params.to_json()),
+        ("semantics_version", json!(o.semantics_version)),
+        ("total", json!(o.total)),
+        ("returned", json!(o.returned)),
+        ("has_more", json!(o.has_more)),
+        ("truncated", json!(o.truncated)),
+        ("total_is_exact", json!(o.total_is_exact)),
+        ("timeout_s", json!(deadline.seconds)),
+        (
+            "rows",
+            Value::Array(o.rows.iter().cloned().map(Value::Object).collect()),
+        ),
+        ("scope", o.scope.clone()),
+    ]));
+}
+
+fn print_dataset_text(o: &DatasetOutcome) {
+    use std::fmt::Write as _;
+    use std::io::Write as _;
+    if o.rows.is_empty() {
+        println!("No results found.");
+        return;
+    }
+    let mut out = String::new();
+    let _ = writeln!(out, "Found {} results, showing {}:", o.total, o.returned);
+    for row in &o.rows {
+        let _ = writeln!(
+            out,
+            "  {}",
+            pt_snap_query::python::repr_of_json(&Value::Object(row.clone()))
+        );
+    }
+    if o.has_more {
+        if o.total_is_exact && o.total > o.returned {
+            let _ = writeln!(
+                out,
+                "  ... and {} more (use -n to show more)",
+                o.total - o.returned
+            );
+        } else {
+            out.push_str("  ... more available (use -n, offset, top_n, or --exact-total)\n");
+        }
+    }
+    let _ = std::io::stdout().lock().write_all(out.as_bytes());
 }
 
 /// Rows as the reference prints them: one Python dict repr per line.

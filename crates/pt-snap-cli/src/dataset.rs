@@ -1,0 +1,67 @@
+//! Dataset paths (a directory or its `manifest.json`) for the read commands: validation with
+//! the persistent fingerprint cache, and the reference's error codes for dataset failures.
+//!
+//! The cache lives beside the user config (`~/.config/pt-snap-cli/dataset-cache.json`), not
+//! in the dataset: a native dataset's directory must hold exactly its manifest and device
+//! directories (the reference refuses any other file there), and datasets may sit on
+//! read-only media. `PT_SNAP_DATASET_CACHE=off` disables it.
+
+use std::path::Path;
+
+use pt_snap_dataset::read::{Dataset, ReadError, ValidationCache};
+
+use crate::budget::Deadline;
+use crate::error::CliError;
+
+pub fn cache() -> ValidationCache {
+    if std::env::var("PT_SNAP_DATASET_CACHE").is_ok_and(|v| v == "off") {
+        return ValidationCache::disabled();
+    }
+    match crate::focus::global_file() {
+        Ok(config) => ValidationCache::at(config.with_file_name("dataset-cache.json")),
+        Err(_) => ValidationCache::disabled(),
+    }
+}
+
+/// Validates the dataset at absolute `path`; `None` when it is not a dataset path.
+pub fn open(path: &Path) -> Result<Option<Dataset>, CliError> {
+    Dataset::open(path, &mut cache()).map_err(|e| error(e, None))
+}
+
+/// A dataset failure as the reference reports it.
+pub fn error(e: ReadError, deadline: Option<&Deadline>) -> CliError {
+    let query_hint =
+        "Inspect the template SQL and database layout, then retry with --template-info --json.";
+    match e {
+        ReadError::Schema(m) => CliError::schema_invalid(m),
+        ReadError::InvalidParameter(m) => CliError::invalid_parameter(
+            m,
+            "Check --slice, the event ids or ranges in --params, and the dataset work limits.",
+        ),
+        ReadError::Render(m) => CliError::invalid_parameter(
+            m,
+            "Check --params against 'pt-snap query --template-info <name> --json'.",
+        ),
+        ReadError::DeviceNotFound(m) => CliError::new(
+            "DEVICE_NOT_FOUND",
+            m,
+            Some("Pass --device with an id present in the database, or omit it to use the first device."),
+        ),
+        ReadError::TemplateNotFound(n) => CliError::new(
+            "TEMPLATE_NOT_FOUND",
+            format!("Template '{n}' not found"),
+            Some("Use 'pt-snap query --list --json' to list available templates."),
+        ),
+        ReadError::Failed(m) => CliError::new("QUERY_FAILED", m, Some(query_hint)),
+        ReadError::Timeout => CliError::new(
+            "QUERY_TIMEOUT",
+            format!(
+                "Query timed out after {} seconds",
+                deadline
+                    .and_then(|d| d.seconds)
+                    .map_or("None".into(), pt_snap_query::python::float_repr)
+            ),
+            Some("Retry with a higher --timeout, or tighten -n / filters so the query does less work."),
+        ),
+    }
+}

@@ -1,0 +1,195 @@
+//! Dataset reads against pt-snap-cli 0.4.1: every case of `tests/golden/dataset_query/`
+//! (`overview`, `metadata`, `focus` and `query` on the reference's own native and msinsight
+//! datasets of the multi-device fixture, and on the upstream 3-shard interop export) replayed
+//! with our binary and compared field by field — rows, totals, flags, `scope` (fingerprints
+//! included), error codes and messages (work-budget figures included). Then our dataset
+//! answers are compared with our single-DB answers where spec §10.4 says they agree.
+
+mod golden;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use golden::{case_files, compare, golden_root, report, run_ours, Case, Output};
+use serde_json::Value;
+
+fn sets() -> Vec<(String, PathBuf)> {
+    let root = golden_root("dataset_query");
+    let mut v: Vec<(String, PathBuf)> = std::fs::read_dir(&root)
+        .expect("tests/golden/dataset_query exists")
+        .filter_map(Result::ok)
+        .filter(|e| e.path().join("dataset").is_dir())
+        .map(|e| (e.file_name().to_string_lossy().into_owned(), e.path()))
+        .collect();
+    v.sort();
+    v
+}
+
+/// Deliberate divergences (docs/compatibility.md) and run-specific paths.
+fn normalise(case: &mut Case, ours: &mut Output) {
+    // Focus files live in each run's own temp CWD.
+    if let Some(o) = case.stdout_json.as_object_mut() {
+        o.remove("focus_file");
+    }
+    if let Ok(mut v) = serde_json::from_str::<Value>(&ours.stdout) {
+        if let Some(o) = v.as_object_mut() {
+            o.remove("focus_file");
+        }
+        ours.stdout = serde_json::to_string(&v).unwrap();
+    }
+    // Bug 8: the overview text claims cross-slice queries are unavailable.
+    if let Some(text) = &mut case.stdout_text {
+        *text = text.replace(
+            "structured frames and cross-slice queries unavailable.",
+            "structured frames unavailable; cross-slice queries available.",
+        );
+    }
+}
+
+#[test]
+fn dataset_reads_match_the_reference() {
+    let mut failures = BTreeMap::new();
+    let mut ran = 0;
+    for (name, dir) in sets() {
+        let ds = dir.join("dataset");
+        for mut case in case_files(&dir.join("cases")) {
+            let mut ours = run_ours(&case, &ds, &dir);
+            normalise(&mut case, &mut ours);
+            ran += 1;
+            if let Err(e) = compare(&case, &ours) {
+                failures.insert(format!("{name}/{}", case.name), e);
+            }
+        }
+    }
+    assert!(ran > 150, "only {ran} dataset cases found");
+    report("dataset_query", failures, ran);
+}
+
+fn ours(args: &[&str], home: &Path) -> Value {
+    let out = Command::new(env!("CARGO_BIN_EXE_pt-snap"))
+        .args(args)
+        .env("HOME", home)
+        .env_remove("PT_SNAP_DB_PATH")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+fn rows(v: &Value) -> Vec<Value> {
+    v["rows"].as_array().cloned().unwrap_or_default()
+}
+
+/// Keeps only `keys` of every row.
+fn project(rows: &[Value], keys: &[&str]) -> Vec<Value> {
+    rows.iter()
+        .map(|r| {
+            Value::Object(
+                keys.iter()
+                    .map(|k| ((*k).to_owned(), r[*k].clone()))
+                    .collect(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn dataset_answers_agree_with_the_single_database_where_the_spec_says_so() {
+    let single = golden_root("query").join("multi_dev0/reference.db");
+    let home = tempfile::tempdir().unwrap();
+    for set in ["native", "msinsight"] {
+        let ds = golden_root("dataset_query").join(set).join("dataset");
+        let (ds, single) = (ds.to_str().unwrap(), single.to_str().unwrap());
+        let q = |db: &str, template: &str, params: &str, extra: &[&str]| {
+            let mut args = vec!["query", db, "--template-use", template, "--params", params];
+            args.extend(extra);
+            args.push("--json");
+            ours(&args, home.path())
+        };
+        for (template, params) in [
+            ("memory_peak", "{}"),
+            ("allocator_gap", "{}"),
+            ("preexisting_live", r#"{"event_id": 7467}"#),
+            ("freed_block_lifetime", "{}"),
+            ("callstack_analysis", "{}"),
+        ] {
+            let a = rows(&q(ds, template, params, &[]));
+            let b = rows(&q(single, template, params, &[]));
+            let keys: Vec<String> = b[0].as_object().unwrap().keys().cloned().collect();
+            let keys: Vec<&str> = keys.iter().map(String::as_str).collect();
+            assert_eq!(project(&a, &keys), b, "{set} {template}");
+        }
+        // Leaks: same blocks in the same order (ids of live dynamic blocks are alloc ids).
+        let a = rows(&q(ds, "leak_detection", "{}", &[]));
+        let b = rows(&q(single, "leak_detection", "{}", &[]));
+        assert_eq!(
+            project(&a, &["id", "address", "size", "allocEventId"]),
+            b,
+            "{set} leak_detection"
+        );
+        // Attribution at the peak: the same groups, sizes and percentages.
+        let keys = [
+            "callstack",
+            "category",
+            "block_count",
+            "size_bytes",
+            "size_gib",
+            "requested_bytes",
+            "percent_of_active_blocks",
+        ];
+        let a = rows(&q(
+            ds,
+            "active_memory_callstack_at_event",
+            r#"{"event_id": 7467}"#,
+            &[],
+        ));
+        let b = rows(&q(
+            single,
+            "active_memory_callstack_at_event",
+            r#"{"event_id": 7467}"#,
+            &[],
+        ));
+        assert_eq!(project(&a, &keys), project(&b, &keys), "{set} attribution");
+        // Real events are identical; the dataset never returns boundary (negative) rows.
+        let a = q(
+            ds,
+            "event",
+            "{}",
+            &[
+                "--exact-total",
+                "-n",
+                "20000",
+                "--max-work-bytes",
+                "1000000000",
+            ],
+        );
+        let b = q(
+            single,
+            "event",
+            r#"{"min_id": 0}"#,
+            &["--exact-total", "-n", "20000"],
+        );
+        assert_eq!(a["total"], 8132);
+        let cols = [
+            "id",
+            "action",
+            "address",
+            "size",
+            "stream",
+            "allocated",
+            "active",
+            "reserved",
+            "callstack",
+        ];
+        assert_eq!(
+            project(&rows(&a), &cols),
+            project(&rows(&b), &cols),
+            "{set} events"
+        );
+    }
+}
