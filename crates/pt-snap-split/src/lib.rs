@@ -344,6 +344,15 @@ pub fn validate(bytes: &[u8], format: Format, device: usize) -> Result<(), Strin
         .map_err(|_| "replay returned false".to_owned())
 }
 
+/// The canonical JSON of a pickled snapshot (or any pickled value): the bytes
+/// `--format json` would hold for it, the reference's `canonical_snapshot_bytes`.
+pub fn canonical_json(pickle_bytes: &[u8]) -> Result<Vec<u8>, String> {
+    let pickle = pt_snap_pickle::from_slice(pickle_bytes).map_err(|e| e.to_string())?;
+    let mut out = Vec::new();
+    write_value(&mut out, &pickle.arena, pickle.root).map_err(|e| e.to_string())?;
+    Ok(out)
+}
+
 struct Discard;
 
 impl RowSink for Discard {
