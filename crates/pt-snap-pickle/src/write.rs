@@ -574,6 +574,47 @@ mod tests {
     }
 
     #[test]
+    fn decoded_value_is_written_back_as_cpython_wrote_it() {
+        // l = ["x"]; pickle.dumps({"a": l, "b": l, "t": (1, 2**70, None, -1.5), "u": ("s",)}, 4)
+        let original: &[u8] = b"\x80\x04\x95>\x00\x00\x00\x00\x00\x00\x00}\x94(\x8c\x01a\x94]\x94\x8c\x01x\x94a\x8c\x01b\x94h\x02\x8c\x01t\x94(K\x01\x8a\t\x00\x00\x00\x00\x00\x00\x00\x00@NG\xbf\xf8\x00\x00\x00\x00\x00\x00t\x94\x8c\x01u\x94\x8c\x01s\x94\x85\x94u.";
+        let decoded = crate::from_slice(original).unwrap();
+        let got = dumps(|w| w.value(&decoded.arena, decoded.root, &mut HashMap::new()));
+        assert_eq!(got, original);
+    }
+
+    #[test]
+    fn written_values_decode_to_the_same_values() {
+        let path = pt_snap_testkit::repo_root().join("fixtures/synthetic/synth_small_2dev.pkl");
+        let bytes = std::fs::read(path).unwrap();
+        let a = crate::from_slice(&bytes).unwrap();
+        let written = dumps(|w| w.value(&a.arena, a.root, &mut HashMap::new()));
+        let b = crate::from_slice(&written).unwrap();
+        assert!(same(&a.arena, a.root, &b.arena, b.root));
+    }
+
+    /// Structural equality of two decoded values (fixtures nest a few levels only).
+    fn same(aa: &Arena, a: Val, ba: &Arena, b: Val) -> bool {
+        match (a, b) {
+            (Val::Ref(x), Val::Ref(y)) => match (&aa[x], &ba[y]) {
+                (Node::List(l), Node::List(m)) => {
+                    l.len() == m.len() && l.iter().zip(m).all(|(p, q)| same(aa, *p, ba, *q))
+                }
+                (Node::Tuple(l), Node::Tuple(m)) => {
+                    l.len() == m.len() && l.iter().zip(m).all(|(p, q)| same(aa, *p, ba, *q))
+                }
+                (Node::Dict(l), Node::Dict(m)) => {
+                    l.len() == m.len()
+                        && l.iter()
+                            .zip(m)
+                            .all(|(p, q)| same(aa, p.0, ba, q.0) && same(aa, p.1, ba, q.1))
+                }
+                (x, y) => x == y,
+            },
+            (x, y) => x == y,
+        }
+    }
+
+    #[test]
     fn empty_list_has_no_frame() {
         // pickle.dumps([], 4)
         let got = dumps(|w| {

@@ -472,3 +472,51 @@ fn big_int(le: &[u8]) -> Result<String, JsonError> {
     buf[..le.len()].copy_from_slice(le);
     Ok(i128::from_le_bytes(buf).to_string())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn floats_are_spelled_like_python_repr() {
+        for (f, py) in [
+            (1.0, "1.0"),
+            (-0.0, "-0.0"),
+            (0.1, "0.1"),
+            (1e16, "1e+16"),
+            (1e15, "1000000000000000.0"),
+            (123456.789, "123456.789"),
+            (0.0001, "0.0001"),
+            (0.00001, "1e-05"),
+            (-2.5e-7, "-2.5e-07"),
+            (1.7976931348623157e308, "1.7976931348623157e+308"),
+            (5e-324, "5e-324"),
+        ] {
+            assert_eq!(python_float(f).unwrap(), py, "{f:e}");
+        }
+        assert!(python_float(f64::NAN).is_err());
+    }
+
+    #[test]
+    fn strings_are_escaped_like_json_dumps_without_ensure_ascii() {
+        let mut out = Vec::new();
+        write_str(&mut out, "a\"b\\c\n\u{1}\u{7f}é→");
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            "\"a\\\"b\\\\c\\n\\u0001\u{7f}é→\""
+        );
+    }
+
+    #[test]
+    fn wide_integers_in_decimal() {
+        // LONG1 payload of 2**70 and of -(2**64)
+        assert_eq!(
+            big_int(&[0, 0, 0, 0, 0, 0, 0, 0, 0x40]).unwrap(),
+            "1180591620717411303424"
+        );
+        assert_eq!(
+            big_int(&[0, 0, 0, 0, 0, 0, 0, 0, 0xff]).unwrap(),
+            "-18446744073709551616"
+        );
+    }
+}
