@@ -5,13 +5,16 @@
 //!   bulk-inserting the very same rows and building the same indexes, with no decoding or
 //!   replay at all.
 //! * `queries`: runs every template with its default parameters on one or more databases.
+//! * `dataset-import`: `import --events-per-slice K` (and optionally `--format msinsight`).
 //!
 //! ```sh
 //! cargo build --release -p pt-snap-cli -p pt-snap-bench
 //! target/release/pt-snap-bench import --snapshot big.pickle --reference .oracle/bin/pt-snap
 //! target/release/pt-snap-bench queries --db big.pickle.db --reference .oracle/bin/pt-snap
+//! target/release/pt-snap-bench dataset-import --snapshot big.pickle --reference .oracle/bin/pt-snap
 //! ```
 
+mod dataset;
 mod queries;
 
 use std::path::{Path, PathBuf};
@@ -27,6 +30,8 @@ enum Bench {
     Import(Args),
     /// Every template with its default parameters, with both tools.
     Queries(queries::Args),
+    /// `import --events-per-slice K` (sharded dataset) with both tools.
+    DatasetImport(dataset::Args),
 }
 
 #[derive(Parser)]
@@ -166,6 +171,7 @@ fn main() {
     match Bench::parse() {
         Bench::Import(args) => import(args),
         Bench::Queries(args) => queries::run(args),
+        Bench::DatasetImport(args) => dataset::bench(args),
     }
 }
 
