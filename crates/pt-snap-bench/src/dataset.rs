@@ -80,29 +80,32 @@ pub fn bench(args: Args) {
         size as f64 / 1e6,
         args.events_per_slice
     );
-    println!("| format | importer | wall (s) | peak RSS (MiB) | vs reference |");
-    println!("| --- | --- | ---: | ---: | --- |");
+    println!("| format | importer | wall (s) | CPU user+sys (s) | peak RSS (MiB) | vs reference (wall / CPU) |");
+    println!("| --- | --- | ---: | ---: | ---: | --- |");
     let mib = |kib: i64| kib as f64 / 1024.0;
     for &(format, msinsight) in formats {
         let ours = run(&args.ours, &args, dir.path(), "ours", msinsight);
         let theirs = reference.map(|r| run(r, &args, dir.path(), "reference", msinsight));
         let vs = match &theirs {
             Some(r) => format!(
-                "{:.1}× faster, {:.1}% of its memory",
+                "{:.1}× / {:.1}× faster, {:.1}% of its memory",
                 r.wall.as_secs_f64() / ours.wall.as_secs_f64(),
+                r.cpu.as_secs_f64() / ours.cpu.as_secs_f64(),
                 100.0 * ours.max_rss_kib as f64 / r.max_rss_kib as f64
             ),
             None => "n/a".into(),
         };
         println!(
-            "| {format} | pt-snap | {:.2} | {:.0} | {vs} |",
+            "| {format} | pt-snap | {:.2} | {:.2} | {:.0} | {vs} |",
             ours.wall.as_secs_f64(),
+            ours.cpu.as_secs_f64(),
             mib(ours.max_rss_kib)
         );
         if let Some(r) = theirs {
             println!(
-                "| {format} | pt-snap-cli 0.4.1 | {:.2} | {:.0} | 1× |",
+                "| {format} | pt-snap-cli 0.4.1 | {:.2} | {:.2} | {:.0} | 1× |",
                 r.wall.as_secs_f64(),
+                r.cpu.as_secs_f64(),
                 mib(r.max_rss_kib)
             );
         }

@@ -53,6 +53,9 @@ struct Args {
 pub(crate) struct Measure {
     pub wall: Duration,
     pub max_rss_kib: i64,
+    /// User + system CPU time: unlike the wall time, not inflated when other work shares
+    /// the machine.
+    pub cpu: Duration,
 }
 
 /// Runs a command to completion and reads its peak RSS from the kernel's rusage.
@@ -76,9 +79,11 @@ pub(crate) fn measure(cmd: &mut Command) -> Measure {
         libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
         "{cmd:?} failed with status {status}"
     );
+    let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
     Measure {
         wall,
         max_rss_kib: usage.ru_maxrss,
+        cpu: tv(usage.ru_utime) + tv(usage.ru_stime),
     }
 }
 

@@ -590,12 +590,8 @@ fn write_shards(
                 let path = dir.join(&file);
                 let written = rusqlite::Connection::open(&path)
                     .and_then(|conn| {
-                        write::write_shard(
-                            &conn,
-                            &plan.source(device_plan, metadata),
-                            shard,
-                            layout,
-                        )?;
+                        let source = plan.source(device_plan, metadata);
+                        write::write_shard(&conn, &source, shard, layout)?;
                         conn.close().map_err(|(_, e)| e)
                     })
                     .map_err(backend)
