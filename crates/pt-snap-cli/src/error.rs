@@ -32,21 +32,11 @@ impl CliError {
     }
 
     pub fn snapshot_invalid(message: impl Into<String>) -> Self {
-        Self::new(
-            "SNAPSHOT_INVALID",
-            message,
-            Some("Provide a trusted existing .pkl or .pickle snapshot file."),
-        )
+        pt_snap_import::Failure::snapshot_invalid(message).into()
     }
 
     pub fn import_failed(message: impl Into<String>) -> Self {
-        Self::new(
-            "IMPORT_FAILED",
-            message,
-            Some(
-                "Confirm the pickle is trusted and replayable, then retry with --force if needed.",
-            ),
-        )
+        pt_snap_import::Failure::import_failed(message).into()
     }
 
     pub fn invalid_parameter(message: impl Into<String>, hint: &str) -> Self {
@@ -185,6 +175,13 @@ impl CliError {
 impl From<rusqlite::Error> for CliError {
     fn from(e: rusqlite::Error) -> Self {
         CliError::internal(format!("SQLite: {e}"))
+    }
+}
+
+/// The import's own mapping of its failures, shared with the browser app.
+impl From<pt_snap_import::Failure> for CliError {
+    fn from(f: pt_snap_import::Failure) -> Self {
+        CliError::new(f.code, f.message, Some(f.hint))
     }
 }
 

@@ -6,6 +6,7 @@
 //! the very same code as the CLI. Publishing the file atomically, the SHA-256 reuse cache and
 //! the focus file are the CLI's business.
 
+mod failure;
 mod hash;
 
 use pt_snap_db::{
@@ -16,6 +17,7 @@ use pt_snap_model::{Action, Snapshot, StackId};
 use pt_snap_replay::{BlockRow, ReplayError, RowSink, TraceRow};
 use rusqlite::Connection;
 
+pub use failure::{Failure, IMPORT_FAILED_HINT, SNAPSHOT_INVALID_HINT};
 pub use hash::sha256_hex;
 
 /// The name we write into `pt_snap_metadata.importer_name`.

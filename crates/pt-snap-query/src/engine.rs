@@ -371,7 +371,7 @@ impl Analyzer {
 
     /// SQLite's failure in the reference's words, which name the layout problem behind
     /// a missing table or column.
-    fn execution_error(&self, e: rusqlite::Error) -> QueryError {
+    pub(crate) fn execution_error(&self, e: rusqlite::Error) -> QueryError {
         if e.sqlite_error_code() == Some(ErrorCode::OperationInterrupted) {
             return QueryError::Timeout;
         }

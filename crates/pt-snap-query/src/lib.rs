@@ -24,7 +24,8 @@
 //! interpretation limits — data in `contracts/`, word for word the reference's) and its SQL
 //! (`templates/`, built with bound parameters only). [`Analyzer`] opens a database file or
 //! image read-only and runs them; it needs no clock, filesystem or thread, so the same code
-//! answers in the browser.
+//! answers in the browser. [`Analyzer::timeline`] gives the counters over events,
+//! downsampled so that no extreme is lost.
 
 pub mod contract;
 mod engine;
@@ -36,6 +37,7 @@ pub mod registry;
 mod sql;
 mod stack;
 mod templates;
+mod timeline;
 mod value;
 
 pub use contract::{Contract, OutputColumn, ParamType, Parameter, WorkLimits, CATEGORIES};
@@ -44,4 +46,5 @@ pub use error::QueryError;
 pub use params::{ParamValue, Params};
 pub use pt_snap_db::{rusqlite, CallstackLayout, OpenError};
 pub use registry::Template;
+pub use timeline::{Extent, Timeline, TimelineBucket, TimelineRequest};
 pub use value::Value;

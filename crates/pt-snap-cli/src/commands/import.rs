@@ -6,8 +6,7 @@ use std::io::BufReader;
 use std::path::{Path, PathBuf};
 
 use pt_snap_db::{Metadata, SnapshotDb, IMPORT_FORMAT_VERSION};
-use pt_snap_import::ImportRequest;
-use pt_snap_model::DecodeError;
+use pt_snap_import::{Failure, ImportRequest};
 use serde_json::{json, Value};
 
 use super::import_dataset::Kind as DatasetKind;
@@ -172,10 +171,8 @@ fn check_source(path: &Path) -> CliResult<PathBuf> {
         .extension()
         .map(|e| format!(".{}", e.to_string_lossy()))
         .unwrap_or_default();
-    if !matches!(suffix.to_ascii_lowercase().as_str(), ".pkl" | ".pickle") {
-        return Err(CliError::snapshot_invalid(format!(
-            "Snapshot suffix must be .pkl or .pickle, got '{suffix}'"
-        )));
+    if !Failure::suffix_accepted(&suffix) {
+        return Err(Failure::bad_suffix(&suffix).into());
     }
     focus::absolute(path)
 }
@@ -194,7 +191,7 @@ fn hash_in_background(path: &Path) -> impl FnOnce() -> CliResult<String> + 'stat
 fn hash_file(path: &Path) -> CliResult<String> {
     File::open(path)
         .and_then(pt_snap_import::sha256_hex)
-        .map_err(|e| CliError::import_failed(format!("Snapshot import backend failed: {e}")))
+        .map_err(|e| Failure::backend(e).into())
 }
 
 /// The reference's reuse rule (§5.2) for an existing target without `--force`: the
@@ -240,14 +237,13 @@ fn build_and_publish(
             ))
         })?;
     // The file is removed on any early return: `tmp` deletes it when dropped.
-    let file = File::open(source)
-        .map_err(|e| CliError::import_failed(format!("Snapshot import backend failed: {e}")))?;
+    let file = File::open(source).map_err(|e| CliError::from(Failure::backend(e)))?;
     let size = file.metadata().map(|m| m.len()).unwrap_or(0);
     let mut progress = ImportProgress::new(size, !json);
     let snapshot = pt_snap_model::decode(BufReader::with_capacity(1 << 20, file), &mut |p| {
         progress.decoding(p)
     })
-    .map_err(decode_error)?;
+    .map_err(|e| CliError::from(Failure::from(e)))?;
     // Hashing the source again now proves that the bytes decoded are the bytes first hashed;
     // it runs on the second core while SQLite works.
     let rehashed = hash_in_background(source);
@@ -260,10 +256,12 @@ fn build_and_publish(
     };
     let summary = {
         let conn = rusqlite::Connection::open(tmp.path())?;
+        // One sorter worker: `CREATE INDEX` then sorts on the second core, idle by then.
+        conn.pragma_update(None, "threads", 1)?;
         let summary = pt_snap_import::import_snapshot(&snapshot, &conn, &request, &mut |s| {
             progress.update(s)
         })
-        .map_err(import_error)?;
+        .map_err(|e| CliError::from(Failure::from(e)))?;
         conn.close().map_err(|(_, e)| CliError::from(e))?;
         summary
     };
@@ -288,23 +286,4 @@ fn build_and_publish(
         ))
     })?;
     Ok(summary)
-}
-
-fn decode_error(e: DecodeError) -> CliError {
-    match e {
-        DecodeError::Unsafe(m) => {
-            CliError::import_failed(format!("Snapshot pickle rejected: Unsafe pickle: {m}"))
-        }
-        e => CliError::import_failed(format!("Snapshot import backend reported failure: {e}")),
-    }
-}
-
-fn import_error(e: pt_snap_import::ImportError) -> CliError {
-    use pt_snap_import::ImportError as E;
-    match e {
-        E::DeviceWithoutEvents { .. } | E::Replay(_) => {
-            CliError::import_failed(format!("Snapshot import backend reported failure: {e}"))
-        }
-        E::Sqlite(e) => CliError::import_failed(format!("Snapshot import backend failed: {e}")),
-    }
 }
