@@ -328,3 +328,130 @@ pub fn plan_device(
         warnings: replayer.warnings().to_vec(),
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pt_snap_model::{Block, Segment, TraceEvent};
+
+    /// One 4 KiB segment; A is allocated (event 0, stack "a"), B (event 1, stack "b"),
+    /// then A is freed (events 2, 3, stack "f"). B is live at dump time.
+    fn snapshot() -> Snapshot {
+        let mut snapshot = Snapshot::default();
+        let mut stack = |name: &str| {
+            let f = snapshot.stacks.intern_frame("x.py", 1, name);
+            snapshot.stacks.intern_stack(&[f])
+        };
+        let (a, b, f) = (stack("a"), stack("b"), stack("f"));
+        let ev = |action, addr, frames| TraceEvent {
+            action,
+            addr,
+            size: 1024,
+            stream: 0,
+            frames,
+            id: None,
+        };
+        snapshot.device_traces = vec![vec![
+            ev(Action::Alloc, 0, a),
+            ev(Action::Alloc, 1024, b),
+            ev(Action::FreeRequested, 0, f),
+            ev(Action::FreeCompleted, 0, f),
+        ]];
+        snapshot.segments = vec![Segment {
+            device: 0,
+            address: 0,
+            total_size: 4096,
+            stream: 0,
+            segment_type: "small".into(),
+            allocated_size: 1024,
+            active_size: 1024,
+            is_expandable: false,
+            frames: StackId::EMPTY,
+            blocks: vec![Block {
+                address: 1024,
+                size: 1024,
+                requested_size: 1000,
+                state: BlockState::ActiveAllocated,
+                frames: b,
+            }],
+        }];
+        snapshot
+    }
+
+    #[test]
+    fn lifetimes_are_final_in_every_shard_and_boundaries_restart() {
+        let snapshot = snapshot();
+        let mut texts = Texts::new(&snapshot);
+        let plan = plan_device(&snapshot, 0, 2, &mut texts).unwrap();
+        let [first, second] = &plan.shards[..] else {
+            panic!("{} shards", plan.shards.len())
+        };
+        assert_eq!((second.start_position, second.end_position), (2, 3));
+
+        // The backward replay meets A's free (event 3) first: token -1; B at the left
+        // boundary of the second shard: token -2. Both have their allocation in the first
+        // shard, so both ids are the allocating events', everywhere.
+        let a = &plan.lifetimes[0];
+        let b = &plan.lifetimes[1];
+        assert_eq!(
+            (a.token, a.id(), a.alloc_event, a.free_event),
+            (-1, 0, Some(0), Some(3))
+        );
+        assert_eq!(
+            (b.token, b.id(), b.alloc_event, b.free_event),
+            (-2, 1, Some(1), None)
+        );
+        assert_eq!(texts.text(a.alloc_text.unwrap()), "x.py:1 a");
+        assert_eq!(texts.text(a.free_text.unwrap()), "x.py:1 f");
+        assert_eq!(b.free_text, None);
+
+        // The second shard holds both blocks as they were just before event 2 (A allocated:
+        // its free_requested is event 2 itself), and one synthetic segment event -1 with the
+        // totals of that moment.
+        assert_eq!(
+            second.blocks,
+            [
+                (0, BlockState::ActiveAllocated),
+                (1, BlockState::ActiveAllocated)
+            ]
+        );
+        let boundary = &second.boundary[..];
+        assert_eq!(boundary.len(), 1);
+        assert_eq!(
+            (
+                boundary[0].id,
+                boundary[0].totals.allocated,
+                boundary[0].totals.reserved
+            ),
+            (-1, 2048, 4096)
+        );
+        // Callstacks are interned per shard, events last to first, then the boundary.
+        let shard_texts: Vec<&str> = second.callstacks.iter().map(|&t| texts.text(t)).collect();
+        assert_eq!(shard_texts, ["x.py:1 f", ""]);
+
+        // The first shard restarts the boundary ids and sees both allocations undone.
+        assert_eq!(first.boundary[0].id, -1);
+        assert_eq!(
+            (
+                first.boundary[0].totals.allocated,
+                first.boundary[0].totals.active
+            ),
+            (0, 0)
+        );
+        assert_eq!(first.blocks.len(), 2);
+        let totals: Vec<i64> = first.events.iter().map(|t| t.allocated).collect();
+        assert_eq!(totals, [1024, 2048]);
+    }
+
+    #[test]
+    fn explicit_ids_must_increase() {
+        let mut snapshot = snapshot();
+        snapshot.device_traces[0][1].id = Some(0);
+        let mut texts = Texts::new(&snapshot);
+        let err = plan_device(&snapshot, 0, 2, &mut texts).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "Real event IDs must be unique and chronological"
+        );
+    }
+}
