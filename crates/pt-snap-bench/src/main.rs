@@ -6,16 +6,19 @@
 //!   replay at all.
 //! * `queries`: runs every template with its default parameters on one or more databases.
 //! * `dataset-import`: `import --events-per-slice K` (and optionally `--format msinsight`).
+//! * `split`: `split --slices N` (pickle or JSON slices).
 //!
 //! ```sh
 //! cargo build --release -p pt-snap-cli -p pt-snap-bench
 //! target/release/pt-snap-bench import --snapshot big.pickle --reference .oracle/bin/pt-snap
 //! target/release/pt-snap-bench queries --db big.pickle.db --reference .oracle/bin/pt-snap
 //! target/release/pt-snap-bench dataset-import --snapshot big.pickle --reference .oracle/bin/pt-snap
+//! target/release/pt-snap-bench split --snapshot big.pickle --reference .oracle/bin/pt-snap
 //! ```
 
 mod dataset;
 mod queries;
+mod split;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -32,6 +35,8 @@ enum Bench {
     Queries(queries::Args),
     /// `import --events-per-slice K` (sharded dataset) with both tools.
     DatasetImport(dataset::Args),
+    /// `split --slices N` with both tools.
+    Split(split::Args),
 }
 
 #[derive(Parser)]
@@ -177,6 +182,7 @@ fn main() {
         Bench::Import(args) => import(args),
         Bench::Queries(args) => queries::run(args),
         Bench::DatasetImport(args) => dataset::bench(args),
+        Bench::Split(args) => split::bench(args),
     }
 }
 
