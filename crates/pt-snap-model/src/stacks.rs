@@ -1,4 +1,6 @@
-use std::collections::HashMap;
+// foldhash rather than SipHash: interning runs once per frame list of the pickle (hundreds
+// of thousands), and its random seed still keeps hostile input from forcing collisions.
+use foldhash::HashMap;
 use std::sync::Arc;
 
 /// One Python (or C++) frame of a callstack.
@@ -39,14 +41,14 @@ pub struct Stacks {
 
 impl Default for Stacks {
     fn default() -> Self {
-        let mut stack_ids = HashMap::new();
+        let mut stack_ids = HashMap::default();
         stack_ids.insert(Box::default(), StackId::EMPTY);
         Stacks {
             frames: Vec::new(),
-            frame_ids: HashMap::new(),
+            frame_ids: HashMap::default(),
             stacks: vec![Box::default()],
             stack_ids,
-            strings: HashMap::new(),
+            strings: HashMap::default(),
         }
     }
 }

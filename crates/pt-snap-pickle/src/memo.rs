@@ -38,6 +38,7 @@ impl Memo {
     }
 
     /// Stores `v` (a scalar, node or handle) in slot `idx`.
+    #[inline]
     pub fn put(&mut self, idx: u32, v: Val) {
         let packed = pack(v);
         if packed == EMPTY {
@@ -76,6 +77,7 @@ impl Memo {
         }
     }
 
+    #[inline]
     pub fn get(&self, idx: u32) -> Option<Val> {
         let packed = match self.dense.get(idx as usize) {
             Some(&p) => p,

@@ -112,6 +112,24 @@ pub struct Arena {
     nodes: Vec<Node>,
     meta: Vec<Meta>,
     free: Vec<u32>,
+    /// Emptied item vectors of compacted dicts and lists, handed to the next new container:
+    /// a snapshot builds and compacts a dict per trace entry and a list per callstack, and
+    /// reusing their storage saves an allocation and a free for each.
+    spare_dicts: Vec<Vec<(Val, Val)>>,
+    spare_lists: Vec<Vec<Val>>,
+}
+
+/// At most this many spare vectors of each kind are kept …
+const SPARE_VECS: usize = 16;
+/// … each with room for at most this many items, so the pool stays a few KiB whatever the
+/// input.
+const SPARE_ITEMS: usize = 256;
+
+fn keep_spare<T>(pool: &mut Vec<Vec<T>>, mut v: Vec<T>) {
+    if pool.len() < SPARE_VECS && v.capacity() <= SPARE_ITEMS {
+        v.clear();
+        pool.push(v);
+    }
 }
 
 impl Index<NodeId> for Arena {
@@ -182,6 +200,16 @@ impl Arena {
         Some(NodeId(id))
     }
 
+    /// An empty dict, with storage left by a compacted one when there is some.
+    pub(crate) fn new_dict(&mut self) -> Node {
+        Node::Dict(self.spare_dicts.pop().unwrap_or_default())
+    }
+
+    /// An empty list, with storage left by a compacted one when there is some.
+    pub(crate) fn new_list(&mut self) -> Node {
+        Node::List(self.spare_lists.pop().unwrap_or_default())
+    }
+
     pub(crate) fn get_mut(&mut self, id: NodeId) -> &mut Node {
         &mut self.nodes[id.index()]
     }
@@ -201,10 +229,29 @@ impl Arena {
         self.meta[id.index()].flags |= SHARED;
     }
 
+    /// A second reference to `v` is being made (memo get): [`Arena::resolve`] and
+    /// [`Arena::note_shared`] with one look at the node. Only containers are ever compacted,
+    /// so only they need the mark.
+    #[inline]
+    pub(crate) fn share(&mut self, v: Val) -> Val {
+        let Val::Ref(id) = v else { return v };
+        match &self.nodes[id.index()] {
+            Node::Handle(h) => Val::Handle(*h),
+            n if n.is_container() => {
+                self.meta[id.index()].flags |= SHARED;
+                v
+            }
+            _ => v,
+        }
+    }
+
     /// Whether `id` is a container that has not been offered to the sink yet; marks it offered.
     pub(crate) fn take_offer(&mut self, id: NodeId) -> bool {
+        if !self.nodes[id.index()].is_container() {
+            return false;
+        }
         let m = &mut self.meta[id.index()];
-        if m.flags & OFFERED != 0 || !self.nodes[id.index()].is_container() {
+        if m.flags & OFFERED != 0 {
             return false;
         }
         m.flags |= OFFERED;
@@ -217,7 +264,11 @@ impl Arena {
     /// repoints, so nothing can observe the recycled id.
     pub(crate) fn compact(&mut self, id: NodeId, h: Handle) -> Option<u32> {
         let m = self.meta[id.index()];
-        self.nodes[id.index()] = Node::Handle(h);
+        match std::mem::replace(&mut self.nodes[id.index()], Node::Handle(h)) {
+            Node::Dict(items) => keep_spare(&mut self.spare_dicts, items),
+            Node::List(items) => keep_spare(&mut self.spare_lists, items),
+            _ => {}
+        }
         if m.flags & SHARED == 0 {
             self.free.push(id.0);
         }

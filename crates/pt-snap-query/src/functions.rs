@@ -22,8 +22,9 @@ pub fn register(conn: &Connection) -> rusqlite::Result<()> {
 /// integer overflow), as a JSON array ordered by key for `json_each`.
 ///
 /// SQLite groups by sorting every input row. Over a million events with a few hundred
-/// distinct callstacks, that sort is most of `callstack_analysis`'s time; a hash table
-/// of a few hundred entries is not.
+/// distinct callstacks, that sort is most of `callstack_analysis`'s time; a table of a few
+/// hundred entries is not. Callstack ids are small dense integers, so the groups live in a
+/// vector indexed by key; only other keys (negative, huge, NULL) go through a hash map.
 struct GroupTotals;
 
 #[derive(Default, Clone, Copy)]
@@ -33,28 +34,69 @@ struct Totals {
     max: Option<i64>,
 }
 
-type Groups = HashMap<Option<i64>, Totals>;
-
-impl Aggregate<Groups, Option<String>> for GroupTotals {
-    fn init(&self, _: &mut Context<'_>) -> rusqlite::Result<Groups> {
-        Ok(Groups::new())
-    }
-
-    fn step(&self, ctx: &mut Context<'_>, groups: &mut Groups) -> rusqlite::Result<()> {
-        let key = integer_or_null(ctx.get_raw(0), "key")?;
-        let value = integer_or_null(ctx.get_raw(1), "value")?;
-        let t = groups.entry(key).or_default();
-        t.count += 1;
+impl Totals {
+    fn add(&mut self, value: Option<i64>) -> rusqlite::Result<()> {
+        self.count += 1;
         if let Some(v) = value {
-            t.sum = Some(match t.sum {
+            self.sum = Some(match self.sum {
                 None => v,
                 Some(s) => s
                     .checked_add(v)
                     .ok_or_else(|| rusqlite::Error::UserFunctionError("integer overflow".into()))?,
             });
-            t.max = Some(t.max.map_or(v, |m| m.max(v)));
+            self.max = Some(self.max.map_or(v, |m| m.max(v)));
         }
         Ok(())
+    }
+}
+
+/// Keys below this are vector slots (at most 1 MiB of totals per query).
+const DENSE_KEYS: i64 = 1 << 15;
+
+#[derive(Default)]
+struct Groups {
+    /// `dense[k]` holds key `k`; a slot with count 0 is a key not seen.
+    dense: Vec<Totals>,
+    other: HashMap<Option<i64>, Totals>,
+}
+
+impl Groups {
+    fn slot(&mut self, key: Option<i64>) -> &mut Totals {
+        match key {
+            Some(k) if (0..DENSE_KEYS).contains(&k) => {
+                let k = k as usize;
+                if k >= self.dense.len() {
+                    self.dense
+                        .resize((k + 1).next_power_of_two(), Totals::default());
+                }
+                &mut self.dense[k]
+            }
+            _ => self.other.entry(key).or_default(),
+        }
+    }
+
+    /// Every group, ordered by key (NULL first, as SQLite orders it).
+    fn into_sorted(self) -> Vec<(Option<i64>, Totals)> {
+        let mut groups: Vec<(Option<i64>, Totals)> = self.other.into_iter().collect();
+        groups.extend(
+            (self.dense.into_iter().enumerate())
+                .filter(|(_, t)| t.count > 0)
+                .map(|(k, t)| (Some(k as i64), t)),
+        );
+        groups.sort_unstable_by_key(|(k, _)| *k);
+        groups
+    }
+}
+
+impl Aggregate<Groups, Option<String>> for GroupTotals {
+    fn init(&self, _: &mut Context<'_>) -> rusqlite::Result<Groups> {
+        Ok(Groups::default())
+    }
+
+    fn step(&self, ctx: &mut Context<'_>, groups: &mut Groups) -> rusqlite::Result<()> {
+        let key = integer_or_null(ctx.get_raw(0), "key")?;
+        let value = integer_or_null(ctx.get_raw(1), "value")?;
+        groups.slot(key).add(value)
     }
 
     fn finalize(
@@ -62,9 +104,7 @@ impl Aggregate<Groups, Option<String>> for GroupTotals {
         _: &mut Context<'_>,
         groups: Option<Groups>,
     ) -> rusqlite::Result<Option<String>> {
-        let mut groups: Vec<(Option<i64>, Totals)> =
-            groups.unwrap_or_default().into_iter().collect();
-        groups.sort_unstable_by_key(|(k, _)| *k);
+        let groups = groups.unwrap_or_default().into_sorted();
         let json = |v: Option<i64>| v.map_or("null".to_owned(), |v| v.to_string());
         let items: Vec<String> = groups
             .iter()
@@ -81,5 +121,67 @@ fn integer_or_null(v: ValueRef<'_>, what: &str) -> rusqlite::Result<Option<i64>>
         _ => Err(rusqlite::Error::UserFunctionError(
             format!("pt_snap_group_totals: the {what} must be an integer").into(),
         )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The aggregate must agree with SQLite's own GROUP BY for dense, negative, huge and
+    /// NULL keys, NULL values, and groups whose values are all NULL.
+    #[test]
+    fn group_totals_match_sqlite_group_by() {
+        let conn = Connection::open_in_memory().unwrap();
+        register(&conn).unwrap();
+        conn.execute_batch("CREATE TABLE t (k INTEGER, v INTEGER)")
+            .unwrap();
+        let mut rows: Vec<(Option<i64>, Option<i64>)> = Vec::new();
+        for i in 0..5000i64 {
+            let key = match i % 7 {
+                0 => None,
+                1 => Some(-(i % 3) - 1),
+                2 => Some(DENSE_KEYS + i % 5),
+                3 => Some(i64::MAX - i % 2),
+                _ => Some(i % 300),
+            };
+            let value = (i % 11 != 0).then_some(i * 37 % 1000 - 200);
+            rows.push((key, value));
+        }
+        rows.push((Some(12_345), None));
+        let mut insert = conn.prepare("INSERT INTO t VALUES (?, ?)").unwrap();
+        for r in &rows {
+            insert.execute(rusqlite::params![r.0, r.1]).unwrap();
+        }
+        let ours: String = conn
+            .query_row("SELECT pt_snap_group_totals(k, v) FROM t", [], |r| r.get(0))
+            .unwrap();
+        let sqlite: String = conn
+            .query_row(
+                "SELECT '[' || group_concat(g, ',') || ']' FROM (SELECT json_array(k, COUNT(*), \
+                 SUM(v), MAX(v)) AS g FROM t GROUP BY k ORDER BY k)",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(ours, sqlite);
+        assert!(ours.contains("[12345,1,null,null]"));
+    }
+
+    #[test]
+    fn group_totals_report_overflow_like_sum() {
+        let conn = Connection::open_in_memory().unwrap();
+        register(&conn).unwrap();
+        conn.execute_batch(&format!(
+            "CREATE TABLE t (k INTEGER, v INTEGER); INSERT INTO t VALUES (1, {m}), (1, {m});",
+            m = i64::MAX
+        ))
+        .unwrap();
+        let err = conn
+            .query_row("SELECT pt_snap_group_totals(k, v) FROM t", [], |r| {
+                r.get::<_, String>(0)
+            })
+            .unwrap_err();
+        assert!(err.to_string().contains("integer overflow"), "{err}");
     }
 }

@@ -1,7 +1,7 @@
 //! What the decoder keeps while the pickle streams by: interned stacks, decoded records
 //! awaiting their parent list, and the handles that name them inside the pickle arena.
 
-use std::collections::HashMap;
+use foldhash::HashMap;
 
 use pt_snap_pickle::{Arena, Handle, NodeId, Val};
 
