@@ -1,6 +1,9 @@
 // The browser app end to end in Chromium: import a pickle in the worker, open a CLI-made .db,
-// compare the peaks with the CLI's memory_peak, use every view, download the .db and check it
-// with the CLI, refuse hostile files, and never request anything outside the served origin.
+// compare the peaks with the CLI's memory_peak, use every view (timeline zoom/pan/select,
+// memory tree, active blocks, leak candidates, freed lifetimes, templates, SQL), follow deep
+// links, download the .db and check it with the CLI, refuse bad and hostile files with the
+// CLI's code and message, cancel a running import, and never request anything outside the
+// served origin. Screenshots of every view go to target/web/.
 import { createRequire } from 'node:module';
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -11,16 +14,31 @@ const [url, root] = process.argv.slice(2);
 const require = createRequire(path.join(root, 'tests/browser/node_modules/'));
 const { chromium } = require('playwright-core');
 const out = path.join(root, 'target/web');
-const expected = JSON.parse(fs.readFileSync(path.join(out, 'expected-peak.json'), 'utf8')).rows[0];
-const hostile = JSON.parse(fs.readFileSync(path.join(out, 'expected-hostile.json'), 'utf8')).error;
+const read = (name) => JSON.parse(fs.readFileSync(path.join(out, name), 'utf8'));
+const expected = read('expected-peak.json').rows[0];
+const cliErrors = {
+  hostile: read('expected-hostile.json').error,
+  truncated: read('expected-truncated.json').error,
+  suffix: read('expected-suffix.json').error,
+  notDb: read('expected-not-a-db.json').error,
+};
+const cliBin = path.join(root, 'target/debug/pt-snap');
+const cliDb = path.join(out, 'fixture.pkl.db');
+/** The CLI's answer to a template on the CLI-made database. */
+function cli(template, params = {}, extra = []) {
+  const args = ['query', cliDb, '--template-use', template, '--json', '--exact-total', ...extra];
+  if (Object.keys(params).length) args.push('--params', JSON.stringify(params));
+  return JSON.parse(execFileSync(cliBin, args, { maxBuffer: 64 << 20 }));
+}
 
 let passed = 0, failed = 0;
 async function check(name, fn) {
   const t0 = Date.now();
   try { await fn(); passed++; console.log(`ok   ${name} (${Date.now() - t0} ms)`); }
-  catch (e) { failed++; console.log(`FAIL ${name}: ${e.message}`); }
+  catch (e) { failed++; console.log(`FAIL ${name}: ${e.stack || e.message}`); }
 }
 function eq(a, b, what) { if (a !== b) throw new Error(`${what}: expected ${JSON.stringify(b)}, got ${JSON.stringify(a)}`); }
+function ok(cond, what) { if (!cond) throw new Error(what); }
 
 const profile = fs.mkdtempSync(path.join(os.tmpdir(), 'pt-snap-web-'));
 const ctx = await chromium.launchPersistentContext(profile, {
@@ -32,18 +50,25 @@ const ctx = await chromium.launchPersistentContext(profile, {
 const origin = new URL(url).origin;
 const outside = [], errors = [];
 ctx.on('request', (r) => { const u = r.url(); if (!u.startsWith(origin) && !u.startsWith('data:') && !u.startsWith('blob:')) outside.push(u); });
-const page = ctx.pages()[0] ?? await ctx.newPage();
-page.on('console', (m) => { if (m.type() === 'error') errors.push(m.text()); });
-page.on('pageerror', (e) => errors.push(String(e)));
+function watch(p) {
+  p.on('console', (m) => { if (m.type() === 'error') errors.push(m.text()); });
+  p.on('pageerror', (e) => errors.push(String(e)));
+}
+let page = ctx.pages()[0] ?? await ctx.newPage();
+watch(page);
 
-async function peaks() {
-  await page.waitForSelector('[data-testid=peak-reserved]', { timeout: 120000 });
-  const v = async (id) => Number(await page.getAttribute(`[data-testid=${id}]`, 'data-value'));
+async function peaks(p = page) {
+  await p.waitForSelector('[data-testid=peak-reserved]', { timeout: 120000 });
+  const v = async (id) => Number(await p.getAttribute(`[data-testid=${id}]`, 'data-value'));
   eq(await v('peak-allocated'), expected.peak_allocated, 'peak_allocated');
   eq(await v('peak-active'), expected.peak_active, 'peak_active');
   eq(await v('peak-reserved'), expected.peak_reserved, 'peak_reserved');
 }
-const shot = (name) => page.screenshot({ path: path.join(out, `${name}.png`), fullPage: true });
+const shot = (name, p = page) => p.screenshot({ path: path.join(out, `${name}.png`), fullPage: true });
+const tab = async (key) => { await page.click(`[data-testid=tab-${key}]`); await page.waitForFunction((k) => location.hash.includes(`view=${k}`), key); };
+const hashOf = (p = page) => Object.fromEntries(new URL(p.url()).hash.slice(1).split('&').filter(Boolean).map((kv) => kv.split('=')));
+const fgText = () => page.textContent('.ptsnap-fg');
+const timelineWindow = async () => (await page.getAttribute('[data-testid=timeline]', 'data-window')).split('-').map(Number);
 
 await page.goto(url);
 await page.waitForSelector('[data-testid=file-input]', { state: 'attached' });
@@ -55,45 +80,164 @@ await check('pickle imported in the worker shows the CLI peaks', async () => {
   await peaks();
   console.log(`     drop to peaks: ${Date.now() - t0} ms`);
   const text = await page.textContent('[data-testid=peak-allocated]');
-  if (!/MiB|GiB/.test(text)) throw new Error(`peak not in human units: ${text}`);
-  if (!(await page.textContent('[data-testid=metadata]')).includes('fixture.pkl')) throw new Error('metadata does not name the source');
+  ok(/MiB|GiB/.test(text), `peak not in human units: ${text}`);
+  eq(await page.getAttribute('[data-testid=peak-allocated]', 'title'), `${expected.peak_allocated.toLocaleString('en-US')} bytes`, 'exact bytes on hover');
+  ok((await page.textContent('[data-testid=metadata]')).includes('fixture.pkl'), 'metadata does not name the source');
   await shot('02-overview');
 });
 
-await check('timeline click shows the flamegraph there', async () => {
-  const box = await page.locator('[data-testid=timeline]').boundingBox();
-  await page.mouse.click(box.x + box.width * 0.5, box.y + box.height / 2);
-  await page.waitForSelector('[data-testid=fg-frame]', { timeout: 30000 });
-  const ev = await page.inputValue('[data-testid=tree-event]');
-  if (!ev) throw new Error('no event chosen');
-  await page.fill('[data-testid=tree-event]', String(expected.peak_active_event_id));
-  await page.press('[data-testid=tree-event]', 'Enter');
+await check('timeline: downsampled with extremes kept, peaks marked', async () => {
+  const svg = '[data-testid=timeline]';
+  const [lo, hi] = await timelineWindow();
+  const buckets = Number(await page.getAttribute(svg, 'data-buckets'));
+  ok(buckets <= 1000 && buckets < hi - lo + 1, `expected downsampling, got ${buckets} columns for ${hi - lo + 1} events`);
+  for (const name of ['allocated', 'active', 'reserved']) {
+    eq(Number(await page.getAttribute(`${svg} g[data-peak=${name}]`, 'data-event')), expected[`peak_${name}_event_id`], `${name} peak mark`);
+  }
+  // The highest point of each drawn line is its peak's dot: min/max buckets lost nothing.
+  const tops = await page.evaluate(() => Object.fromEntries(['allocated', 'active', 'reserved'].map((n) => {
+    const ys = document.querySelector(`polyline.tl.${n}`).getAttribute('points').trim().split(' ').map((p) => Number(p.split(',')[1]));
+    return [n, [Math.min(...ys), Number(document.querySelector(`g[data-peak=${n}] .peak-dot`).getAttribute('y1'))]];
+  })));
+  for (const [n, [top, dot]] of Object.entries(tops)) ok(Math.abs(top - dot) < 0.11, `${n}: line top ${top} vs peak dot ${dot}`);
+});
+
+await check('timeline: wheel, keyboard, drag and buttons zoom and pan; reset', async () => {
+  const svg = page.locator('[data-testid=timeline]');
+  const [lo, hi] = await timelineWindow();
+  const box = await svg.boundingBox();
+  await page.mouse.move(box.x + box.width * 0.6, box.y + box.height / 2);
+  await page.mouse.wheel(0, -300);
+  await page.waitForFunction(([l, h]) => document.querySelector('[data-testid=timeline]').dataset.window !== `${l}-${h}`, [lo, hi]);
+  const [zl, zh] = await timelineWindow();
+  ok(zh - zl < hi - lo && zl > lo, `wheel did not zoom around the pointer: ${zl}-${zh}`);
+  await svg.focus();
+  await page.keyboard.press('+');
+  await page.waitForFunction((w) => document.querySelector('[data-testid=timeline]').dataset.window !== w, `${zl}-${zh}`);
+  const [kl, kh] = await timelineWindow();
+  ok(kh - kl < zh - zl, `+ did not zoom in: ${kl}-${kh}`);
+  await page.keyboard.press('ArrowRight');
+  await page.waitForFunction((w) => document.querySelector('[data-testid=timeline]').dataset.window !== w, `${kl}-${kh}`);
+  const [rl, rh] = await timelineWindow();
+  ok(rl > kl && rh - rl === kh - kl, `→ did not pan right: ${rl}-${rh}`);
+  const b2 = await svg.boundingBox();
+  await page.mouse.move(b2.x + b2.width * 0.7, b2.y + 40);
+  await page.mouse.down();
+  await page.mouse.move(b2.x + b2.width * 0.4, b2.y + 40, { steps: 5 });
+  await page.mouse.up();
+  const [dl, dh] = await timelineWindow();
+  ok(dl > rl && dh - dl === rh - rl, `dragging left did not pan right: ${dl}-${dh} after ${rl}-${rh}`);
+  await shot('03-timeline-zoomed');
+  await page.click('[data-testid=timeline-reset]');
+  await page.waitForFunction((w) => document.querySelector('[data-testid=timeline]').dataset.window === w, `${lo}-${hi}`);
+  await svg.focus();
+  await page.keyboard.press('-');
+  eq((await timelineWindow()).join('-'), `${lo}-${hi}`, 'zooming out stops at all events');
+});
+
+await check('timeline click selects an event and changes the flamegraph', async () => {
+  await page.click('[data-testid=select-peak-active]');
+  await page.waitForSelector(`[data-testid=selected-event][data-event="${expected.peak_active_event_id}"]`);
+  await page.click('[data-testid=open-tree]');
   await page.waitForFunction((e) => document.querySelector('.ptsnap-fg')?.textContent.includes(`event ${e}`), expected.peak_active_event_id, { timeout: 30000 });
-  if (!page.url().includes(`event=${expected.peak_active_event_id}`)) throw new Error(`hash not updated: ${page.url()}`);
-  await shot('03-tree');
+  const before = await fgText();
+  await tab('overview');
+  const box = await page.locator('[data-testid=timeline]').boundingBox();
+  await page.mouse.click(box.x + box.width * 0.25, box.y + box.height / 2);
+  await page.waitForFunction((e) => { const s = document.querySelector('[data-testid=selected-event]'); return s?.dataset.event && s.dataset.event !== String(e); }, expected.peak_active_event_id);
+  const chosen = Number(await page.getAttribute('[data-testid=selected-event]', 'data-event'));
+  eq(Number(hashOf().event), chosen, 'selected event in the URL');
+  await page.waitForSelector('[data-testid=timeline-selected]', { state: 'attached' });
+  await shot('04-selected');
+  await page.click('[data-testid=open-tree]');
+  await page.waitForFunction((e) => document.querySelector('.ptsnap-fg')?.textContent.includes(`event ${e}`), chosen, { timeout: 30000 });
+  ok((await fgText()) !== before, 'flamegraph did not change');
+  eq(await page.inputValue('[data-testid=tree-event]'), String(chosen), 'tree event input');
+  await shot('05-tree');
 });
 
 await check('peak report lists callstack groups', async () => {
-  await page.click('[data-testid=tab-peak]');
+  await tab('peak');
   await page.waitForSelector('table.groups tbody tr');
   await page.click('table.groups tbody tr summary');
-  await shot('04-peak');
+  await shot('06-peak');
+});
+
+await check('active blocks at the selected event: the CLI total, pages, stacks', async () => {
+  const event = expected.peak_active_event_id;
+  await page.evaluate((e) => { location.hash = `#device=0&event=${e}&view=blocks`; }, event);
+  await page.waitForSelector('[data-testid=blocks-table] tbody tr');
+  ok((await page.textContent('[data-testid=blocks-event]')).includes(`event ${event}`), 'blocks view names the event');
+  const want = cli('active_blocks_at_event', { event_id: event, limit: 50 });
+  eq(Number(await page.getAttribute('[data-testid=blocks-summary]', 'data-total')), want.total, 'active block count');
+  const firstIds = await page.$$eval('[data-testid=blocks-table] tbody tr td:first-child', (tds) => tds.map((t) => Number(t.textContent)));
+  eq(JSON.stringify(firstIds), JSON.stringify(want.rows.map((r) => r.id)), 'first page of blocks');
+  const title = await page.getAttribute('[data-testid=blocks-table] tbody tr td:nth-child(2) span', 'title');
+  eq(title, `${want.rows[0].size.toLocaleString('en-US')} bytes`, 'exact size on hover');
+  if (want.total > 50) {
+    await page.click('[data-testid=page-next]');
+    await page.waitForFunction(() => document.querySelector('[data-testid=page-label]').textContent.startsWith('page 2'));
+    const page2 = cli('active_blocks_at_event', { event_id: event, limit: 50, offset: 50 });
+    await page.waitForFunction((id) => document.querySelector('[data-testid=blocks-table] tbody tr td')?.textContent === String(id), page2.rows[0].id);
+    await page.click('[data-testid=page-prev]');
+  }
+  // Newest allocation first: its stack is the CLI's callstack of that allocation event.
+  await page.selectOption('[data-testid=blocks-order]', 'allocEventId');
+  const top = cli('active_blocks_at_event', { event_id: event, order_by: 'allocEventId', limit: 1 }).rows[0];
+  await page.waitForFunction((id) => document.querySelector('[data-testid=blocks-table] tbody tr td')?.textContent === String(id), top.id);
+  await page.click('[data-testid=blocks-table] tbody tr:first-child details.stack summary');
+  const stack = await page.textContent('[data-testid=stack-text]');
+  eq(stack, cli('event', { id: top.allocEventId }).rows[0].callstack, 'allocation stack');
+  await shot('07-blocks');
+});
+
+await check('leak candidates: the CLI count, sizes in human units, stacks', async () => {
+  await tab('leaks');
+  await page.waitForSelector('[data-testid=leaks-table] tbody tr');
+  const want = cli('leak_detection');
+  eq(Number(await page.getAttribute('[data-testid=leaks-summary]', 'data-total')), want.total, 'leak candidates');
+  const sizes = await page.$$eval('[data-testid=leaks-table] tbody tr td:nth-child(2) span', (s) => s.slice(0, 5).map((x) => [x.textContent, x.title]));
+  sizes.forEach(([text, t], i) => {
+    ok(/[KMG]iB| B$/.test(text), `size not in human units: ${text}`);
+    eq(t, `${want.rows[i].size.toLocaleString('en-US')} bytes`, `leak ${i} exact size`);
+  });
+  const rows = await page.$$eval('[data-testid=leaks-table] tbody tr', (r) => r.length);
+  eq(rows, Math.min(50, want.total), 'one page of leaks');
+  await page.click('[data-testid=leaks-table] tbody tr:first-child details.stack summary');
+  eq(await page.textContent('[data-testid=stack-text]'), cli('event', { id: want.rows[0].allocEventId }).rows[0].callstack, 'leak stack');
+  await page.fill('[data-testid=leaks-min-size]', String(want.rows[2].size));
+  await page.press('[data-testid=leaks-min-size]', 'Enter');
+  const bigger = cli('leak_detection', { min_size: want.rows[2].size });
+  await page.waitForFunction((n) => document.querySelector('[data-testid=leaks-summary]')?.dataset.total === String(n), bigger.total);
+  await page.fill('[data-testid=leaks-min-size]', '0');
+  await page.press('[data-testid=leaks-min-size]', 'Enter');
+  await page.waitForFunction((n) => document.querySelector('[data-testid=leaks-summary]')?.dataset.total === String(n), want.total);
+  await shot('08-leaks');
+});
+
+await check('freed-block lifetimes: the CLI buckets', async () => {
+  await tab('lifetimes');
+  await page.waitForSelector('[data-testid=lifetimes-table] tbody tr');
+  const want = cli('freed_block_lifetime').rows;
+  const got = await page.$$eval('[data-testid=lifetimes-table] tbody tr', (rs) => rs.map((r) => [r.cells[0].textContent, Number(r.cells[1].textContent.replace(/,/g, '')), r.cells[3].querySelector('span').title]));
+  eq(JSON.stringify(got), JSON.stringify(want.map((r) => [r.lifetime_events, r.block_count, `${r.size_bytes.toLocaleString('en-US')} bytes`])), 'lifetime buckets');
+  await shot('09-lifetimes');
 });
 
 await check('template runner runs a template with parameters', async () => {
-  await page.click('[data-testid=tab-templates]');
+  await tab('templates');
   await page.selectOption('[data-testid=template-select]', 'active_memory_callstack_at_event');
   await page.fill('[data-param=event_id]', String(expected.peak_active_event_id));
   await page.fill('[data-param=top_n]', '5');
   await page.click('[data-testid=run-template]');
   await page.waitForSelector('[data-testid=result-table] tbody tr');
-  const cli = await page.textContent('[data-testid=cli-command]');
-  if (!cli.includes('--template-use active_memory_callstack_at_event') || !cli.includes('"top_n":5')) throw new Error(`cli: ${cli}`);
-  await shot('05-templates');
+  const cmd = await page.textContent('[data-testid=cli-command]');
+  ok(cmd.includes('--template-use active_memory_callstack_at_event') && cmd.includes('"top_n":5'), `cli: ${cmd}`);
+  await shot('10-templates');
 });
 
 await check('SQL console runs read-only SQL and refuses writes', async () => {
-  await page.click('[data-testid=tab-sql]');
+  await tab('sql');
   await page.fill('[data-testid=sql-input]', 'SELECT max(active) AS m FROM trace_entry_0');
   await page.click('[data-testid=run-sql]');
   await page.waitForSelector('[data-testid=result-table] tbody tr');
@@ -101,42 +245,96 @@ await check('SQL console runs read-only SQL and refuses writes', async () => {
   await page.fill('[data-testid=sql-input]', 'DELETE FROM trace_entry_0');
   await page.click('[data-testid=run-sql]');
   await page.waitForSelector('[data-testid=view-error]');
-  await shot('06-sql');
+  await shot('11-sql');
 });
 
 await check('downloaded .db answers the same in the CLI', async () => {
   const [dl] = await Promise.all([page.waitForEvent('download'), page.click('[data-testid=download-db]')]);
   const file = path.join(out, 'downloaded.db');
   await dl.saveAs(file);
-  const cli = path.join(root, 'target/debug/pt-snap');
-  const row = JSON.parse(execFileSync(cli, ['query', file, '--template-use', 'memory_peak', '--json'])).rows[0];
+  const row = JSON.parse(execFileSync(cliBin, ['query', file, '--template-use', 'memory_peak', '--json'])).rows[0];
   eq(JSON.stringify(row), JSON.stringify(expected), 'memory_peak of the downloaded db');
 });
 
-await check('hostile pickle: the CLI error, page still works', async () => {
-  await page.setInputFiles('[data-testid=file-input]', path.join(out, 'hostile.pkl'));
-  await page.waitForSelector('[data-testid=error-code]', { timeout: 60000 });
-  eq(await page.textContent('[data-testid=error-code]'), hostile.code, 'code');
-  eq(await page.textContent('[data-testid=error-message]'), hostile.message, 'message');
-  await shot('07-hostile');
-  await page.setInputFiles('[data-testid=file-input]', path.join(out, 'not-a.db'));
-  await page.waitForFunction(() => document.querySelector('[data-testid=error-code]')?.textContent === 'DATABASE_SCHEMA_INVALID');
+await check('deep link: device, event and view restored after the file loads, and on hashchange', async () => {
+  const p = await ctx.newPage();
+  watch(p);
+  const event = expected.peak_reserved_event_id;
+  await p.goto(`${url}#device=0&event=${event}&view=blocks`);
+  await p.waitForSelector('[data-testid=file-input]', { state: 'attached' });
+  await p.setInputFiles('[data-testid=file-input]', cliDb);
+  await peaks(p);
+  await p.waitForSelector('[data-testid=blocks-table] tbody tr');
+  ok((await p.textContent('[data-testid=blocks-event]')).includes(`after event ${event}`), 'blocks view at the linked event');
+  eq(await p.getAttribute('[data-testid=tab-blocks]', 'aria-selected'), 'true', 'linked view selected');
+  // Editing the link moves the open page.
+  const other = expected.peak_active_event_id;
+  await p.evaluate((e) => { location.hash = `#device=0&event=${e}&view=tree`; }, other);
+  await p.waitForFunction((e) => document.querySelector('.ptsnap-fg')?.textContent.includes(`event ${e}`), other, { timeout: 30000 });
+  eq(await p.inputValue('[data-testid=tree-event]'), String(other), 'tree at the linked event');
+  // An event outside the trace falls back to the active peak instead of failing.
+  await p.evaluate(() => { location.hash = '#device=0&event=99999999&view=tree'; });
+  await p.waitForFunction(() => !location.hash.includes('99999999'));
+  await p.waitForFunction((e) => document.querySelector('.ptsnap-fg')?.textContent.includes(`event ${e}`), expected.peak_active_event_id, { timeout: 30000 });
+  // Choosing a view writes it back.
+  await p.click('[data-testid=tab-leaks]');
+  await p.waitForFunction(() => location.hash.includes('view=leaks'));
+  eq(hashOf(p).device, '0', 'device in the URL');
+  await shot('12-deep-link', p);
+  await p.close();
+});
+
+await check('bad and hostile files: the CLI code and message, page still works', async () => {
+  const expectError = async (file, err, what) => {
+    await page.setInputFiles('[data-testid=file-input]', path.join(out, file));
+    await page.waitForFunction((c) => document.querySelector('[data-testid=error-code]')?.textContent === c
+      && document.querySelector('[data-testid=error-message]')?.textContent, err.code, { timeout: 60000 });
+    eq(await page.textContent('[data-testid=error-code]'), err.code, `${what} code`);
+    eq(await page.textContent('[data-testid=error-message]'), err.message, `${what} message`);
+  };
+  await expectError('hostile.pkl', cliErrors.hostile, 'hostile pickle');
+  await shot('13-hostile');
+  await page.click('[data-testid=error] button');
+  await expectError('truncated.pkl', cliErrors.truncated, 'truncated pickle');
+  await page.click('[data-testid=error] button');
+  await expectError('snapshot.txt', cliErrors.suffix, 'wrong suffix');
+  await page.click('[data-testid=error] button');
+  await expectError('not-a.db', cliErrors.notDb, 'not a database');
+  // The file that was open stays open and answers.
+  await tab('overview');
+  await peaks();
 });
 
 await check('a CLI-made .db opens with the same peaks', async () => {
-  await page.setInputFiles('[data-testid=file-input]', path.join(out, 'fixture.pkl.db'));
-  await page.click('[data-testid=tab-overview]');
+  await page.setInputFiles('[data-testid=file-input]', cliDb);
   await page.waitForSelector('[data-testid=error]', { state: 'detached' });
   await peaks();
-  await shot('08-db');
+  await page.waitForFunction(() => document.querySelector('.opened strong')?.textContent === 'fixture.pkl.db');
+  await shot('14-db');
 });
 
-await check('cancel stops an import and the page stays usable', async () => {
+await check('cancel stops a running import; the page stays usable', async () => {
+  const before = new Set(page.workers());
+  ok(before.size >= 1, 'no import worker');
+  const t0 = Date.now();
+  await page.setInputFiles('[data-testid=file-input]', path.join(out, 'big.pickle'));
+  await page.waitForFunction(() => /decoding|replaying/.test(document.querySelector('[data-testid=import-progress]')?.textContent ?? ''), null, { timeout: 60000, polling: 50 });
+  await shot('15-importing');
+  const closed = Promise.all([...before].map((w) => new Promise((res) => w.once('close', res))));
+  const fresh = page.waitForEvent('worker');
+  await page.click('[data-testid=cancel-import]');
+  await Promise.race([closed, new Promise((_, rej) => setTimeout(() => rej(new Error('worker not terminated within 5 s')), 5000))]);
+  console.log(`     cancelled ${Date.now() - t0} ms after the drop; the import worker was terminated`);
+  await fresh;
+  await page.waitForSelector('[data-testid=import-progress]', { state: 'detached' });
+  // Nothing of the cancelled import arrives later: the open database is still the old one.
+  await page.waitForTimeout(1500);
+  eq(await page.textContent('.opened strong'), 'fixture.pkl.db', 'open file after cancel');
+  eq(await page.$('[data-testid=error]'), null, 'no error after cancel');
+  await peaks();
+  // The replacement worker imports the next file.
   await page.setInputFiles('[data-testid=file-input]', path.join(out, 'fixture.pkl'));
-  // The small fixture may finish before the click lands; then there is nothing to cancel.
-  await page.click('[data-testid=cancel-import]', { timeout: 2000 }).catch(() => {});
-  await page.setInputFiles('[data-testid=file-input]', path.join(out, 'fixture.pkl'));
-  await page.waitForSelector('[data-testid=import-progress]', { state: 'detached', timeout: 120000 });
+  await page.waitForFunction(() => document.querySelector('.opened strong')?.textContent === 'fixture.pkl', null, { timeout: 120000 });
   await peaks();
 });
 

@@ -21,6 +21,14 @@ target/debug/pt-snap query "$out/fixture.pkl.db" --template-use memory_peak --js
 printf '\x80\x02cos\nsystem\nq\x00X\x02\x00\x00\x00idq\x01\x85q\x02Rq\x03.' > "$out/hostile.pkl"
 target/debug/pt-snap import "$out/hostile.pkl" --no-focus --json 2> "$out/expected-hostile.json" >/dev/null && { echo "hostile pickle was accepted" >&2; exit 1; }
 printf 'this is not a database, just some text\n' > "$out/not-a.db"
+target/debug/pt-snap query "$out/not-a.db" --template-use memory_peak --json 2> "$out/expected-not-a-db.json" >/dev/null && { echo "not-a.db was opened" >&2; exit 1; }
+# A pickle cut short, and a snapshot under a suffix the importer refuses.
+head -c 20000 "$fixture" > "$out/truncated.pkl"
+target/debug/pt-snap import "$out/truncated.pkl" --no-focus --json 2> "$out/expected-truncated.json" >/dev/null && { echo "truncated pickle was accepted" >&2; exit 1; }
+cp "$fixture" "$out/snapshot.txt"
+target/debug/pt-snap import "$out/snapshot.txt" --no-focus --json 2> "$out/expected-suffix.json" >/dev/null && { echo "a .txt snapshot was accepted" >&2; exit 1; }
+# Large enough (33 MB) that its import is still running when the test cancels it.
+[ -f "$out/big.pickle" ] || cargo run -q --release -p pt-snap-gen -- --seed 7 --events 300000 --out "$out/big.pickle" >/dev/null
 
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 python3 -m http.server "$port" --bind 127.0.0.1 --directory dist >"$out/http.log" 2>&1 &

@@ -8,6 +8,7 @@ use web_sys::{DragEvent, HtmlInputElement};
 
 use crate::data::{Failure, Opened};
 use crate::fmt;
+use crate::lists;
 use crate::loader;
 use crate::views;
 
@@ -32,15 +33,21 @@ pub enum Tab {
     Overview,
     Peak,
     Tree,
+    Leaks,
+    Blocks,
+    Lifetimes,
     Templates,
     Sql,
 }
 
 impl Tab {
-    pub const ALL: [Tab; 5] = [
+    pub const ALL: [Tab; 8] = [
         Tab::Overview,
         Tab::Peak,
         Tab::Tree,
+        Tab::Blocks,
+        Tab::Leaks,
+        Tab::Lifetimes,
         Tab::Templates,
         Tab::Sql,
     ];
@@ -50,6 +57,9 @@ impl Tab {
             Tab::Overview => "overview",
             Tab::Peak => "peak",
             Tab::Tree => "tree",
+            Tab::Leaks => "leaks",
+            Tab::Blocks => "blocks",
+            Tab::Lifetimes => "lifetimes",
             Tab::Templates => "templates",
             Tab::Sql => "sql",
         }
@@ -60,6 +70,9 @@ impl Tab {
             Tab::Overview => "Overview",
             Tab::Peak => "Peak report",
             Tab::Tree => "Memory tree",
+            Tab::Leaks => "Leak candidates",
+            Tab::Blocks => "Active blocks",
+            Tab::Lifetimes => "Freed lifetimes",
             Tab::Templates => "Templates",
             Tab::Sql => "SQL",
         }
@@ -80,33 +93,72 @@ pub struct AppState {
     pub tab: RwSignal<Tab>,
 }
 
-/// `#device=0&event=7498&view=tree`: read once at start, applied to the next opened file.
-fn read_hash(state: AppState) {
-    let hash = window().location().hash().unwrap_or_default();
+/// What a deep link (`#device=0&event=7498&view=tree`) asks for; absent parts keep the
+/// current choice.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Link {
+    pub device: Option<i64>,
+    pub event: Option<i64>,
+    pub view: Option<Tab>,
+}
+
+pub fn parse_hash(hash: &str) -> Link {
+    let mut link = Link::default();
     for pair in hash.trim_start_matches('#').split('&') {
         match pair.split_once('=') {
-            Some(("device", v)) => {
-                if let Ok(d) = v.parse() {
-                    state.device.set(d);
-                }
-            }
-            Some(("event", v)) => state.event.set(v.parse().ok()),
-            Some(("view", v)) => {
-                if let Some(t) = Tab::from_key(v) {
-                    state.tab.set(t);
-                }
-            }
+            Some(("device", v)) => link.device = v.parse().ok(),
+            Some(("event", v)) => link.event = v.parse().ok(),
+            Some(("view", v)) => link.view = Tab::from_key(v),
             _ => {}
+        }
+    }
+    link
+}
+
+/// Applies the URL's deep link to `opened` (the file just opened, or the open one on
+/// `hashchange`): a device it lacks falls back to the current one, then to its lowest; an
+/// event outside that device's trace falls back to the active peak.
+pub fn apply_link(state: AppState, opened: &Opened) {
+    let link = parse_hash(&window().location().hash().unwrap_or_default());
+    let current = state.device.get_untracked();
+    let device = [link.device, Some(current)]
+        .into_iter()
+        .flatten()
+        .find(|d| opened.devices.contains(d))
+        .or_else(|| opened.devices.first().copied())
+        .unwrap_or(0);
+    let bounds = opened
+        .bounds
+        .iter()
+        .find(|(d, _)| *d == device)
+        .and_then(|(_, b)| *b);
+    let event = link
+        .event
+        .filter(|e| bounds.is_some_and(|(lo, hi)| (lo..=hi).contains(e)));
+    if state.device.get_untracked() != device {
+        state.device.set(device);
+    }
+    if state.event.get_untracked() != event {
+        state.event.set(event);
+    }
+    if let Some(tab) = link.view {
+        if state.tab.get_untracked() != tab {
+            state.tab.set(tab);
         }
     }
 }
 
-fn write_hash(state: AppState) {
-    let mut hash = format!("#device={}", state.device.get());
-    if let Some(e) = state.event.get() {
+/// Writes the current choice into the URL without a history entry (and without firing
+/// `hashchange`).
+fn write_hash(device: i64, event: Option<i64>, tab: Tab) {
+    let mut hash = format!("#device={device}");
+    if let Some(e) = event {
         hash.push_str(&format!("&event={e}"));
     }
-    hash.push_str(&format!("&view={}", state.tab.get().key()));
+    hash.push_str(&format!("&view={}", tab.key()));
+    if window().location().hash().ok().as_deref() == Some(hash.as_str()) {
+        return;
+    }
     if let Ok(history) = window().history() {
         let _ = history.replace_state_with_url(&wasm_bindgen::JsValue::NULL, "", Some(&hash));
     }
@@ -122,11 +174,23 @@ pub fn App() -> impl IntoView {
         tab: RwSignal::new(Tab::Overview),
     };
     provide_context(state);
-    read_hash(state);
     loader::start_worker(state);
+    // A link edited or followed while a file is open moves the page there; before that, the
+    // hash waits for the file.
+    let _ = window_event_listener(ev::hashchange, move |_| {
+        if let Some(opened) = state.opened.get_untracked() {
+            apply_link(state, &opened);
+            // What could not be followed (an unknown device or event) leaves the URL too.
+            write_hash(
+                state.device.get_untracked(),
+                state.event.get_untracked(),
+                state.tab.get_untracked(),
+            );
+        }
+    });
     Effect::new(move |_| {
         if state.opened.with(Option::is_some) {
-            write_hash(state);
+            write_hash(state.device.get(), state.event.get(), state.tab.get());
         }
     });
 
@@ -307,11 +371,15 @@ fn Workspace() -> impl IntoView {
                 }).collect_view()}
             </nav>
         </div>
+        <views::PeakCards/>
         <div class="view">
             {move || match state.tab.get() {
                 Tab::Overview => view! { <views::Overview/> }.into_any(),
                 Tab::Peak => view! { <views::PeakView/> }.into_any(),
                 Tab::Tree => view! { <views::TreeView/> }.into_any(),
+                Tab::Leaks => view! { <lists::LeaksView/> }.into_any(),
+                Tab::Blocks => view! { <lists::BlocksView/> }.into_any(),
+                Tab::Lifetimes => view! { <lists::LifetimesView/> }.into_any(),
                 Tab::Templates => view! { <views::TemplatesView/> }.into_any(),
                 Tab::Sql => view! { <views::SqlView/> }.into_any(),
             }}

@@ -5,7 +5,7 @@
 
 use std::cell::RefCell;
 
-use pt_snap_query::{registry, Analyzer, QueryError, QueryRequest};
+use pt_snap_query::{registry, Analyzer, QueryError, QueryRequest, TimelineRequest};
 use pt_snap_report::{memory_tree, peak_memory, Metric, PeakRequest, TreeRequest};
 use serde_json::{Map, Value as Json};
 
@@ -28,6 +28,12 @@ impl Failure {
             code: code.to_owned(),
             message: message.into(),
         }
+    }
+}
+
+impl From<pt_snap_import::Failure> for Failure {
+    fn from(f: pt_snap_import::Failure) -> Self {
+        Failure::new(f.code, f.message)
     }
 }
 
@@ -154,56 +160,62 @@ pub fn peaks(device: i64) -> Result<Peaks, Failure> {
     })
 }
 
-/// One downsampled timeline point: the maxima of a bucket of consecutive events.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Point {
-    pub first_id: i64,
-    pub last_id: i64,
+/// The counters over a window of events, downsampled to at most `buckets` runs whose minima
+/// and maxima are kept (the shared library's `Analyzer::timeline`).
+pub fn timeline(
+    device: i64,
+    window: Option<(i64, i64)>,
+    buckets: usize,
+) -> Result<pt_snap_query::Timeline, Failure> {
+    with(|a| {
+        Ok(a.timeline(&TimelineRequest {
+            device: Some(device),
+            start_id: window.map(|w| w.0),
+            end_id: window.map(|w| w.1),
+            buckets,
+        })?)
+    })
+}
+
+/// One trace event as the `event` template gives it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EventInfo {
+    pub id: i64,
+    pub action: String,
+    pub size: i64,
+    pub address: i64,
     pub allocated: i64,
     pub active: i64,
     pub reserved: i64,
+    pub callstack: Option<String>,
 }
 
-/// Allocated/active/reserved over real event ids, at most `buckets` points (bucket maxima, so
-/// no peak is ever averaged away).
-pub fn timeline(device: i64, buckets: i64) -> Result<Vec<Point>, Failure> {
+pub fn event(device: i64, id: i64) -> Result<Option<EventInfo>, Failure> {
     with(|a| {
-        let device = a.resolve_device(Some(device))?;
-        let conn = a.db().conn();
-        let table = format!("trace_entry_{device}");
-        let failed =
-            |e: rusqlite::Error| Failure::new("QUERY_FAILED", pt_snap_db::sqlite_message(&e));
-        let (lo, hi): (Option<i64>, Option<i64>) = conn
-            .query_row(
-                &format!("SELECT min(id), max(id) FROM {table} WHERE id >= 0"),
-                [],
-                |r| Ok((r.get(0)?, r.get(1)?)),
-            )
-            .map_err(failed)?;
-        let (Some(lo), Some(hi)) = (lo, hi) else {
-            return Ok(Vec::new());
+        let out = a.run(&QueryRequest::new("event").device(device).param("id", id))?;
+        let Some(row) = out.rows_json().into_iter().next() else {
+            return Ok(None);
         };
-        let width = ((hi - lo + 1) / buckets.max(1)).max(1);
-        let mut stmt = conn
-            .prepare(&format!(
-                "SELECT min(id), max(id), max(allocated), max(active), max(reserved) FROM {table} \
-                 WHERE id >= 0 GROUP BY (id - ?1) / ?2 ORDER BY 1"
-            ))
-            .map_err(failed)?;
-        let rows = stmt
-            .query_map([lo, width], |r| {
-                Ok(Point {
-                    first_id: r.get(0)?,
-                    last_id: r.get(1)?,
-                    allocated: r.get::<_, Option<i64>>(2)?.unwrap_or(0),
-                    active: r.get::<_, Option<i64>>(3)?.unwrap_or(0),
-                    reserved: r.get::<_, Option<i64>>(4)?.unwrap_or(0),
-                })
-            })
-            .map_err(failed)?
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(failed)?;
-        Ok(rows)
+        let num = |k: &str| row.get(k).and_then(Json::as_i64).unwrap_or(0);
+        let code = num("action");
+        let action = pt_snap_db::schema::ACTIONS
+            .iter()
+            .find(|(c, _)| *c == code)
+            .map_or_else(|| format!("action {code}"), |(_, n)| (*n).to_owned());
+        Ok(Some(EventInfo {
+            id: num("id"),
+            action,
+            size: num("size"),
+            address: num("address"),
+            allocated: num("allocated"),
+            active: num("active"),
+            reserved: num("reserved"),
+            callstack: row
+                .get("callstack")
+                .and_then(Json::as_str)
+                .filter(|s| !s.is_empty())
+                .map(str::to_owned),
+        }))
     })
 }
 
@@ -252,11 +264,13 @@ pub fn run_template(
     template: &str,
     params: Map<String, Json>,
     max_rows: i64,
+    exact_total: bool,
 ) -> Result<Table, Failure> {
     with(|a| {
         let mut req = QueryRequest::new(template)
             .device(device)
-            .max_rows(max_rows);
+            .max_rows(max_rows)
+            .exact_total(exact_total);
         req.params = params;
         let out = a.run(&req)?;
         let rows = out
@@ -325,6 +339,16 @@ pub fn run_sql(sql: &str, cap: usize) -> Result<Table, Failure> {
             total_is_exact: !more,
             note: more.then(|| format!("Only the first {cap} rows are shown.")),
         })
+    })
+}
+
+/// A template's description and interpretation limits, as its contract words them.
+pub fn contract_notes(template: &str) -> (String, Vec<String>) {
+    registry::find(template).map_or_else(Default::default, |t| {
+        (
+            t.contract.description.clone(),
+            t.contract.interpretation_limits.clone(),
+        )
     })
 }
 

@@ -168,11 +168,10 @@ pub fn load(state: AppState, file: File) {
             send(&file);
         }
     } else {
-        // The CLI's words for a snapshot with the wrong suffix; `.db` is this page's addition.
-        state.status.set(Status::Failed(Failure::new(
-            "SNAPSHOT_INVALID",
-            format!("Snapshot suffix must be .pkl or .pickle, got '{suffix}' (or open a SnapshotDB .db)"),
-        )));
+        // The CLI's words for a snapshot with the wrong suffix (the page also opens `.db`).
+        state.status.set(Status::Failed(
+            pt_snap_import::Failure::bad_suffix(&suffix).into(),
+        ));
     }
 }
 
@@ -183,13 +182,7 @@ fn finish_open(state: AppState, name: &str, bytes: Vec<u8>, imported: bool, warn
         + 1;
     match data::open(name, bytes, imported, warnings, generation) {
         Ok(opened) => {
-            let wanted = state.device.get_untracked();
-            let device = if opened.devices.contains(&wanted) {
-                wanted
-            } else {
-                opened.devices.first().copied().unwrap_or(0)
-            };
-            state.device.set(device);
+            crate::app::apply_link(state, &opened);
             state.opened.set(Some(opened));
             state.status.set(Status::Idle);
         }

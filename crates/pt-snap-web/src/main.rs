@@ -11,7 +11,11 @@ mod data;
 #[cfg(target_arch = "wasm32")]
 mod fmt;
 #[cfg(target_arch = "wasm32")]
+mod lists;
+#[cfg(target_arch = "wasm32")]
 mod loader;
+#[cfg(target_arch = "wasm32")]
+mod timeline;
 #[cfg(target_arch = "wasm32")]
 mod views;
 

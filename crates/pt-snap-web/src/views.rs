@@ -11,7 +11,7 @@ use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
 use crate::app::{AppState, Tab};
-use crate::data::{self, Failure, Peaks, Point, Table};
+use crate::data::{self, Failure, Table};
 use crate::fmt;
 
 #[wasm_bindgen]
@@ -25,7 +25,7 @@ extern "C" {
     ) -> Result<JsValue, JsValue>;
 }
 
-fn error_box(f: &Failure) -> AnyView {
+pub(crate) fn error_box(f: &Failure) -> AnyView {
     view! {
         <div class="status error inline" role="alert" data-testid="view-error">
             <code>{f.code.clone()}</code><span>{f.message.clone()}</span>
@@ -35,7 +35,7 @@ fn error_box(f: &Failure) -> AnyView {
 }
 
 /// A byte count in human units with the exact count on hover.
-fn bytes_cell(n: i64) -> AnyView {
+pub(crate) fn bytes_cell(n: i64) -> AnyView {
     view! { <span class="num" title=fmt::exact(n)>{fmt::bytes(n)}</span> }.into_any()
 }
 
@@ -46,6 +46,48 @@ fn generation(state: AppState) -> u32 {
         .with(|o| o.as_ref().map_or(0, |o| o.generation))
 }
 
+/// The three peaks of the selected device, above every view (the page's test contract:
+/// `data-value` holds the exact `memory_peak` byte count).
+#[component]
+pub fn PeakCards() -> impl IntoView {
+    let state = expect_context::<AppState>();
+    let peaks = Memo::new(move |_| {
+        generation(state);
+        data::peaks(state.device.get())
+    });
+    move || match peaks.get() {
+        Err(f) => error_box(&f),
+        Ok(p) => {
+            let card = move |label: &'static str, id: &'static str, (v, ev): (i64, Option<i64>)| {
+                let selected = move || ev.is_some() && state.event.get() == ev;
+                view! {
+                    <div class="card" class:selected=selected>
+                        <div class="card-label">{label}</div>
+                        <div class="card-value" data-testid=id data-value=v.to_string() title=fmt::exact(v)>{fmt::bytes(v)}</div>
+                        <div class="card-sub">
+                            {match ev {
+                                Some(e) => view! {
+                                    <button class="link" title="Select this event (timeline, memory tree, active blocks)"
+                                        on:click=move |_| state.event.set(Some(e))>{format!("at event {e}")}</button>
+                                }.into_any(),
+                                None => view! { <span class="muted">"no event"</span> }.into_any(),
+                            }}
+                        </div>
+                    </div>
+                }
+            };
+            view! {
+                <section class="cards" aria-label="Peaks">
+                    {card("Peak allocated", "peak-allocated", p.allocated)}
+                    {card("Peak active", "peak-active", p.active)}
+                    {card("Peak reserved", "peak-reserved", p.reserved)}
+                </section>
+            }
+            .into_any()
+        }
+    }
+}
+
 #[component]
 pub fn Overview() -> impl IntoView {
     let state = expect_context::<AppState>();
@@ -53,50 +95,8 @@ pub fn Overview() -> impl IntoView {
         generation(state);
         data::peaks(state.device.get())
     });
-    let points = Memo::new(move |_| {
-        generation(state);
-        data::timeline(state.device.get(), 600)
-    });
-    let show_tree = move |event: Option<i64>| {
-        state.event.set(event);
-        state.tab.set(Tab::Tree);
-    };
     view! {
-        {move || match peaks.get() {
-            Err(f) => error_box(&f),
-            Ok(p) => {
-                let card = move |label: &'static str, id: &'static str, (v, ev): (i64, Option<i64>)| view! {
-                    <div class="card">
-                        <div class="card-label">{label}</div>
-                        <div class="card-value" data-testid=id data-value=v.to_string() title=fmt::exact(v)>{fmt::bytes(v)}</div>
-                        <div class="card-sub">
-                            {match ev {
-                                Some(e) => view! {
-                                    <button class="link" title="Show the memory tree after this event"
-                                        on:click=move |_| show_tree(Some(e))>{format!("at event {e}")}</button>
-                                }.into_any(),
-                                None => view! { <span class="muted">"no event"</span> }.into_any(),
-                            }}
-                        </div>
-                    </div>
-                };
-                view! {
-                    <section class="cards" aria-label="Peaks">
-                        {card("Peak allocated", "peak-allocated", p.allocated)}
-                        {card("Peak active", "peak-active", p.active)}
-                        {card("Peak reserved", "peak-reserved", p.reserved)}
-                    </section>
-                }.into_any()
-            }
-        }}
-        <section class="panel">
-            <h2>"Timeline"</h2>
-            <p class="muted small">"Maximum of each bucket of events. Click to see the memory tree after that event."</p>
-            {move || match (points.get(), peaks.get()) {
-                (Ok(pts), Ok(p)) => timeline_svg(pts, p, show_tree).into_any(),
-                (Err(f), _) | (_, Err(f)) => error_box(&f),
-            }}
-        </section>
+        <crate::timeline::TimelinePanel peaks=peaks/>
         <section class="panel two">
             <div>
                 <h2>"Devices"</h2>
@@ -132,88 +132,6 @@ pub fn Overview() -> impl IntoView {
             </div>
         </section>
     }
-}
-
-fn timeline_svg(
-    points: Vec<Point>,
-    peaks: Peaks,
-    show_tree: impl Fn(Option<i64>) + Copy + 'static,
-) -> impl IntoView {
-    const W: f64 = 1000.0;
-    const H: f64 = 220.0;
-    const PAD: f64 = 4.0;
-    if points.is_empty() {
-        return view! { <p class="muted">"This device has no real events."</p> }.into_any();
-    }
-    let lo = points.first().map_or(0, |p| p.first_id) as f64;
-    let hi = points.last().map_or(0, |p| p.last_id) as f64;
-    let span = (hi - lo).max(1.0);
-    let top = points
-        .iter()
-        .map(|p| p.reserved.max(p.active).max(p.allocated))
-        .max()
-        .unwrap_or(1)
-        .max(1) as f64;
-    let x = move |id: f64| PAD + (id - lo) / span * (W - 2.0 * PAD);
-    let y = move |v: i64| H - PAD - v as f64 / top * (H - 2.0 * PAD);
-    let line = |f: fn(&Point) -> i64| {
-        points
-            .iter()
-            .map(|p| format!("{:.1},{:.1}", x(p.last_id as f64), y(f(p))))
-            .collect::<Vec<_>>()
-            .join(" ")
-    };
-    let marks = [
-        ("allocated", peaks.allocated),
-        ("active", peaks.active),
-        ("reserved", peaks.reserved),
-    ];
-    let pts = points.clone();
-    let on_click = move |e: web_sys::MouseEvent| {
-        let Some(target) = e.current_target() else {
-            return;
-        };
-        let el: web_sys::Element = target.unchecked_into();
-        let rect = el.get_bounding_client_rect();
-        let frac = ((e.client_x() as f64 - rect.left()) / rect.width()).clamp(0.0, 1.0);
-        let id = lo + frac * span;
-        let nearest = pts
-            .iter()
-            .min_by_key(|p| ((p.last_id as f64 - id).abs() * 1000.0) as i64)
-            .map(|p| p.last_id);
-        show_tree(nearest);
-    };
-    view! {
-        <div class="timeline">
-            <svg viewBox=format!("0 0 {W} {H}") preserveAspectRatio="none" role="img" data-testid="timeline"
-                aria-label="Allocated, active and reserved memory over event ids" on:click=on_click>
-                <polyline class="tl reserved" points=line(|p| p.reserved)></polyline>
-                <polyline class="tl allocated" points=line(|p| p.allocated)></polyline>
-                <polyline class="tl active" points=line(|p| p.active)></polyline>
-                {marks.into_iter().filter_map(|(name, (v, ev))| ev.map(|e| view! {
-                    <line class=format!("peak-mark {name}") x1=x(e as f64) x2=x(e as f64) y1=PAD y2=H - PAD></line>
-                    // A zero-length line with a round cap stays a circle in the stretched viewBox.
-                    <line class=format!("peak-dot {name}") x1=x(e as f64) x2=x(e as f64) y1=y(v) y2=y(v)></line>
-                })).collect_view()}
-            </svg>
-            <div class="axis">
-                <span>{format!("event {}", lo as i64)}</span>
-                <span class="legend">
-                    <span class="key allocated">"allocated"</span>
-                    <span class="key active">"active"</span>
-                    <span class="key reserved">"reserved"</span>
-                    <span class="muted">{format!("top {}", fmt::bytes(top as i64))}</span>
-                </span>
-                <span>{format!("event {}", hi as i64)}</span>
-            </div>
-            <div class="peak-buttons">
-                {marks.into_iter().filter_map(|(name, (_, ev))| ev.map(|e| view! {
-                    <button class="button small" on:click=move |_| show_tree(Some(e))>{format!("Tree at {name} peak (event {e})")}</button>
-                })).collect_view()}
-            </div>
-        </div>
-    }
-    .into_any()
 }
 
 #[component]
@@ -290,7 +208,7 @@ fn peak_body(state: AppState, r: Json) -> impl IntoView {
         <section class="panel">
             <h2>"Callstack groups"</h2>
             <table class="grid groups">
-                <thead><tr><th>"size"</th><th>"requested"</th><th>"blocks"</th><th>"%"</th><th>"category"</th><th>"callstack (innermost frame)"</th></tr></thead>
+                <thead><tr><th class="num">"size"</th><th class="num">"requested"</th><th class="num">"blocks"</th><th class="num">"%"</th><th>"category"</th><th>"callstack (innermost frame)"</th></tr></thead>
                 <tbody>
                 {groups.into_iter().map(|g| {
                     let stack = g.get("callstack").and_then(Json::as_str).unwrap_or("").to_owned();
@@ -298,8 +216,8 @@ fn peak_body(state: AppState, r: Json) -> impl IntoView {
                     let gi = |k: &str| g.get(k).and_then(Json::as_i64).unwrap_or(0);
                     view! {
                         <tr>
-                            <td>{bytes_cell(gi("size_bytes"))}</td>
-                            <td>{bytes_cell(gi("requested_bytes"))}</td>
+                            <td class="num">{bytes_cell(gi("size_bytes"))}</td>
+                            <td class="num">{bytes_cell(gi("requested_bytes"))}</td>
                             <td class="num">{fmt::grouped(gi("block_count"))}</td>
                             <td class="num">{g.get("percent_of_active_blocks").and_then(Json::as_f64).map(|p| format!("{p:.1}"))}</td>
                             <td>{g.get("category").and_then(Json::as_str).unwrap_or("").to_owned()}</td>
@@ -471,7 +389,7 @@ pub fn TemplatesView() -> impl IntoView {
                 cli.push_str(&format!(" --params '{}'", Json::Object(params.clone())));
             }
             cli.push_str(&format!(" --device {device} -n {MAX_ROWS} --json"));
-            data::run_template(device, &name, params, MAX_ROWS).map(|t| (t, cli))
+            data::run_template(device, &name, params, MAX_ROWS, false).map(|t| (t, cli))
         });
         result.set(Some(outcome));
     };

@@ -23,8 +23,7 @@ mod imp {
     use std::io::{self, Read};
 
     use js_sys::{Array, Object, Reflect, Uint8Array};
-    use pt_snap_import::{ImportError, ImportRequest, Stage};
-    use pt_snap_model::DecodeError;
+    use pt_snap_import::{ImportRequest, Stage};
     use sha2::{Digest, Sha256};
     use wasm_bindgen::prelude::*;
     use web_sys::{DedicatedWorkerGlobalScope, File, FileReaderSync, MessageEvent};
@@ -81,14 +80,9 @@ mod imp {
                 );
             }
         })
-        .map_err(decode_error)?;
+        .map_err(failed)?;
         // The digest covers the whole file, as the CLI's does, even bytes after STOP.
-        io::copy(&mut reader, &mut io::sink()).map_err(|e| {
-            (
-                "IMPORT_FAILED",
-                format!("Snapshot import backend failed: {e}"),
-            )
-        })?;
+        io::copy(&mut reader, &mut io::sink()).map_err(backend)?;
         let request = ImportRequest {
             device: None,
             source_sha256: format!("{:x}", reader.hasher.finalize_reset()),
@@ -96,7 +90,7 @@ mod imp {
             source_name: file.name(),
             completed_at: now_utc_iso(),
         };
-        let mut conn = rusqlite::Connection::open_in_memory().map_err(sqlite_failure)?;
+        let mut conn = rusqlite::Connection::open_in_memory().map_err(backend)?;
         let mut last_done = 0usize;
         let summary =
             pt_snap_import::import_snapshot(&snapshot, &conn, &request, &mut |s| match s {
@@ -119,46 +113,21 @@ mod imp {
                 }
                 Stage::Indexing => progress(scope, "indexing", total, total, 0.0, None),
             })
-            .map_err(import_error)?;
+            .map_err(failed)?;
         drop(snapshot);
         progress(scope, "serializing", total, total, 0.0, None);
-        let image = conn.serialize(rusqlite::MAIN_DB).map_err(sqlite_failure)?;
+        let image = conn.serialize(rusqlite::MAIN_DB).map_err(backend)?;
         Ok((image.to_vec(), summary.warnings))
     }
 
-    /// The CLI's `decode_error`, word for word.
-    fn decode_error(e: DecodeError) -> Failure {
-        match e {
-            DecodeError::Unsafe(m) => (
-                "IMPORT_FAILED",
-                format!("Snapshot pickle rejected: Unsafe pickle: {m}"),
-            ),
-            e => (
-                "IMPORT_FAILED",
-                format!("Snapshot import backend reported failure: {e}"),
-            ),
-        }
+    /// The CLI's code and message for an import failure (the one shared mapping).
+    fn failed(f: impl Into<pt_snap_import::Failure>) -> Failure {
+        let f = f.into();
+        (f.code, f.message)
     }
 
-    /// The CLI's `import_error`, word for word.
-    fn import_error(e: ImportError) -> Failure {
-        match e {
-            ImportError::DeviceWithoutEvents { .. } | ImportError::Replay(_) => (
-                "IMPORT_FAILED",
-                format!("Snapshot import backend reported failure: {e}"),
-            ),
-            ImportError::Sqlite(e) => (
-                "IMPORT_FAILED",
-                format!("Snapshot import backend failed: {e}"),
-            ),
-        }
-    }
-
-    fn sqlite_failure(e: rusqlite::Error) -> Failure {
-        (
-            "IMPORT_FAILED",
-            format!("Snapshot import backend failed: {e}"),
-        )
+    fn backend(e: impl std::fmt::Display) -> Failure {
+        failed(pt_snap_import::Failure::backend(e))
     }
 
     /// `2026-12-02T13:21:45.664000+00:00`, the metadata's spelling (JS clocks stop at ms).
@@ -183,12 +152,7 @@ mod imp {
 
     impl FileChunks {
         fn new(file: File) -> Result<Self, Failure> {
-            let reader = FileReaderSync::new().map_err(|e| {
-                (
-                    "IMPORT_FAILED",
-                    format!("Snapshot import backend failed: {e:?}"),
-                )
-            })?;
+            let reader = FileReaderSync::new().map_err(|e| backend(format!("{e:?}")))?;
             Ok(FileChunks {
                 size: file.size(),
                 file,
