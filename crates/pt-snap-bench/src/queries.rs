@@ -1,6 +1,11 @@
 //! Query latency: every template, default parameters, `-n 100` as agents page, run as a
 //! whole process (start-up included) by our CLI and by pt-snap-cli 0.4.1 on the same
 //! database files.
+//!
+//! A `--db` that is a directory is a sharded dataset (`import --events-per-slice K`): then the
+//! 11 dataset templates run, and our first (cold) call — full validation, every shard hashed —
+//! is reported apart from the warm calls that reuse the verified fingerprint cache. The
+//! reference validates and hashes everything on every call.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -41,6 +46,10 @@ fn query_cmd(bin: &Path, db: &Path, template: &str, params: &str, rows: i64) -> 
 pub fn run(args: Args) {
     let reference = args.reference.as_ref().filter(|r| r.exists());
     for db in &args.db {
+        if db.is_dir() {
+            dataset(&args, db, reference);
+            continue;
+        }
         // Point-in-time templates ask about the active peak, where the most is live.
         let analyzer = Analyzer::open(db).expect("a SnapshotDB");
         let peak = analyzer
@@ -87,5 +96,65 @@ pub fn run(args: Args) {
                 ours.max_rss_kib as f64 / 1024.0,
             );
         }
+    }
+}
+
+/// The dataset templates, with the work-budget-friendly `-n` cap.
+fn dataset(args: &Args, db: &Path, reference: Option<&PathBuf>) {
+    let home = tempfile::tempdir().expect("temp HOME for the validation cache");
+    let run_ours = |template: &str, params: &str| {
+        let mut c = query_cmd(&args.ours, db, template, params, args.rows);
+        c.env("HOME", home.path());
+        c
+    };
+    let cold = measure(&mut run_ours("memory_peak", "{}"));
+    let out = Command::new(&args.ours)
+        .args(["query"])
+        .arg(db)
+        .args(["--template-use", "memory_peak", "--json"])
+        .env("HOME", home.path())
+        .output()
+        .expect("our memory_peak");
+    let peak: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    let event = peak["rows"][0]["peak_active_event_id"]
+        .as_i64()
+        .unwrap_or(0);
+    let ms = |m: &Measure| m.wall.as_secs_f64() * 1e3;
+    println!(
+        "\nDataset: {} (event_id = {event}, -n {}); our first call (full validation, cold \
+         cache): {:.0} ms, {:.0} MiB\n",
+        db.display(),
+        args.rows,
+        ms(&cold),
+        cold.max_rss_kib as f64 / 1024.0
+    );
+    println!(
+        "| template | pt-snap, warm (ms) | pt-snap-cli 0.4.1 (ms) | speed-up | pt-snap RSS (MiB) |"
+    );
+    println!("| --- | ---: | ---: | ---: | ---: |");
+    for (name, _) in pt_snap_dataset::read::SUPPORTED {
+        let t = registry::find(name).expect("a template");
+        let params = if t.contract.has_parameter("event_id") {
+            format!("{{\"event_id\": {event}}}")
+        } else {
+            "{}".to_owned()
+        };
+        let ours = best(args.runs, || measure(&mut run_ours(name, &params)));
+        let theirs = reference.map(|r| {
+            best(args.runs, || {
+                measure(&mut query_cmd(r, db, name, &params, args.rows))
+            })
+        });
+        println!(
+            "| {name} | {:.0} | {} | {} | {:.0} |",
+            ms(&ours),
+            theirs
+                .as_ref()
+                .map_or("—".into(), |m| format!("{:.0}", ms(m))),
+            theirs
+                .as_ref()
+                .map_or("—".into(), |m| format!("{:.0}×", ms(m) / ms(&ours))),
+            ours.max_rss_kib as f64 / 1024.0,
+        );
     }
 }

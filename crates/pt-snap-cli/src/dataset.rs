@@ -4,7 +4,9 @@
 //! The cache lives beside the user config (`~/.config/pt-snap-cli/dataset-cache.json`), not
 //! in the dataset: a native dataset's directory must hold exactly its manifest and device
 //! directories (the reference refuses any other file there), and datasets may sit on
-//! read-only media. `PT_SNAP_DATASET_CACHE=off` disables it.
+//! read-only media. Derived lifecycle databases (the `block`/`leak_detection`/
+//! `freed_block_lifetime` merges of large datasets) are kept under the user cache directory.
+//! `PT_SNAP_DATASET_CACHE=off` disables both.
 
 use std::path::Path;
 
@@ -13,8 +15,26 @@ use pt_snap_dataset::read::{Dataset, ReadError, ValidationCache};
 use crate::budget::Deadline;
 use crate::error::CliError;
 
+fn disabled() -> bool {
+    std::env::var("PT_SNAP_DATASET_CACHE").is_ok_and(|v| v == "off")
+}
+
+/// Derived lifecycle databases (tens of MB for a 1M-event dataset) are a cache proper:
+/// `$XDG_CACHE_HOME/pt-snap/lifecycles` (default `~/.cache/pt-snap/lifecycles`), the eight
+/// most recent kept.
+pub fn lifecycle_cache() -> Option<std::path::PathBuf> {
+    if disabled() {
+        return None;
+    }
+    let base = std::env::var_os("XDG_CACHE_HOME")
+        .filter(|v| !v.is_empty())
+        .map(std::path::PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| std::path::PathBuf::from(h).join(".cache")))?;
+    Some(base.join("pt-snap").join("lifecycles"))
+}
+
 pub fn cache() -> ValidationCache {
-    if std::env::var("PT_SNAP_DATASET_CACHE").is_ok_and(|v| v == "off") {
+    if disabled() {
         return ValidationCache::disabled();
     }
     match crate::focus::global_file() {

@@ -197,3 +197,67 @@ fn dataset_answers_agree_with_the_single_database_where_the_spec_says_so() {
         );
     }
 }
+
+/// The reference validates and merges from scratch on every call; we keep the validation and
+/// the derived lifecycle databases. A second (and third) call with warm caches must give the
+/// reference's answers too — budgets, scratch limit and `source_queries` included.
+#[test]
+fn warm_caches_give_the_reference_answers() {
+    let dir = std::fs::canonicalize(golden_root("dataset_query").join("native")).unwrap();
+    let ds = dir.join("dataset");
+    let home = tempfile::tempdir().unwrap();
+    let mut failures = BTreeMap::new();
+    let mut ran = 0;
+    let cases: Vec<Case> = case_files(&dir.join("cases"))
+        .into_iter()
+        .filter(|c| {
+            [
+                "leak_detection",
+                "block",
+                "freed_block_lifetime",
+                "budget__",
+                "memory_peak",
+            ]
+            .iter()
+            .any(|p| c.name.starts_with(p))
+        })
+        .collect();
+    for round in 0..2 {
+        for case in &cases {
+            let args: Vec<String> = case
+                .args
+                .iter()
+                .map(|a| a.replace("<DB>", &ds.display().to_string()))
+                .collect();
+            let mut cmd = Command::new(env!("CARGO_BIN_EXE_pt-snap"));
+            cmd.args(&args)
+                .current_dir(home.path())
+                .env("HOME", home.path())
+                .env_remove("XDG_CACHE_HOME")
+                .env_remove("PT_SNAP_DB_PATH")
+                .env_remove("PT_SNAP_MAX_WORK_ROWS")
+                .env_remove("PT_SNAP_MAX_WORK_BYTES")
+                .env_remove("PT_SNAP_MAX_SCRATCH_DB_BYTES");
+            for (k, v) in &case.env {
+                cmd.env(k, v.as_str().unwrap());
+            }
+            let out = cmd.output().unwrap();
+            let text =
+                |b: &[u8]| String::from_utf8_lossy(b).replace(&ds.display().to_string(), "<DB>");
+            let ours = Output {
+                exit: i64::from(out.status.code().unwrap_or(-1)),
+                stdout: text(&out.stdout),
+                stderr: text(&out.stderr),
+            };
+            ran += 1;
+            if let Err(e) = compare(case, &ours) {
+                failures.insert(format!("round {round}: {}", case.name), e);
+            }
+        }
+    }
+    assert!(
+        home.path().join(".cache/pt-snap/lifecycles").is_dir(),
+        "no derived lifecycle database was kept"
+    );
+    report("dataset_query", failures, ran);
+}

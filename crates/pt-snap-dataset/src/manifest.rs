@@ -348,6 +348,8 @@ pub struct SliceRecord {
     pub file: String,
     /// Declared content hash (native manifests only).
     pub sha256: Option<String>,
+    /// Real events in the shard (native ids may be sparse: counted by positions).
+    pub event_count: i64,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -638,6 +640,7 @@ fn validate_native(m: &NativeManifest) -> Result<Vec<DeviceRecord>, ContractErro
                 end_event_id: s.end_event_id,
                 file: s.file.clone(),
                 sha256: Some(s.sha256.clone()),
+                event_count: len,
             });
             position = s.end_position + 1;
             last_id = s.end_event_id;
@@ -833,6 +836,7 @@ fn validate_compatibility(m: &CompatibilityManifest) -> Result<Vec<DeviceRecord>
                 end_event_id: s.end_event_id,
                 file: s.file.clone(),
                 sha256: None,
+                event_count: s.end_event_id - s.start_event_id + 1,
             });
             expected_start = s.end_event_id + 1;
         }

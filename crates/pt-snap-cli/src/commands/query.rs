@@ -47,6 +47,7 @@ pub fn run(a: &QueryArgs) -> CliResult {
             slice: a.slice,
             limits,
             interrupt: deadline.interrupt(),
+            lifecycle_cache: crate::dataset::lifecycle_cache(),
         };
         let outcome = pt_snap_dataset::read::run(&ds, &request).map_err(|e| {
             let device = matches!(e, pt_snap_dataset::read::ReadError::DeviceNotFound(_));

@@ -52,6 +52,7 @@ pub struct Sources<'a> {
     pub budget: Budget,
     pub query_count: i64,
     pub namespace: String,
+    pub lifecycle_cache: Option<std::path::PathBuf>,
     conns: HashMap<usize, Connection>,
     events: HashMap<i64, EventSource>,
 }
@@ -153,6 +154,7 @@ impl<'a> Sources<'a> {
             device,
             budget,
             query_count: 0,
+            lifecycle_cache: None,
             conns: HashMap::new(),
             events: HashMap::new(),
         }
@@ -185,6 +187,27 @@ impl<'a> Sources<'a> {
         self.query_count += 1;
         let conn = &self.conns[&index];
         read_rows(conn, &mut self.budget, sql, params)
+    }
+
+    /// Rows computed here that the reference fetches from shard SQL: counted as one read and
+    /// charged 256 rows at a time, as its executor does.
+    pub fn charge(&mut self, rows: &[Row]) -> Result<(), ReadError> {
+        self.query_count += 1;
+        for chunk in rows.chunks(SOURCE_BATCH) {
+            self.budget.consume(chunk)?;
+        }
+        self.budget.check()
+    }
+
+    /// Shard `index`'s connection, for scans aggregated here rather than in SQL (not charged:
+    /// callers charge what the reference would have fetched).
+    pub fn conn(&mut self, index: usize) -> Result<&Connection, ReadError> {
+        self.budget.check()?;
+        if !self.conns.contains_key(&index) {
+            let conn = open_member(self.ds, &self.device.slices[index].file, &self.budget)?;
+            self.conns.insert(index, conn);
+        }
+        Ok(&self.conns[&index])
     }
 
     /// The shard whose declared range holds real event `id`.
