@@ -36,7 +36,10 @@ S="$ROOT/fixtures/synthetic"
 cp "$U/snapshot_with_multi_devices.pkl" "$U/snapshot_expandable.pkl" \
    "$U/snapshot_with_empty_cache_expandable.pkl" \
    "$S/synth_small_2dev.pkl" "$S/caseA_legacy_free.pkl" "$S/caseB_expandable.pkl" \
-   "$S/caseC_workspace.pkl" "$S/caseE_devices.pkl" "$T/"
+   "$S/caseC_workspace.pkl" "$S/caseE_devices.pkl" \
+   "$ROOT/fixtures/real/cuda_cs336_silmont2000__mem_snapshot.pickle" \
+   "$ROOT/fixtures/real/cuda_cs336_magma27__memory_snapshot.pickle" \
+   "$ROOT/fixtures/real/cuda_legacy_flexgen__oom_snapshot.pickle" "$T/"
 printf 'not a pickle' >"$T/notes.txt"
 
 # device 1 of synth_small_2dev as device 0 (see above)
@@ -62,6 +65,9 @@ caseA_m1	caseA_legacy_free.pkl -m 1 --format json
 caseB_s3	caseB_expandable.pkl -s 3 --format json
 caseC_m2	caseC_workspace.pkl -m 2 --format json
 small2_s100	synth_small_2dev.pkl -s 100 --format json
+real_silmont_m40	cuda_cs336_silmont2000__mem_snapshot.pickle -m 40
+real_magma_s4_json	cuda_cs336_magma27__memory_snapshot.pickle -s 4 --format json
+real_flexgen_torch20	cuda_legacy_flexgen__oom_snapshot.pickle -s 1
 err_both	synth_small_2dev.pkl -s 2 -m 3
 err_none	synth_small_2dev.pkl
 err_zero	synth_small_2dev.pkl -s 0
@@ -134,7 +140,7 @@ while IFS=$'\t' read -r name rest; do
   "$OPY" -c 'import sys,re; s=open(sys.argv[1]).read(); i=s.find("\n{"); j=0 if s.startswith("{") else (i+1 if i>=0 else len(s)); open(sys.argv[1],"w").write(s[j:])' "$T/e"
   keep=-
   case "$name" in small2_*|caseA_*|caseB_*|caseC_*) keep="$OUT/$name";; esac
-  ls -A "$T" | grep -v -E '^(o|e|record.py|cases.txt|cases.jsonl|listing|out_.*|.*\.pkl|notes.txt|existing|sub.pkl)$' >"$T/listing" || true
+  ls -A "$T" | grep -v -E '^(o|e|record.py|cases.txt|cases.jsonl|listing|out_.*|.*\.pkl|.*\.pickle|notes.txt|existing|sub.pkl)$' >"$T/listing" || true
   argj="$("$OPY" -c 'import json,sys; print(json.dumps(sys.argv[1:]))' "${full[@]:1}")"
   outdir="out_$name"; [ $has_o = 1 ] && outdir=/nonexistent
   "$OPY" "$T/record.py" "$name" "$argj" "$code" "$outdir" "$T/o" "$T/e" "$keep" "$T/listing" >>"$T/cases.jsonl"

@@ -103,10 +103,30 @@ pub enum SourceError {
 impl Source {
     /// Decodes a snapshot pickle held in memory.
     pub fn from_bytes(bytes: &[u8]) -> Result<Source, SourceError> {
-        let pickle = pt_snap_pickle::from_slice(bytes).map_err(|e| match e {
+        Source::from_decoded(Source::decode_values(bytes), Source::decode_model(bytes))
+    }
+
+    /// The first of the two decodes [`from_decoded`](Self::from_decoded) joins: the pickle
+    /// as plain values. Independent of [`decode_model`](Self::decode_model), so a caller
+    /// with threads can run both at once.
+    pub fn decode_values(bytes: &[u8]) -> Result<Pickle, SourceError> {
+        pt_snap_pickle::from_slice(bytes).map_err(|e| match e {
             pt_snap_pickle::Error::Unsafe(m) => SourceError::Unsafe(m),
             e => SourceError::Invalid(format!("Cannot load pickle file: {e}")),
-        })?;
+        })
+    }
+
+    /// The second decode: the typed model the replay runs on.
+    pub fn decode_model(bytes: &[u8]) -> Result<Snapshot, SourceError> {
+        pt_snap_model::decode_slice(bytes).map_err(|e| SourceError::Invalid(e.to_string()))
+    }
+
+    /// Joins both decodes of the same bytes.
+    pub fn from_decoded(
+        pickle: Result<Pickle, SourceError>,
+        snapshot: Result<Snapshot, SourceError>,
+    ) -> Result<Source, SourceError> {
+        let pickle = pickle?;
         let arena = &pickle.arena;
         let root = match pickle.root {
             Val::Ref(id) => match &arena[id] {
@@ -115,8 +135,7 @@ impl Source {
             },
             v => return Err(not_a_dict(arena.type_name(v))),
         };
-        let snapshot =
-            pt_snap_model::decode_slice(bytes).map_err(|e| SourceError::Invalid(e.to_string()))?;
+        let snapshot = snapshot?;
 
         let list = |v: Option<Val>| -> Option<&[Val]> {
             match v {
@@ -149,9 +168,17 @@ impl Source {
             if blocks.len() != seg.blocks.len() {
                 return Err(mismatch());
             }
+            // torch 2.0 blocks have no `frames`, only a `history` whose first entry holds
+            // them (what our import reads; the reference cannot split such files at all).
+            let history_frames = |d: &[(Val, Val)]| {
+                let first = list(dict_get(arena, d, "history"))?.first().copied()?;
+                dict_get(arena, dict(first)?, "frames")
+            };
             let block_frames = blocks
                 .iter()
-                .map(|&b| dict(b).map(|d| dict_get(arena, d, "frames")))
+                .map(|&b| {
+                    dict(b).map(|d| dict_get(arena, d, "frames").or_else(|| history_frames(d)))
+                })
                 .collect::<Option<Vec<Frames>>>()
                 .ok_or_else(mismatch)?;
             segment_frames.push((dict_get(arena, items, "frames"), block_frames));

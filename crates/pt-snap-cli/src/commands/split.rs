@@ -33,7 +33,15 @@ pub fn run(args: &SplitArgs) -> CliResult {
     let (strategy, format) = validate(args)?;
 
     let bytes = fs::read(source).map_err(|e| fail("load/engine", source, e))?;
-    let src = Source::from_bytes(&bytes).map_err(|e| match e {
+    // Two independent decodes of the same bytes (plain values for what slices copy, the
+    // typed model for the replay): one per core.
+    let src = std::thread::scope(|s| {
+        let values = s.spawn(|| Source::decode_values(&bytes));
+        let model = Source::decode_model(&bytes);
+        let values = values.join().expect("the decoder does not panic");
+        Source::from_decoded(values, model)
+    })
+    .map_err(|e| match e {
         SourceError::Unsafe(_) | SourceError::Invalid(_) => fail("load/engine", source, e),
     })?;
     drop(bytes);
