@@ -19,7 +19,8 @@ pub fn register(conn: &Connection) -> rusqlite::Result<()> {
 /// `pt_snap_group_totals(key, value)`: a hash GROUP BY. For every distinct integer `key`
 /// (NULL is a key too) it yields `[key, COUNT(*), SUM(value), MAX(value)]`, with SQLite's
 /// semantics (NULL values skipped, NULL sum and max when a group has none, an error on
-/// integer overflow), as a JSON array ordered by key for `json_each`.
+/// integer overflow), as a JSON array ordered by key for `json_each`. In the NULL group,
+/// values that are not integers are taken as NULL instead of failing the query.
 ///
 /// SQLite groups by sorting every input row. Over a million events with a few hundred
 /// distinct callstacks, that sort is most of `callstack_analysis`'s time; a table of a few
@@ -95,7 +96,14 @@ impl Aggregate<Groups, Option<String>> for GroupTotals {
 
     fn step(&self, ctx: &mut Context<'_>, groups: &mut Groups) -> rusqlite::Result<()> {
         let key = integer_or_null(ctx.get_raw(0), "key")?;
-        let value = integer_or_null(ctx.get_raw(1), "value")?;
+        // Callers drop the NULL group rather than filter NULL keys row by row (a second
+        // column read per row); so that this never fails where such a filter would not
+        // have, values of NULL-key rows are not type-checked: non-integers count as NULL.
+        let value = match (key, ctx.get_raw(1)) {
+            (None, ValueRef::Integer(v)) => Some(v),
+            (None, _) => None,
+            (Some(_), v) => integer_or_null(v, "value")?,
+        };
         groups.slot(key).add(value)
     }
 
@@ -183,5 +191,28 @@ mod tests {
             })
             .unwrap_err();
         assert!(err.to_string().contains("integer overflow"), "{err}");
+    }
+
+    /// Non-integer values fail the query, except in the NULL group, which callers drop
+    /// instead of filtering NULL keys per row.
+    #[test]
+    fn group_totals_refuse_non_integers_outside_the_null_group() {
+        let conn = Connection::open_in_memory().unwrap();
+        register(&conn).unwrap();
+        conn.execute_batch(
+            "CREATE TABLE t (k, v); INSERT INTO t VALUES (NULL, 'x'), (NULL, 2.5), (NULL, 4), (1, 3);",
+        )
+        .unwrap();
+        let totals: String = conn
+            .query_row("SELECT pt_snap_group_totals(k, v) FROM t", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(totals, "[[null,3,4,4],[1,1,3,3]]");
+        conn.execute_batch("INSERT INTO t VALUES (2, 'y')").unwrap();
+        let err = conn
+            .query_row("SELECT pt_snap_group_totals(k, v) FROM t", [], |r| {
+                r.get::<_, String>(0)
+            })
+            .unwrap_err();
+        assert!(err.to_string().contains("must be an integer"), "{err}");
     }
 }
