@@ -19,6 +19,7 @@ struct WorkerSlot {
     /// A file chosen before the worker could take it (messages sent earlier are lost).
     pending: Option<File>,
     _on_message: Closure<dyn FnMut(MessageEvent)>,
+    _on_error: Closure<dyn FnMut(web_sys::ErrorEvent)>,
 }
 
 thread_local! {
@@ -40,12 +41,31 @@ pub fn start_worker(state: AppState) {
         on_worker_message(state, ev.data());
     });
     worker.set_onmessage(Some(on_message.as_ref().unchecked_ref()));
+    // A worker that dies (its wasm traps, e.g. out of memory on a huge file) posts nothing:
+    // say so instead of leaving the progress bar up, and have a fresh worker for the next file.
+    let on_error = Closure::<dyn FnMut(web_sys::ErrorEvent)>::new(
+        move |ev: web_sys::ErrorEvent| {
+            ev.prevent_default();
+            if matches!(state.status.get_untracked(), Status::Importing { .. }) {
+                start_worker(state);
+                state.status.set(Status::Failed(
+                pt_snap_import::Failure::backend(format!(
+                    "the import worker stopped ({}); the file may be too large for this browser tab",
+                    ev.message()
+                ))
+                .into(),
+            ));
+            }
+        },
+    );
+    worker.set_onerror(Some(on_error.as_ref().unchecked_ref()));
     WORKER.with(|w| {
         if let Some(old) = w.borrow_mut().replace(WorkerSlot {
             worker,
             ready: false,
             pending: None,
             _on_message: on_message,
+            _on_error: on_error,
         }) {
             old.worker.terminate();
         }

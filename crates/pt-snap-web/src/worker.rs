@@ -44,8 +44,14 @@ mod imp {
                 .ok()
                 .and_then(|f| f.dyn_into().ok());
             let reply = match file {
-                Some(file) => match import(&scope, &file) {
-                    Ok((db, warnings)) => done(&db, &file.name(), &warnings),
+                // The image goes straight from SQLite into the message's buffer (one copy,
+                // not two: at 1 GB the worker's 4 GiB wasm memory cannot hold a third); it and
+                // the database are freed before the message is posted.
+                Some(file) => match import(&scope, &file).and_then(|(mut conn, warnings)| {
+                    let image = conn.serialize(rusqlite::MAIN_DB).map_err(backend)?;
+                    Ok(done(&image, &file.name(), &warnings))
+                }) {
+                    Ok(reply) => reply,
                     Err((code, message)) => error(code, &message),
                 },
                 None => error("INTERNAL_ERROR", "The worker was sent no file."),
@@ -62,7 +68,7 @@ mod imp {
     fn import(
         scope: &DedicatedWorkerGlobalScope,
         file: &File,
-    ) -> Result<(Vec<u8>, Vec<String>), Failure> {
+    ) -> Result<(rusqlite::Connection, Vec<String>), Failure> {
         let total = file.size();
         let mut reader = FileChunks::new(file.clone())?;
         let mut last_posted = 0u64;
@@ -90,7 +96,7 @@ mod imp {
             source_name: file.name(),
             completed_at: now_utc_iso(),
         };
-        let mut conn = rusqlite::Connection::open_in_memory().map_err(backend)?;
+        let conn = rusqlite::Connection::open_in_memory().map_err(backend)?;
         let mut last_done = 0usize;
         let summary =
             pt_snap_import::import_snapshot(&snapshot, &conn, &request, &mut |s| match s {
@@ -116,8 +122,7 @@ mod imp {
             .map_err(failed)?;
         drop(snapshot);
         progress(scope, "serializing", total, total, 0.0, None);
-        let image = conn.serialize(rusqlite::MAIN_DB).map_err(backend)?;
-        Ok((image.to_vec(), summary.warnings))
+        Ok((conn, summary.warnings))
     }
 
     /// The CLI's code and message for an import failure (the one shared mapping).
