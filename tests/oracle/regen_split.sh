@@ -39,7 +39,9 @@ cp "$U/snapshot_with_multi_devices.pkl" "$U/snapshot_expandable.pkl" \
    "$S/caseC_workspace.pkl" "$S/caseE_devices.pkl" \
    "$ROOT/fixtures/real/cuda_cs336_silmont2000__mem_snapshot.pickle" \
    "$ROOT/fixtures/real/cuda_cs336_magma27__memory_snapshot.pickle" \
-   "$ROOT/fixtures/real/cuda_legacy_flexgen__oom_snapshot.pickle" "$T/"
+   "$ROOT/fixtures/real/cuda_legacy_flexgen__oom_snapshot.pickle" \
+   "$ROOT/fixtures/edge/bare_list.pkl" "$ROOT/fixtures/edge/empty_dict.pkl" \
+   "$ROOT/fixtures/edge/segments_only.pkl" "$ROOT/fixtures/edge/traces_empty_list.pkl" "$T/"
 printf 'not a pickle' >"$T/notes.txt"
 
 # device 1 of synth_small_2dev as device 0 (see above)
@@ -81,6 +83,10 @@ err_parent	synth_small_2dev.pkl -s 2 -o nodir/out
 err_exists	synth_small_2dev.pkl -s 2 -o existing
 err_baddev	synth_small_2dev.pkl -s 2 -d 3
 err_idle_device	caseE_devices.pkl -s 2 -d 1
+err_not_a_dict	bare_list.pkl -s 2
+err_no_trace_list	empty_dict.pkl -s 2
+err_segments_only	segments_only.pkl -m 1
+err_no_events	traces_empty_list.pkl -s 2
 CASES
 mkdir -p "$T/sub.pkl" "$T/existing"
 

@@ -53,6 +53,10 @@ fn workdir() -> tempfile::TempDir {
         "fixtures/real/cuda_cs336_silmont2000__mem_snapshot.pickle",
         "fixtures/real/cuda_cs336_magma27__memory_snapshot.pickle",
         "fixtures/real/cuda_legacy_flexgen__oom_snapshot.pickle",
+        "fixtures/edge/bare_list.pkl",
+        "fixtures/edge/empty_dict.pkl",
+        "fixtures/edge/segments_only.pkl",
+        "fixtures/edge/traces_empty_list.pkl",
     ] {
         let src = r.join(f);
         fs::copy(&src, dir.path().join(src.file_name().unwrap())).unwrap();
@@ -417,7 +421,7 @@ fn errors_match_the_reference() {
         assert_eq!(listing(dir.path()), before, "{name}: left something behind");
         checked += 1;
     }
-    assert!(checked >= 12, "only {checked} error cases");
+    assert!(checked >= 17, "only {checked} error cases");
 }
 
 #[test]

@@ -376,3 +376,45 @@ fn os_error(errno: i32, path: &Path) -> String {
         .map_or(text.as_str(), |(t, _)| t);
     format!("[Errno {errno}] {text}: '{}'", py_path(path))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_print_like_python_pathlib() {
+        for (given, py) in [
+            ("out", "out"),
+            ("./out/", "out"),
+            ("a//b/./c", "a/b/c"),
+            ("/", "/"),
+            ("//x", "//x"),
+            ("///x", "/x"),
+            (".", "."),
+            ("../x", "../x"),
+        ] {
+            assert_eq!(py_path(Path::new(given)), py, "{given}");
+        }
+        assert_eq!(parent_of(Path::new("out")), Path::new("."));
+        assert_eq!(parent_of(Path::new("a/out")), Path::new("a"));
+    }
+
+    /// A plain rename would replace an empty directory that appeared at the destination
+    /// after the checks; publication must refuse instead.
+    #[test]
+    fn publication_never_replaces() {
+        let dir = tempfile::tempdir().unwrap();
+        let stage = dir.path().join(".out.pt-snap-x");
+        let dest = dir.path().join("out");
+        fs::create_dir(&stage).unwrap();
+        fs::write(stage.join("slice"), b"s").unwrap();
+        fs::create_dir(&dest).unwrap();
+        let err = publish(&stage, &dest).unwrap_err();
+        assert!(err.starts_with("[Errno 17] "), "{err}");
+        assert!(stage.join("slice").exists());
+        assert_eq!(fs::read_dir(&dest).unwrap().count(), 0);
+        fs::remove_dir(&dest).unwrap();
+        publish(&stage, &dest).unwrap();
+        assert!(dest.join("slice").exists() && !stage.exists());
+    }
+}
