@@ -600,6 +600,9 @@ fn real_span(
     .map_err(sql_err(file))
 }
 
+/// A lifecycle as every shard must agree on it: address, size, requested size, alloc and
+/// free ids, stream, and the alloc and free callstack texts — hashed, since the texts repeat
+/// per block and would hold gigabytes of a large dataset in memory.
 type Signature = (
     i64,
     i64,
@@ -607,9 +610,18 @@ type Signature = (
     i64,
     i64,
     Option<i64>,
-    Option<String>,
-    Option<String>,
+    Option<u64>,
+    Option<u64>,
 );
+
+fn text_hash(t: Option<String>) -> Option<u64> {
+    use std::hash::{Hash, Hasher};
+    t.map(|t| {
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        t.hash(&mut h);
+        h.finish()
+    })
+}
 
 fn validate_native_shards(root: &Path, m: &ValidManifest) -> Result<i64, ReadError> {
     let Manifest::Native(native) = &m.manifest else {
@@ -820,8 +832,8 @@ fn validate_native_shards(root: &Path, m: &ValidManifest) -> Result<i64, ReadErr
                     alloc,
                     free,
                     r.get(8).map_err(sql_err(file))?,
-                    r.get(10).map_err(sql_err(file))?,
-                    r.get(12).map_err(sql_err(file))?,
+                    text_hash(r.get(10).map_err(sql_err(file))?),
+                    text_hash(r.get(12).map_err(sql_err(file))?),
                 );
                 if let Some(old) = lifetimes.get(&bid) {
                     need(
