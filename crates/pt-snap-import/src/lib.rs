@@ -213,22 +213,21 @@ impl DbSink {
             None => ActionValue::Text(a.name(&snapshot.other_actions)),
         };
         self.synthetic.sort_by_key(|(r, _)| r.id);
-        for (r, callstack_id) in self.synthetic.drain(..) {
-            writer.trace(
-                device,
-                &TraceRecord {
-                    id: r.id,
-                    action: action(r.action),
-                    address: r.addr,
-                    size: r.size,
-                    stream: r.stream,
-                    allocated: r.allocated,
-                    active: r.active,
-                    reserved: r.reserved,
-                    callstack_id,
-                },
-            )?;
-        }
+        let synthetic = self
+            .synthetic
+            .drain(..)
+            .map(|(r, callstack_id)| TraceRecord {
+                id: r.id,
+                action: action(r.action),
+                address: r.addr,
+                size: r.size,
+                stream: r.stream,
+                allocated: r.allocated,
+                active: r.active,
+                reserved: r.reserved,
+                callstack_id,
+            });
+        writer.traces(device, synthetic)?;
         let events = &snapshot.device_traces[device];
         let id = |pos: usize| events[pos].id.unwrap_or(pos as i64);
         let mut order: Vec<usize> = Vec::new();
@@ -237,42 +236,37 @@ impl DbSink {
             order = (0..events.len()).collect();
             order.sort_by_key(|&p| id(p));
         }
-        for i in 0..events.len() {
+        let totals = &self.totals;
+        let rows = (0..events.len()).map(|i| {
             let pos = if order.is_empty() { i } else { order[i] };
-            let (e, t) = (&events[pos], self.totals[pos]);
-            writer.trace(
-                device,
-                &TraceRecord {
-                    id: id(pos),
-                    action: action(e.action),
-                    address: e.addr,
-                    size: e.size,
-                    stream: e.stream,
-                    allocated: t.allocated,
-                    active: t.active,
-                    reserved: t.reserved,
-                    callstack_id: i64::from(t.callstack_id),
-                },
-            )?;
-        }
+            let (e, t) = (&events[pos], totals[pos]);
+            TraceRecord {
+                id: id(pos),
+                action: action(e.action),
+                address: e.addr,
+                size: e.size,
+                stream: e.stream,
+                allocated: t.allocated,
+                active: t.active,
+                reserved: t.reserved,
+                callstack_id: i64::from(t.callstack_id),
+            }
+        });
+        writer.traces(device, rows)?;
         self.totals.clear();
         // Blocks arrive by descending allocation id, then the pre-trace ones -1, -2, …
         self.blocks.reverse();
         self.blocks.sort_by_key(|b| b.id);
-        for r in self.blocks.drain(..) {
-            writer.block(
-                device,
-                &BlockRecord {
-                    id: r.id,
-                    address: r.address,
-                    size: r.size,
-                    requested_size: r.requested_size,
-                    state: r.state.code(),
-                    alloc_event_id: r.alloc_event_id,
-                    free_event_id: r.free_event_id,
-                },
-            )?;
-        }
+        let blocks = self.blocks.drain(..).map(|r| BlockRecord {
+            id: r.id,
+            address: r.address,
+            size: r.size,
+            requested_size: r.requested_size,
+            state: r.state.code(),
+            alloc_event_id: r.alloc_event_id,
+            free_event_id: r.free_event_id,
+        });
+        writer.blocks(device, blocks)?;
         Ok(())
     }
 }
