@@ -78,9 +78,8 @@ pub fn create_v1_trace_table(device: usize) -> String {
 pub fn create_v1_trace_indexes(device: usize) -> String {
     let mut sql = String::new();
     for col in ["allocated", "active", "reserved"] {
-        sql += &format!(
-            "CREATE INDEX trace_entry_{device}_{col} ON trace_entry_{device} ({col});\n"
-        );
+        sql +=
+            &format!("CREATE INDEX trace_entry_{device}_{col} ON trace_entry_{device} ({col});\n");
     }
     sql
 }
