@@ -115,10 +115,12 @@ pub fn parse_hash(hash: &str) -> Link {
     link
 }
 
-/// Applies the URL's deep link to `opened` (the file just opened, or the open one on
-/// `hashchange`): a device it lacks falls back to the current one, then to its lowest; an
-/// event outside that device's trace falls back to the active peak.
-pub fn apply_link(state: AppState, opened: &Opened) {
+/// Applies the URL's deep link to `opened`: the first file opened (a link followed into the
+/// page) or the open one on `hashchange`. A device it lacks falls back to the current one,
+/// then to its lowest; an event outside that device's trace falls back to the active peak.
+/// A later file keeps the device and view but not the event, which belonged to the file
+/// before.
+pub fn apply_link(state: AppState, opened: &Opened, with_event: bool) {
     let link = parse_hash(&window().location().hash().unwrap_or_default());
     let current = state.device.get_untracked();
     let device = [link.device, Some(current)]
@@ -134,6 +136,7 @@ pub fn apply_link(state: AppState, opened: &Opened) {
         .and_then(|(_, b)| *b);
     let event = link
         .event
+        .filter(|_| with_event)
         .filter(|e| bounds.is_some_and(|(lo, hi)| (lo..=hi).contains(e)));
     if state.device.get_untracked() != device {
         state.device.set(device);
@@ -179,7 +182,7 @@ pub fn App() -> impl IntoView {
     // hash waits for the file.
     let _ = window_event_listener(ev::hashchange, move |_| {
         if let Some(opened) = state.opened.get_untracked() {
-            apply_link(state, &opened);
+            apply_link(state, &opened, true);
             // What could not be followed (an unknown device or event) leaves the URL too.
             write_hash(
                 state.device.get_untracked(),

@@ -202,7 +202,7 @@ fn finish_open(state: AppState, name: &str, bytes: Vec<u8>, imported: bool, warn
         + 1;
     match data::open(name, bytes, imported, warnings, generation) {
         Ok(opened) => {
-            crate::app::apply_link(state, &opened);
+            crate::app::apply_link(state, &opened, generation == 1);
             state.opened.set(Some(opened));
             state.status.set(Status::Idle);
         }

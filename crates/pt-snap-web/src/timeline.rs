@@ -21,7 +21,9 @@ const BUCKETS: usize = 1000;
 const MIN_SPAN: i64 = 20;
 
 /// Which counters a bucket keeps, and how each is drawn.
-const SERIES: [(&str, fn(&TimelineBucket) -> Extent); 3] = [
+type Counter = fn(&TimelineBucket) -> Extent;
+
+const SERIES: [(&str, Counter); 3] = [
     ("reserved", |b| b.reserved),
     ("allocated", |b| b.allocated),
     ("active", |b| b.active),
@@ -213,9 +215,30 @@ pub fn TimelinePanel(peaks: Memo<Result<Peaks, Failure>>) -> impl IntoView {
         let anchor = fraction_at(e.client_x() as f64, &el);
         zoom(if e.delta_y() < 0.0 { 0.8 } else { 1.25 }, anchor);
     };
+    // Shift+arrows move the selected event by one column (one event when zoomed in fully),
+    // panning when it leaves the window: selection without a pointer.
+    let step_selection = move |dir: i64| {
+        let Some(f) = now() else { return };
+        let columns = series.with_untracked(|s| s.as_ref().map_or(1, |t| t.buckets.len())) as i64;
+        let step = ((f.hi - f.lo + 1) / columns.max(1)).max(1);
+        let from = state
+            .event
+            .get_untracked()
+            .filter(|e| (f.lo..=f.hi).contains(e))
+            .unwrap_or(if dir > 0 { f.lo - step } else { f.hi + step });
+        let next = (from + dir * step).clamp(f.first, f.last);
+        if next < f.lo {
+            set_window(window, f.first, f.last, next, f.hi - f.lo);
+        } else if next > f.hi {
+            set_window(window, f.first, f.last, next - (f.hi - f.lo), f.hi - f.lo);
+        }
+        state.event.set(Some(next));
+    };
     let on_key = move |e: KeyboardEvent| {
         let center = selected_fraction().unwrap_or(0.5);
         match e.key().as_str() {
+            "ArrowLeft" if e.shift_key() => step_selection(-1),
+            "ArrowRight" if e.shift_key() => step_selection(1),
             "+" | "=" => zoom(0.5, center),
             "-" | "_" => zoom(2.0, center),
             "ArrowLeft" => pan(-0.2),
@@ -365,7 +388,7 @@ pub fn TimelinePanel(peaks: Memo<Result<Peaks, Failure>>) -> impl IntoView {
                 <h2 id="timeline-title">"Timeline"</h2>
                 <span class="muted small">
                     "Each column spans its events' lowest to highest value, so no peak is lost. "
-                    "Click selects an event · wheel or + / − zooms · drag or ← / → pans · 0 resets."
+                    "Click or Shift+← / → selects an event · wheel or + / − zooms · drag or ← / → pans · 0 resets."
                 </span>
             </div>
             {failure}
@@ -391,9 +414,9 @@ pub fn TimelinePanel(peaks: Memo<Result<Peaks, Failure>>) -> impl IntoView {
                         data-window=move || frame.get().map(|f| format!("{}-{}", f.lo, f.hi))
                         data-buckets=move || series.with(|s| s.as_ref().map_or(0, |t| t.buckets.len())).to_string()
                         class:zoomed=zoomed class:dragging=move || drag.get().is_some_and(|d| d.2)
-                        tabindex="0" role="application" aria-keyshortcuts="+ - ArrowLeft ArrowRight 0"
+                        tabindex="0" role="application" aria-keyshortcuts="+ - ArrowLeft ArrowRight Shift+ArrowLeft Shift+ArrowRight 0"
                         aria-label=move || frame.get().map(|f| format!(
-                            "Allocated, active and reserved memory, events {} to {}. Plus and minus zoom, arrows pan, 0 resets.", f.lo, f.hi))
+                            "Allocated, active and reserved memory, events {} to {}. Plus and minus zoom, arrows pan, shift and arrows move the selected event, 0 resets.", f.lo, f.hi))
                         on:pointerdown=on_down on:pointermove=on_move on:pointerup=on_up
                         on:pointercancel=move |_| drag.set(None) on:pointerleave=move |_| hover.set(None)
                         on:wheel=on_wheel on:keydown=on_key>
