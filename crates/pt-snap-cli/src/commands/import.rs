@@ -256,8 +256,6 @@ fn build_and_publish(
     };
     let summary = {
         let conn = rusqlite::Connection::open(tmp.path())?;
-        // One sorter worker: `CREATE INDEX` then sorts on the second core, idle by then.
-        conn.pragma_update(None, "threads", 1)?;
         let summary = pt_snap_import::import_snapshot(&snapshot, &conn, &request, &mut |s| {
             progress.update(s)
         })
