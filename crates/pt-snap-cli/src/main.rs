@@ -19,6 +19,7 @@ use cli::{Cli, Command};
 use error::{CliError, CliResult};
 
 fn main() -> ExitCode {
+    end_quietly_on_closed_pipe();
     let args: Vec<String> = std::env::args_os()
         .map(|a| a.to_string_lossy().into_owned())
         .collect();
@@ -33,6 +34,17 @@ fn main() -> ExitCode {
             e.report(json);
             ExitCode::from(e.exit)
         }
+    }
+}
+
+/// `pt-snap query … | head` must end like any Unix filter when its reader goes away. Rust
+/// ignores SIGPIPE, so every `println!` after that would panic with a backtrace-ish message;
+/// the default action ends the process silently instead.
+fn end_quietly_on_closed_pipe() {
+    #[cfg(unix)]
+    // SAFETY: called first thing in main, before any thread exists; SIG_DFL is a valid action.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
 }
 

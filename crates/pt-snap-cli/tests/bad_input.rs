@@ -204,3 +204,33 @@ fn reimport_reuses_and_force_rebuilds() {
         "device_changed"
     );
 }
+
+/// `pt-snap capabilities --json | head -c 0`: the reader is gone before the output is written.
+/// The command must end as a Unix filter does (SIGPIPE), not panic inside `println!`.
+#[cfg(unix)]
+#[test]
+fn a_closed_stdout_ends_the_command_quietly() {
+    use std::os::unix::process::ExitStatusExt;
+    use std::process::Stdio;
+    const SIGPIPE: i32 = 13; // Linux and macOS alike
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_pt-snap"))
+        .args(["capabilities", "--json"])
+        .current_dir(dir.path())
+        .env("HOME", dir.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("panicked"), "stderr: {stderr}");
+    // Either the write met the closed pipe (killed by SIGPIPE), or, on a slow start, the
+    // whole answer fitted into the pipe before it closed.
+    assert!(
+        out.status.signal() == Some(SIGPIPE) || out.status.success(),
+        "{:?}",
+        out.status
+    );
+}
