@@ -376,6 +376,31 @@ await check('300k events: the timeline stays downsampled and its tops are the pe
   await shot('16-big');
 });
 
+await check('the bundled sample: the welcome button, then #sample in the URL brings it back', async () => {
+  const samplePeaks = async (p, device) => {
+    const want = read(`expected-sample-peak-${device}.json`).rows[0];
+    await p.waitForFunction(() => document.querySelector('.opened strong')?.textContent === 'snapshot_with_multi_devices.pkl', null, { timeout: 120000 });
+    await p.waitForSelector('[data-testid=peak-reserved]');
+    for (const n of ['allocated', 'active', 'reserved']) {
+      eq(Number(await p.getAttribute(`[data-testid=peak-${n}]`, 'data-value')), want[`peak_${n}`], `sample device ${device} peak_${n}`);
+    }
+  };
+  const p = await ctx.newPage();
+  watch(p);
+  await p.goto(url);
+  await p.click('[data-testid=open-sample]');
+  await samplePeaks(p, 0);
+  await p.waitForFunction(() => location.hash.startsWith('#sample&device=0'));
+  await shot('17-sample', p);
+  await p.close();
+  const q = await ctx.newPage();
+  watch(q);
+  await q.goto(`${url}#sample&device=1&view=peak`);
+  await samplePeaks(q, 1);
+  eq(await q.getAttribute('[data-testid=tab-peak]', 'aria-selected'), 'true', 'linked view');
+  await q.close();
+});
+
 await check('no console error and no request outside the origin', async () => {
   eq(outside.length, 0, `outside requests ${outside.join(', ')}`);
   eq(errors.length, 0, `console errors ${errors.join(' | ')}`);

@@ -17,6 +17,13 @@ cp "$fixture" "$out/fixture.pkl"
 rm -f "$out/fixture.pkl.db"
 target/debug/pt-snap import "$out/fixture.pkl" --no-focus --json >/dev/null
 target/debug/pt-snap query "$out/fixture.pkl.db" --template-use memory_peak --json > "$out/expected-peak.json"
+# The bundled sample (www/index.html copies it into dist/sample/), on both its devices.
+cp fixtures/upstream-pkg/snapshots/snapshot_with_multi_devices.pkl "$out/sample.pkl"
+rm -f "$out/sample.pkl.db"
+target/debug/pt-snap import "$out/sample.pkl" --no-focus --json >/dev/null
+for d in 0 1; do
+  target/debug/pt-snap query "$out/sample.pkl.db" --device $d --template-use memory_peak --json > "$out/expected-sample-peak-$d.json"
+done
 # A pickle asking for os.system: refused, never run.
 printf '\x80\x02cos\nsystem\nq\x00X\x02\x00\x00\x00idq\x01\x85q\x02Rq\x03.' > "$out/hostile.pkl"
 target/debug/pt-snap import "$out/hostile.pkl" --no-focus --json 2> "$out/expected-hostile.json" >/dev/null && { echo "hostile pickle was accepted" >&2; exit 1; }

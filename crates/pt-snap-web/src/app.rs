@@ -91,6 +91,9 @@ pub struct AppState {
     /// The event the memory tree shows; `None` means the active peak.
     pub event: RwSignal<Option<i64>>,
     pub tab: RwSignal<Tab>,
+    /// The open file is the bundled sample, so the URL can say `#sample` and a reload brings
+    /// it back.
+    pub sample: RwSignal<bool>,
 }
 
 /// What a deep link (`#device=0&event=7498&view=tree`) asks for; absent parts keep the
@@ -100,6 +103,8 @@ pub struct Link {
     pub device: Option<i64>,
     pub event: Option<i64>,
     pub view: Option<Tab>,
+    /// `#sample`: open the bundled sample snapshot.
+    pub sample: bool,
 }
 
 pub fn parse_hash(hash: &str) -> Link {
@@ -109,6 +114,7 @@ pub fn parse_hash(hash: &str) -> Link {
             Some(("device", v)) => link.device = v.parse().ok(),
             Some(("event", v)) => link.event = v.parse().ok(),
             Some(("view", v)) => link.view = Tab::from_key(v),
+            None if pair == "sample" => link.sample = true,
             _ => {}
         }
     }
@@ -153,8 +159,9 @@ pub fn apply_link(state: AppState, opened: &Opened, with_event: bool) {
 
 /// Writes the current choice into the URL without a history entry (and without firing
 /// `hashchange`).
-fn write_hash(device: i64, event: Option<i64>, tab: Tab) {
-    let mut hash = format!("#device={device}");
+fn write_hash(sample: bool, device: i64, event: Option<i64>, tab: Tab) {
+    let mut hash = if sample { "#sample&" } else { "#" }.to_owned();
+    hash.push_str(&format!("device={device}"));
     if let Some(e) = event {
         hash.push_str(&format!("&event={e}"));
     }
@@ -175,9 +182,13 @@ pub fn App() -> impl IntoView {
         device: RwSignal::new(0),
         event: RwSignal::new(None),
         tab: RwSignal::new(Tab::Overview),
+        sample: RwSignal::new(false),
     };
     provide_context(state);
     loader::start_worker(state);
+    if parse_hash(&window().location().hash().unwrap_or_default()).sample {
+        loader::load_sample(state);
+    }
     // A link edited or followed while a file is open moves the page there; before that, the
     // hash waits for the file.
     let _ = window_event_listener(ev::hashchange, move |_| {
@@ -185,6 +196,7 @@ pub fn App() -> impl IntoView {
             apply_link(state, &opened, true);
             // What could not be followed (an unknown device or event) leaves the URL too.
             write_hash(
+                state.sample.get_untracked(),
                 state.device.get_untracked(),
                 state.event.get_untracked(),
                 state.tab.get_untracked(),
@@ -193,7 +205,12 @@ pub fn App() -> impl IntoView {
     });
     Effect::new(move |_| {
         if state.opened.with(Option::is_some) {
-            write_hash(state.device.get(), state.event.get(), state.tab.get());
+            write_hash(
+                state.sample.get_untracked(),
+                state.device.get(),
+                state.event.get(),
+                state.tab.get(),
+            );
         }
     });
 
@@ -328,6 +345,7 @@ fn StatusStrip() -> impl IntoView {
 
 #[component]
 fn Welcome() -> impl IntoView {
+    let state = expect_context::<AppState>();
     view! {
         <section class="welcome">
             <h2>"Drop a snapshot anywhere on this page"</h2>
@@ -341,7 +359,11 @@ fn Welcome() -> impl IntoView {
                 "Nothing leaves this tab: no upload, no network request. The pickle is read by a decoder that "
                 "refuses anything that could run code."
             </p>
-            <label class="button primary big" for="file-input">"Choose a file…"</label>
+            <div class="welcome-actions">
+                <label class="button primary big" for="file-input">"Choose a file…"</label>
+                <button class="button big" data-testid="open-sample" on:click=move |_| loader::load_sample(state)
+                    title=loader::SAMPLE>"Try a sample: two GPUs, 1.3 MB"</button>
+            </div>
         </section>
     }
 }

@@ -4,11 +4,11 @@
 
 use std::cell::RefCell;
 
-use js_sys::{Object, Reflect, Uint8Array};
+use js_sys::{Array, Object, Reflect, Uint8Array};
 use leptos::prelude::*;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::JsFuture;
-use web_sys::{File, MessageEvent, Worker};
+use web_sys::{Blob, File, FilePropertyBag, MessageEvent, Response, Worker};
 
 use crate::app::{AppState, Status};
 use crate::data::{self, Failure};
@@ -141,7 +141,49 @@ pub fn cancel(state: AppState) {
     state.status.set(Status::Idle);
 }
 
+/// The real two-device snapshot trunk copies into `dist/sample/` (MIT, from pt-snap-cli's
+/// sdist: fixtures/README.md), so a first visit has something to look at before the user
+/// finds a snapshot of their own. Same origin, so the CSP's `connect-src 'self'` allows it.
+pub const SAMPLE: &str = "sample/snapshot_with_multi_devices.pkl";
+
+/// Fetches the bundled sample and imports it like a dropped file.
+pub fn load_sample(state: AppState) {
+    let name = SAMPLE.rsplit('/').next().unwrap_or(SAMPLE).to_owned();
+    state.status.set(Status::Reading(name.clone()));
+    leptos::task::spawn_local(async move {
+        match fetch_file(SAMPLE, &name).await {
+            Ok(file) => {
+                load(state, file);
+                state.sample.set(true);
+            }
+            // A dist/ built without the sample, or served from somewhere that lost it.
+            Err(e) => state.status.set(Status::Failed(Failure::new(
+                "SNAPSHOT_INVALID",
+                format!("Snapshot file does not exist: {SAMPLE} ({e})"),
+            ))),
+        }
+    });
+}
+
+async fn fetch_file(url: &str, name: &str) -> Result<File, String> {
+    let js = |e: JsValue| e.as_string().unwrap_or_else(|| format!("{e:?}"));
+    let response: Response = JsFuture::from(window().fetch_with_str(url))
+        .await
+        .map_err(js)?
+        .unchecked_into();
+    if !response.ok() {
+        return Err(format!("HTTP {}", response.status()));
+    }
+    let blob: Blob = JsFuture::from(response.blob().map_err(js)?)
+        .await
+        .map_err(js)?
+        .unchecked_into();
+    File::new_with_blob_sequence_and_options(&Array::of1(&blob), name, &FilePropertyBag::new())
+        .map_err(js)
+}
+
 pub fn load(state: AppState, file: File) {
+    state.sample.set(false);
     let name = file.name();
     let lower = name.to_ascii_lowercase();
     let suffix = lower
