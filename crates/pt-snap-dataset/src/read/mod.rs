@@ -15,7 +15,7 @@ mod validate;
 use serde_json::{json, Map, Value};
 
 pub use budget::{py_json_len, Budget};
-pub use query::{run, DatasetOutcome, DatasetRequest};
+pub use query::{run, run_charged, DatasetOutcome, DatasetRequest};
 pub use validate::{is_dataset_path, Dataset, ValidationCache};
 
 use crate::manifest::Manifest;

@@ -77,6 +77,19 @@ fn int(p: &Params, name: &str) -> Option<i64> {
 }
 
 pub fn run(ds: &Dataset, req: &DatasetRequest) -> Result<DatasetOutcome, ReadError> {
+    run_charged(ds, req, &mut Budget::new(req.limits, req.interrupt.clone()))
+}
+
+/// [`run`] charged to a work budget the caller carries over several queries: a report's
+/// composition runs all its queries inside one budget and one deadline (spec §8.1), so the
+/// second query fails where the first one's rows and bytes plus its own exceed the limits.
+/// The budget's limits and interrupt stand for `req.limits` and `req.interrupt`; on success
+/// it holds the consumption of every query charged to it so far.
+pub fn run_charged(
+    ds: &Dataset,
+    req: &DatasetRequest,
+    budget: &mut Budget,
+) -> Result<DatasetOutcome, ReadError> {
     let ids = ds.device_ids();
     let device_id = req.device.unwrap_or(ids[0]);
     let device = ds.manifest.device(device_id).ok_or_else(|| {
@@ -111,7 +124,13 @@ pub fn run(ds: &Dataset, req: &DatasetRequest) -> Result<DatasetOutcome, ReadErr
             ))
         }
     };
-    let mut src = Sources::new(ds, device, Budget::new(req.limits, req.interrupt.clone()));
+    let carried = Budget {
+        limits: budget.limits,
+        rows: budget.rows,
+        bytes: budget.bytes,
+        interrupt: budget.interrupt.clone(),
+    };
+    let mut src = Sources::new(ds, device, carried);
     src.lifecycle_cache = req.lifecycle_cache.clone();
     let name = req.template.as_str();
     let mut page = match name {
@@ -138,6 +157,7 @@ pub fn run(ds: &Dataset, req: &DatasetRequest) -> Result<DatasetOutcome, ReadErr
     src.budget.check()?;
     page.scope
         .insert("work_budget".into(), src.budget.describe());
+    (budget.rows, budget.bytes) = (src.budget.rows, src.budget.bytes);
     let c = &t.contract;
     let mut effective = params;
     if let Some(n) = req.max_rows.filter(|n| *n > 0) {
