@@ -8,6 +8,7 @@
 //! point with the same `consumed_*` figures.
 
 mod budget;
+mod derived;
 mod query;
 mod sources;
 mod validate;

@@ -18,6 +18,7 @@ use pt_snap_db::rusqlite::{self, types::Value as Sql, Connection, OpenFlags};
 use pt_snap_query::{registry, Analyzer, Interrupt, ParamValue, Params, QueryError, WorkLimits};
 use serde_json::{json, Map, Value};
 
+use super::derived;
 use super::sources::{
     install_interrupt, read_rows, sha_hex, sql_failed, EventSource, Row, Sources,
 };
@@ -783,12 +784,24 @@ fn stack_groups_by_id(
     low: i64,
     high: i64,
 ) -> Result<Vec<Row>, ReadError> {
-    type Group = (i64, i64, i64, i64); // count, sum, max, min id
+    type Group = derived::Group; // count, sum, max, min id
     let trace = src.trace();
     let interrupt = src.budget.interrupt.clone();
+    // A whole shard's groups are a function of its bytes: kept under the dataset's
+    // fingerprint, they spare later calls the pass over its events.
+    let (fingerprint, device) = (src.ds.fingerprint.clone(), src.device.device_id);
+    let cache = src
+        .lifecycle_cache
+        .clone()
+        .filter(|_| covers(&src.device.slices[item], low, high));
+    let kept = cache
+        .as_deref()
+        .and_then(|dir| derived::load_stack_groups(dir, &fingerprint, device, item));
     let conn = src.conn(item)?;
     let mut by_id: HashMap<i64, Group> = HashMap::new();
-    {
+    if let Some(kept) = kept {
+        by_id.extend(kept);
+    } else {
         let mut stmt = conn
             .prepare(&format!(
                 "SELECT callstackId, size, id FROM {trace} WHERE id>=0 AND id>=? AND id<=? AND \
@@ -812,6 +825,11 @@ fn stack_groups_by_id(
             g.1 += size;
             g.2 = g.2.max(size);
             g.3 = g.3.min(id);
+        }
+        if let Some(dir) = &cache {
+            let mut groups: Vec<(i64, Group)> = by_id.iter().map(|(k, g)| (*k, *g)).collect();
+            groups.sort_unstable();
+            derived::store_stack_groups(dir, &fingerprint, device, item, groups);
         }
     }
     let mut texts: HashMap<i64, Option<String>> = HashMap::new();
@@ -1383,11 +1401,24 @@ fn build_scratch(a: &mut Attached, items: &[usize]) -> Result<Vec<(usize, i64)>,
 
 /// What a kept derived database needs to stand for its build: the per-shard `needed` rows
 /// the build fetched (charged again on reuse, so budgets and `source_queries` are those of a
-/// fresh build) and its size (checked against `--max-scratch-db-bytes`).
+/// fresh build) and the size of the scratch database the build wrote (checked against
+/// `--max-scratch-db-bytes`; the kept file itself is the indexed layout of
+/// [`derived::build_lifecycles`], `layout`).
 #[derive(serde::Serialize, serde::Deserialize)]
 struct KeptScratch {
     needed: Vec<(usize, i64)>,
     page_count: i64,
+    #[serde(default)]
+    layout: u32,
+}
+
+/// Where the lifecycle rows of a query come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Derivation {
+    /// The reference's scratch database (`lifecycle_state`), read through its CTE.
+    Scratch,
+    /// A kept indexed database ([`derived`]).
+    Indexed,
 }
 
 fn scratch_exhausted(max: i64) -> ReadError {
@@ -1403,7 +1434,7 @@ fn scratch_exhausted(max: i64) -> ReadError {
 fn scratch_lifecycles<'s, 'a>(
     src: &'s mut Sources<'a>,
     items: &[usize],
-) -> Result<(Attached<'s, 'a>, Option<tempfile::TempDir>), ReadError> {
+) -> Result<(Attached<'s, 'a>, Option<tempfile::TempDir>, Derivation), ReadError> {
     let max = src.budget.limits.max_scratch_db_bytes;
     let storage = |e: &dyn std::fmt::Display| {
         ReadError::Failed(format!(
@@ -1429,7 +1460,7 @@ fn scratch_lifecycles<'s, 'a>(
         let reuse = std::fs::read(meta)
             .ok()
             .and_then(|b| serde_json::from_slice::<KeptScratch>(&b).ok())
-            .filter(|_| db.is_file());
+            .filter(|k| k.layout == derived::LIFECYCLE_LAYOUT && db.is_file());
         if let Some(k) = reuse {
             // The build's statements, as counted by a fresh build.
             src.query_count += 7 + 1 + 5 * items.len() as i64;
@@ -1449,7 +1480,7 @@ fn scratch_lifecycles<'s, 'a>(
             a.conn
                 .execute_batch("PRAGMA query_only=ON")
                 .map_err(sql_failed)?;
-            return Ok((a, None));
+            return Ok((a, None, Derivation::Indexed));
         }
     }
     let tmp = tempfile::Builder::new()
@@ -1464,41 +1495,48 @@ fn scratch_lifecycles<'s, 'a>(
             .conn
             .query_row("PRAGMA page_count", [], |r| r.get(0))
             .map_err(sql_failed)?;
-        // Keeping is an optimisation: a failure only costs the next call a rebuild.
-        let keep = || -> std::io::Result<()> {
-            std::fs::create_dir_all(&dir)?;
-            let staged = db.with_extension(format!("db.tmp{}", std::process::id()));
-            std::fs::copy(&path, &staged)?;
+        let terminal = a.src.device.slices.len() - 1;
+        let staged = db.with_extension(format!("db.tmp{}", std::process::id()));
+        let _ = std::fs::create_dir_all(&dir);
+        let _ = std::fs::remove_file(&staged);
+        let built = derived::build_lifecycles(
+            &path,
+            &staged,
+            &scratch_lifecycle_cte(terminal),
+            &a.src.budget,
+        );
+        // Keeping is an optimisation: a failure only costs the next call a rebuild (a missed
+        // deadline is still the caller's timeout).
+        let keep = |built: rusqlite::Result<()>| -> std::io::Result<bool> {
+            if built.is_err() {
+                return Ok(false);
+            }
             std::fs::rename(&staged, &db)?;
-            let body = serde_json::to_vec(&KeptScratch { needed, page_count })?;
+            let body = serde_json::to_vec(&KeptScratch {
+                needed,
+                page_count,
+                layout: derived::LIFECYCLE_LAYOUT,
+            })?;
             let staged = meta.with_extension(format!("json.tmp{}", std::process::id()));
             std::fs::write(&staged, body)?;
             std::fs::rename(&staged, &meta)?;
-            prune(&dir, 8);
-            Ok(())
+            derived::prune(&dir, ".db", 8);
+            Ok(true)
         };
-        let _ = keep();
+        let kept = keep(built);
+        let _ = std::fs::remove_file(&staged);
+        a.src.budget.check()?;
+        if kept.unwrap_or(false) {
+            let src = a.src;
+            drop(a.conn);
+            let a = Attached::open(src, &[], Some(&db))?;
+            a.conn
+                .execute_batch("PRAGMA query_only=ON")
+                .map_err(sql_failed)?;
+            return Ok((a, None, Derivation::Indexed));
+        }
     }
-    Ok((a, Some(tmp)))
-}
-
-/// Keeps the `keep` most recently written derived databases of the lifecycle cache.
-fn prune(dir: &std::path::Path, keep: usize) {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return;
-    };
-    let mut dbs: Vec<(std::time::SystemTime, std::path::PathBuf)> = entries
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|x| x == "db"))
-        .filter_map(|p| Some((std::fs::metadata(&p).ok()?.modified().ok()?, p)))
-        .collect();
-    dbs.sort();
-    let excess = dbs.len().saturating_sub(keep);
-    for (_, p) in dbs.into_iter().take(excess) {
-        let _ = std::fs::remove_file(p.with_extension("json"));
-        let _ = std::fs::remove_file(&p);
-    }
+    Ok((a, Some(tmp), Derivation::Scratch))
 }
 
 fn attach_src(a: &mut Attached, item: usize) -> Result<(), ReadError> {
@@ -1534,28 +1572,28 @@ fn large_observation_set(src: &mut Sources, items: &[usize]) -> Result<bool, Rea
     Ok(false)
 }
 
+/// The block columns `block`'s parameters filter on (`x`, `min_x`, `max_x`).
+const BLOCK_FILTERS: [&str; 6] = [
+    "id",
+    "address",
+    "size",
+    "requestedSize",
+    "allocEventId",
+    "freeEventId",
+];
+
+/// The kept summary figures, in the reference's summary row order.
+const SUMMARY_COLUMNS: &str = "lifecycles, allocation_events_resolved, free_events_resolved, \
+     unproved_identities, missing_allocations, invariant_conflict, free_conflict";
+
 fn lifecycle_filter(template: &str, params: &Params) -> (String, Vec<Sql>) {
     match template {
         "leak_detection" => (
-            "terminal_survivor AND allocation_proved AND size>=?".into(),
+            format!("{} AND size>=?", derived::LEAK_PREDICATE),
             vec![i(int(params, "min_size").unwrap_or(0))],
         ),
-        "freed_block_lifetime" => (
-            "allocation_proved AND completion_proved AND freeEventId>=allocEventId".into(),
-            vec![],
-        ),
-        _ => predicates(
-            params,
-            &[
-                "id",
-                "address",
-                "size",
-                "requestedSize",
-                "allocEventId",
-                "freeEventId",
-            ],
-            "",
-        ),
+        "freed_block_lifetime" => (derived::FREED_PREDICATE.into(), vec![]),
+        _ => predicates(params, &BLOCK_FILTERS, ""),
     }
 }
 
@@ -1573,10 +1611,10 @@ fn lifecycles(
     let use_scratch = scratch_enabled && (required.is_none() || large_observation_set(src, items)?);
     let terminal = src.device.slices.len() - 1;
     let _tmp;
-    let (mut a, cte) = if use_scratch {
-        let (a, guard) = scratch_lifecycles(src, items)?;
+    let (mut a, cte, derivation) = if use_scratch {
+        let (a, guard, derivation) = scratch_lifecycles(src, items)?;
         _tmp = guard;
-        (a, scratch_lifecycle_cte(terminal))
+        (a, scratch_lifecycle_cte(terminal), derivation)
     } else {
         let Some(owners) = required else {
             // The reference merges in Python here (more than 10 proof shards and the scratch
@@ -1587,23 +1625,61 @@ fn lifecycles(
             ));
         };
         let cte = attached_lifecycle_cte(src, items, &owners);
-        (Attached::open(src, &owners, None)?, cte)
+        (
+            Attached::open(src, &owners, None)?,
+            cte,
+            Derivation::Scratch,
+        )
     };
-    let summary = a
-        .read(
-            &format!(
-                "{cte}SELECT COUNT(*) AS lifecycles, COALESCE(SUM(allocation_proved),0) AS \
-                 allocation_events_resolved, COALESCE(SUM(completion_proved),0) AS \
-                 free_events_resolved, COALESCE(SUM(token LIKE 'unproved:%'),0) AS \
-                 unproved_identities, COALESCE(SUM(allocEventId>=0 AND NOT allocation_proved),0) \
-                 AS missing_allocations, COALESCE(MAX(invariant_conflict),0) AS \
-                 invariant_conflict, COALESCE(MAX(free_conflict),0) AS free_conflict, \
-                 COALESCE(SUM(CASE WHEN {predicate} THEN 1 ELSE 0 END),0) AS matching FROM \
-                 lifecycles"
-            ),
-            &values,
-        )?
-        .remove(0);
+    let indexed = derivation == Derivation::Indexed;
+    let (order, dir) = if template == "block" {
+        (
+            params.str("order_by").to_owned(),
+            params.str("order_dir").to_owned(),
+        )
+    } else {
+        ("size".to_owned(), "DESC".to_owned())
+    };
+    // The block columns this call's filters constrain (indexed access paths).
+    let filtered: Vec<&str> = if template == "block" {
+        BLOCK_FILTERS
+            .iter()
+            .copied()
+            .filter(|f| {
+                ["", "min_", "max_"]
+                    .iter()
+                    .any(|p| int(params, &format!("{p}{f}")).is_some())
+            })
+            .collect()
+    } else {
+        Vec::new()
+    };
+    // The same summary row either way: kept figures plus this call's `matching`.
+    let summary_sql = match (indexed, template) {
+        (false, _) => format!(
+            "{cte}SELECT {}, COALESCE(SUM(CASE WHEN {predicate} THEN 1 ELSE 0 END),0) AS \
+             matching FROM lifecycles",
+            derived::SUMMARY
+        ),
+        (true, "freed_block_lifetime") => {
+            format!("SELECT {SUMMARY_COLUMNS}, freed_matching AS matching FROM lifecycle_summary")
+        }
+        (true, "block") if filtered.is_empty() => {
+            format!("SELECT {SUMMARY_COLUMNS}, lifecycles AS matching FROM lifecycle_summary")
+        }
+        (true, _) => {
+            let hint = if template == "leak_detection" {
+                "INDEXED BY lifecycle_leak".to_owned()
+            } else {
+                derived::block_hints(&filtered, &order, None, 0).0
+            };
+            format!(
+                "SELECT {SUMMARY_COLUMNS}, (SELECT COUNT(*) FROM lifecycle_rows {hint} WHERE \
+                 {predicate}) AS matching FROM lifecycle_summary"
+            )
+        }
+    };
+    let summary = a.read(&summary_sql, &values)?.remove(0);
     if get_i(&summary, "invariant_conflict").unwrap_or(0) != 0 {
         return Err(failed(
             "Conflicting observations for a proved lifecycle identity.",
@@ -1634,16 +1710,16 @@ fn lifecycles(
     );
     coverage.insert("source_queries".into(), json!(a.src.query_count));
     if template == "freed_block_lifetime" {
-        let mut buckets = a.read(
-            &format!(
-                "{cte}SELECT CASE WHEN freeEventId-allocEventId<1000 THEN 0 WHEN \
-                 freeEventId-allocEventId<5000 THEN 1 WHEN freeEventId-allocEventId<20000 THEN 2 \
-                 WHEN freeEventId-allocEventId<100000 THEN 3 ELSE 4 END AS bucket, COUNT(*) AS \
-                 block_count, SUM(size) AS size_bytes FROM lifecycles WHERE {predicate} GROUP BY \
-                 bucket ORDER BY bucket"
-            ),
-            &values,
-        )?;
+        let sql = if indexed {
+            "SELECT bucket, block_count, size_bytes FROM lifecycle_buckets ORDER BY bucket"
+                .to_owned()
+        } else {
+            format!(
+                "{cte}{} WHERE {predicate} GROUP BY bucket ORDER BY bucket",
+                derived::BUCKETS
+            )
+        };
+        let mut buckets = a.read(&sql, &values)?;
         for r in &mut buckets {
             let b = r
                 .shift_remove("bucket")
@@ -1656,23 +1732,31 @@ fn lifecycles(
         let n = buckets.len() as i64;
         return Ok((buckets, n));
     }
-    let (order, dir) = if template == "block" {
-        (
-            params.str("order_by").to_owned(),
-            params.str("order_dir").to_owned(),
-        )
-    } else {
-        ("size".to_owned(), "DESC".to_owned())
-    };
     let mut p = values.clone();
     p.push(i(candidate));
-    let mut rows = a.read(
-        &format!(
+    let sql = if indexed {
+        let hint = if template == "leak_detection" {
+            "INDEXED BY lifecycle_leak".to_owned()
+        } else {
+            derived::block_hints(
+                &filtered,
+                &order,
+                get_i(&summary, "matching"),
+                get_i(&summary, "lifecycles").unwrap_or(0),
+            )
+            .1
+        };
+        format!(
+            "SELECT * FROM lifecycle_rows {hint} WHERE {predicate} ORDER BY {} LIMIT ?",
+            derived::page_order(&order, &dir)
+        )
+    } else {
+        format!(
             "{cte}SELECT * FROM lifecycles WHERE {predicate} ORDER BY \"{order}\" {dir}, id {dir}, \
              token {dir} LIMIT ?"
-        ),
-        &p,
-    )?;
+        )
+    };
+    let mut rows = a.read(&sql, &p)?;
     drop(a);
     let ids: Vec<i64> = rows
         .iter()
