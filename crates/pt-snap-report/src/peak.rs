@@ -97,26 +97,65 @@ pub struct PeakReport {
     pub included_bytes: i64,
     pub active_bytes_at_event: Option<i64>,
     pub coverage_percent: Option<f64>,
+    /// Datasets: how completely the attribution's sources were resolved (the
+    /// `source_coverage` of its query's scope); `None` on a standalone database.
+    pub source_coverage: Option<Json>,
+    /// Datasets: the `allocator_gap` query's scope (range, shards, fingerprint, work budget,
+    /// `peak_owner_slices`); `None` on a standalone database.
+    pub scope: Option<Json>,
     /// The composition's deadline, echoed as `timeout_s` (the caller owns the clock).
     pub timeout_s: Option<f64>,
+}
+
+/// One template answer as the composition reads it: rows as JSON objects.
+pub(crate) struct Answer {
+    pub device_id: i64,
+    pub rows: Vec<Map<String, Json>>,
+    pub has_more: bool,
+    pub truncated: bool,
+    pub total_is_exact: bool,
+    /// A dataset query's `scope` (`None` on a standalone database).
+    pub scope: Option<Json>,
 }
 
 /// Builds the report. The caller installs one interrupt on the analyzer for the whole
 /// composition.
 pub fn peak_memory(analyzer: &Analyzer, req: &PeakRequest) -> Result<PeakReport, QueryError> {
     let device = analyzer.resolve_device(req.device)?;
-    let mut gap_request = QueryRequest::new("allocator_gap").device(device);
-    gap_request
-        .params
-        .insert("start_id".into(), json!(req.start_id));
-    gap_request
-        .params
-        .insert("end_id".into(), json!(req.end_id));
-    let gap = analyzer.run(&gap_request)?;
-    let gap_row = gap.rows_json().into_iter().next().and_then(|r| match r {
-        Json::Object(m) => Some(m),
-        _ => None,
-    });
+    compose(req, |template, params| {
+        let mut request = QueryRequest::new(template).device(device);
+        request.params = params;
+        let o = analyzer.run(&request)?;
+        Ok(Answer {
+            device_id: o.device_id,
+            rows: o
+                .rows_json()
+                .into_iter()
+                .filter_map(|r| match r {
+                    Json::Object(m) => Some(m),
+                    _ => None,
+                })
+                .collect(),
+            has_more: o.has_more,
+            truncated: o.truncated,
+            total_is_exact: o.total_is_exact,
+            scope: None,
+        })
+    })
+}
+
+/// The composition (spec §8.1), whatever answers the two templates: `allocator_gap` over the
+/// range, then `active_memory_callstack_at_event` at the metric's peak event.
+pub(crate) fn compose<E>(
+    req: &PeakRequest,
+    mut run: impl FnMut(&str, Map<String, Json>) -> Result<Answer, E>,
+) -> Result<PeakReport, E> {
+    let mut range = Map::new();
+    range.insert("start_id".into(), json!(req.start_id));
+    range.insert("end_id".into(), json!(req.end_id));
+    let gap = run("allocator_gap", range)?;
+    let device = gap.device_id;
+    let gap_row = gap.rows.into_iter().next();
     let mut peak = Map::new();
     if let Some(row) = &gap_row {
         for field in PEAK_FIELDS {
@@ -153,29 +192,28 @@ pub fn peak_memory(analyzer: &Analyzer, req: &PeakRequest) -> Result<PeakReport,
             included_bytes: 0,
             active_bytes_at_event: None,
             coverage_percent: None,
+            source_coverage: None,
+            scope: gap.scope,
             timeout_s: None,
         });
     };
-    let groups = analyzer.run(
-        &QueryRequest::new("active_memory_callstack_at_event")
-            .device(device)
-            .param("event_id", event)
-            .param("include_static", req.include_static)
-            .param("min_size", 0)
-            .param("top_n", req.limit)
-            .param("stack_bytes", req.stack_bytes),
-    )?;
+    let mut params = Map::new();
+    params.insert("event_id".into(), json!(event));
+    params.insert("include_static".into(), json!(req.include_static));
+    params.insert("min_size".into(), json!(0));
+    params.insert("top_n".into(), json!(req.limit));
+    params.insert("stack_bytes".into(), json!(req.stack_bytes));
+    let groups = run("active_memory_callstack_at_event", params)?;
     let active_bytes = gap_row
         .as_ref()
         .and_then(|r| r.get(req.metric.active_at_peak_column()))
         .and_then(Json::as_i64);
     // Every returned group counts: static and preexisting groups sit outside top_n but
     // inside the percentages' denominator.
-    let size_column = groups.columns.iter().position(|c| c == "size_bytes");
     let included_bytes: i64 = groups
         .rows
         .iter()
-        .filter_map(|r| size_column.and_then(|i| r[i].as_i64()))
+        .filter_map(|r| r.get("size_bytes").and_then(Json::as_i64))
         .sum();
     let coverage_percent = active_bytes
         .filter(|a| *a > 0)
@@ -186,14 +224,7 @@ pub fn peak_memory(analyzer: &Analyzer, req: &PeakRequest) -> Result<PeakReport,
         event_id: Some(event),
         peak,
         allocator_gap: gap_row,
-        callstack_groups: groups
-            .rows_json()
-            .into_iter()
-            .filter_map(|r| match r {
-                Json::Object(m) => Some(m),
-                _ => None,
-            })
-            .collect(),
+        callstack_groups: groups.rows,
         has_more: groups.has_more,
         truncated: groups.truncated,
         total_is_exact: groups.total_is_exact,
@@ -201,6 +232,14 @@ pub fn peak_memory(analyzer: &Analyzer, req: &PeakRequest) -> Result<PeakReport,
         included_bytes,
         active_bytes_at_event: active_bytes,
         coverage_percent,
+        // The attribution's evidence; the scope is the peak search's (the range and the
+        // shards owning the peaks).
+        source_coverage: groups
+            .scope
+            .as_ref()
+            .and_then(|s| s.get("source_coverage"))
+            .cloned(),
+        scope: gap.scope,
         timeout_s: None,
     })
 }
@@ -223,8 +262,8 @@ impl PeakReport {
             "percent_denominator": "included_bytes",
             "active_bytes_at_event": self.active_bytes_at_event,
             "coverage_percent": self.coverage_percent,
-            "source_coverage": null,
-            "scope": null,
+            "source_coverage": self.source_coverage,
+            "scope": self.scope,
             "timeout_s": self.timeout_s,
             "budget_scope": "report_composition",
         })

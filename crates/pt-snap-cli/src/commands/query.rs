@@ -111,15 +111,11 @@ fn parse_params(raw: Option<&str>) -> CliResult<Map<String, Value>> {
     }
 }
 
-/// Opens the resolved database read-only, with the query command's error wording.
+/// Opens the resolved standalone database read-only, with the query command's error
+/// wording. Callers route dataset paths (a directory or its `manifest.json`) to
+/// [`crate::dataset::open`] first.
 pub fn open(resolved: &Resolved) -> CliResult<(Analyzer, PathBuf)> {
     let path = focus::absolute(&resolved.db_path)?;
-    if path.is_dir() || path.file_name().is_some_and(|n| n == "manifest.json") {
-        return Err(CliError::schema_invalid(format!(
-            "Sharded datasets are not supported yet: {}",
-            resolved.db_path.display()
-        )));
-    }
     if !path.is_file() {
         let mut err = CliError::database_not_found(format!(
             "Database from {} focus not found: {}",

@@ -1,7 +1,11 @@
 //! `pt-snap report peak-memory` and `pt-snap report memory-tree`.
 
-use pt_snap_query::{Analyzer, QueryError};
-use pt_snap_report::{memory_tree, peak_memory, Metric, PeakRequest, TreeRequest};
+use pt_snap_dataset::read::ReadError;
+use pt_snap_query::{QueryError, WorkLimits};
+use pt_snap_report::{
+    memory_tree, memory_tree_dataset, peak_memory, peak_memory_dataset, DatasetBudget, Metric,
+    PeakRequest, TreeRequest,
+};
 
 use crate::budget::Deadline;
 use crate::cli::{MemoryTreeArgs, MetricArg, PeakMemoryArgs, ReportCommand, TreeFormat};
@@ -20,18 +24,10 @@ pub fn run(command: &ReportCommand) -> CliResult {
 
 fn peak(a: &PeakMemoryArgs) -> CliResult {
     let prefixed = |e: CliError| e.with_text_prefix(REPORT_PREFIX);
-    a.limits.resolve().map_err(prefixed)?;
+    let limits = a.limits.resolve().map_err(prefixed)?;
     // One deadline for the whole composition.
     let deadline = Deadline::start(a.timeout).map_err(prefixed)?;
     let resolved = focus::resolve_required(a.db_path.as_deref())?;
-    let (analyzer, _) = super::query::open(&resolved).map_err(|e| {
-        if e.code == "DATABASE_NOT_FOUND" {
-            e
-        } else {
-            prefixed(e)
-        }
-    })?;
-    analyzer.set_interrupt(deadline.interrupt());
     let request = PeakRequest {
         device: a.device.or(resolved.device_id),
         metric: match a.metric {
@@ -45,7 +41,31 @@ fn peak(a: &PeakMemoryArgs) -> CliResult {
         start_id: a.start_id,
         end_id: a.end_id,
     };
-    let mut report = peak_memory(&analyzer, &request).map_err(|e| report_error(e, &deadline))?;
+    let absolute = focus::absolute(&resolved.db_path)?;
+    let mut report = if let Some(ds) = crate::dataset::open(&absolute).map_err(prefixed)? {
+        // A dataset: both queries charged to one work budget.
+        deadline.check().map_err(prefixed)?;
+        let budget = dataset_budget(limits, &deadline);
+        peak_memory_dataset(&ds, &request, &budget).map_err(|e| {
+            let device = matches!(e, ReadError::DeviceNotFound(_));
+            let err = crate::dataset::error(e, Some(&deadline));
+            if device {
+                err
+            } else {
+                prefixed(err)
+            }
+        })?
+    } else {
+        let (analyzer, _) = super::query::open(&resolved).map_err(|e| {
+            if e.code == "DATABASE_NOT_FOUND" {
+                e
+            } else {
+                prefixed(e)
+            }
+        })?;
+        analyzer.set_interrupt(deadline.interrupt());
+        peak_memory(&analyzer, &request).map_err(|e| report_error(e, &deadline))?
+    };
     deadline.check().map_err(prefixed)?;
     report.timeout_s = deadline.seconds;
     if a.json {
@@ -56,6 +76,15 @@ fn peak(a: &PeakMemoryArgs) -> CliResult {
     Ok(())
 }
 
+/// A report's budget on a dataset: the resolved work limits and the command's deadline.
+fn dataset_budget(limits: WorkLimits, deadline: &Deadline) -> DatasetBudget {
+    DatasetBudget {
+        limits,
+        interrupt: deadline.interrupt(),
+        lifecycle_cache: crate::dataset::lifecycle_cache(),
+    }
+}
+
 fn tree(a: &MemoryTreeArgs) -> CliResult {
     if a.json && a.format == TreeFormat::Html {
         return Err(CliError::new(
@@ -64,17 +93,27 @@ fn tree(a: &MemoryTreeArgs) -> CliResult {
             None,
         ));
     }
-    a.limits.resolve()?;
+    let limits = a.limits.resolve()?;
     let deadline = Deadline::start(a.timeout)?;
     let resolved = focus::resolve_required(a.db_path.as_deref())?;
-    let analyzer = open_for_tree(&resolved)?;
-    analyzer.set_interrupt(deadline.interrupt());
     let request = TreeRequest {
         device: a.device.or(resolved.device_id),
         event_id: a.event_id,
         include_static: !a.exclude_static,
         min_size: a.min_size,
     };
+    let path = existing(&resolved)?;
+    if let Some(ds) = crate::dataset::open(&path)? {
+        // Datasets have no structured frames: the dataset engine's refusal (after its
+        // device check) is the answer, in every output format.
+        deadline.check()?;
+        let e = memory_tree_dataset(&ds, &request, &dataset_budget(limits, &deadline));
+        return Err(crate::dataset::error(e, Some(&deadline)));
+    }
+    let analyzer = super::query::open(&resolved)
+        .map(|(analyzer, _)| analyzer)
+        .map_err(|e| e.with_text_prefix("Error: "))?;
+    analyzer.set_interrupt(deadline.interrupt());
     let tree = memory_tree(&analyzer, &request)
         .map_err(|e| CliError::query(e, &deadline).with_text_prefix("Error: "))?;
     deadline.check()?;
@@ -91,7 +130,7 @@ fn tree(a: &MemoryTreeArgs) -> CliResult {
 }
 
 /// The memory tree reports a missing database with its resolved path, as the reference.
-fn open_for_tree(resolved: &focus::Resolved) -> CliResult<Analyzer> {
+fn existing(resolved: &focus::Resolved) -> CliResult<std::path::PathBuf> {
     let path = focus::absolute(&resolved.db_path)?;
     if !path.exists() {
         return Err(CliError::database_not_found(format!(
@@ -99,9 +138,7 @@ fn open_for_tree(resolved: &focus::Resolved) -> CliResult<Analyzer> {
             path.display()
         )));
     }
-    super::query::open(resolved)
-        .map(|(analyzer, _)| analyzer)
-        .map_err(|e| e.with_text_prefix("Error: "))
+    Ok(path)
 }
 
 /// Query failures inside a report read `Error generating report: …`, except a wrong device.
