@@ -217,6 +217,8 @@ fn warm_caches_give_the_reference_answers() {
                 "freed_block_lifetime",
                 "budget__",
                 "memory_peak",
+                "callstack_analysis",
+                "active_",
             ]
             .iter()
             .any(|p| c.name.starts_with(p))
