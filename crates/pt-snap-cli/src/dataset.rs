@@ -4,9 +4,10 @@
 //! The cache lives beside the user config (`~/.config/pt-snap-cli/dataset-cache.json`), not
 //! in the dataset: a native dataset's directory must hold exactly its manifest and device
 //! directories (the reference refuses any other file there), and datasets may sit on
-//! read-only media. Derived lifecycle databases (the `block`/`leak_detection`/
-//! `freed_block_lifetime` merges of large datasets) are kept under the user cache directory.
-//! `PT_SNAP_DATASET_CACHE=off` disables both.
+//! read-only media. Derived data — the indexed lifecycle databases of the `block`/
+//! `leak_detection`/`freed_block_lifetime` merges of large datasets and the per-shard
+//! callstack groups of `callstack_analysis` — is kept under the user cache directory, named
+//! after the dataset's fingerprint. `PT_SNAP_DATASET_CACHE=off` disables all of it.
 
 use std::path::Path;
 
@@ -19,9 +20,9 @@ fn disabled() -> bool {
     std::env::var("PT_SNAP_DATASET_CACHE").is_ok_and(|v| v == "off")
 }
 
-/// Derived lifecycle databases (tens of MB for a 1M-event dataset) are a cache proper:
-/// `$XDG_CACHE_HOME/pt-snap/lifecycles` (default `~/.cache/pt-snap/lifecycles`), the eight
-/// most recent kept.
+/// Derived lifecycle databases (~55 MB for a 1M-event dataset) and callstack groups (tens
+/// of KB) are a cache proper: `$XDG_CACHE_HOME/pt-snap/lifecycles` (default
+/// `~/.cache/pt-snap/lifecycles`), the eight most recent of each kind kept.
 pub fn lifecycle_cache() -> Option<std::path::PathBuf> {
     if disabled() {
         return None;
