@@ -10,7 +10,12 @@
 //!   all shards deduplicated to one row per lifecycle (the latest observation), with
 //!   allocation/free proofs from the owner shards — in an attached in-memory database for
 //!   small observation sets, in a page-limited scratch database (`--max-scratch-db-bytes`)
-//!   otherwise.
+//!   otherwise, which a lifecycle cache keeps in an indexed layout for later calls
+//!   ([`derived`]).
+//!
+//! Where the access path differs from the reference's (kept derivations, index-only probes,
+//! a point event's live set read through the index holding the fewest entries), the rows
+//! fetched are still its rows, charged as it charges them.
 
 use std::collections::HashMap;
 
