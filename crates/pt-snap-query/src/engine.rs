@@ -2,7 +2,7 @@
 //! flags (spec §6.3), `--exact-total`, `stack_bytes`, and interruption.
 
 use std::collections::HashMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use pt_snap_db::rusqlite::types::ValueRef;
@@ -22,6 +22,14 @@ use crate::value::Value;
 /// [`QueryError::Timeout`]. The caller owns the clock, so the engine needs none (there is
 /// no `Instant` in a browser).
 pub type Interrupt = Arc<dyn Fn() -> bool + Send + Sync>;
+
+/// Whether the installed interrupt asks to stop (SQLite's progress handler).
+pub(crate) fn interrupted(slot: &Mutex<Option<Interrupt>>) -> bool {
+    slot.lock()
+        .ok()
+        .and_then(|f| f.as_ref().map(|f| f()))
+        .unwrap_or(false)
+}
 
 /// One template run: which template, its raw parameters (validated like the reference
 /// validates `--params`), the device, the `-n` row cap and `--exact-total`.
@@ -115,12 +123,17 @@ pub struct Analyzer {
     db: SnapshotDb,
     layout: Result<CallstackLayout, String>,
     interrupt: Arc<Mutex<Option<Interrupt>>>,
+    /// The file, when there is one: full-table passes may then read it through more
+    /// connections at once.
+    path: Option<PathBuf>,
 }
 
 impl Analyzer {
     /// Opens a database file read-only.
     pub fn open(path: &Path) -> Result<Self, OpenError> {
-        Self::new(SnapshotDb::open_readonly(path)?)
+        let mut analyzer = Self::new(SnapshotDb::open_readonly(path)?)?;
+        analyzer.path = Some(path.to_owned());
+        Ok(analyzer)
     }
 
     /// Opens a database image held in memory, read-only.
@@ -133,19 +146,13 @@ impl Analyzer {
         crate::functions::register(db.conn())?;
         let interrupt: Arc<Mutex<Option<Interrupt>>> = Arc::default();
         let slot = Arc::clone(&interrupt);
-        db.conn_mut().progress_handler(
-            1000,
-            Some(move || {
-                slot.lock()
-                    .ok()
-                    .and_then(|f| f.as_ref().map(|f| f()))
-                    .unwrap_or(false)
-            }),
-        )?;
+        db.conn_mut()
+            .progress_handler(1000, Some(move || interrupted(&slot)))?;
         Ok(Analyzer {
             db,
             layout,
             interrupt,
+            path: None,
         })
     }
 
@@ -332,6 +339,26 @@ impl Analyzer {
 
     fn fetch(&self, sql: &Sql) -> Result<(Vec<String>, Vec<Vec<Value>>), QueryError> {
         let conn = self.db.conn();
+        let split;
+        let sql = match &self.path {
+            Some(path) if sql.scans().next().is_some() => {
+                let mut totals = Vec::new();
+                for scan in sql.scans() {
+                    match crate::scan::group_totals(conn, path, scan, &self.interrupt) {
+                        Ok(Some(json)) => totals.push(json),
+                        Ok(None) => break,
+                        Err(e) => return Err(self.execution_error(e)),
+                    }
+                }
+                if totals.len() < sql.scans().count() {
+                    sql
+                } else {
+                    split = sql.with_scan_totals(totals);
+                    &split
+                }
+            }
+            _ => sql,
+        };
         let mut stmt = conn
             .prepare(sql.text())
             .map_err(|e| self.execution_error(e))?;

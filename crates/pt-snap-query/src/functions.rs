@@ -112,14 +112,49 @@ impl Aggregate<Groups, Option<String>> for GroupTotals {
         _: &mut Context<'_>,
         groups: Option<Groups>,
     ) -> rusqlite::Result<Option<String>> {
-        let groups = groups.unwrap_or_default().into_sorted();
+        Ok(Some(groups.unwrap_or_default().into_json()))
+    }
+}
+
+impl Groups {
+    fn into_json(self) -> String {
         let json = |v: Option<i64>| v.map_or("null".to_owned(), |v| v.to_string());
-        let items: Vec<String> = groups
-            .iter()
+        let items: Vec<String> = (self.into_sorted().iter())
             .map(|(k, t)| format!("[{},{},{},{}]", json(*k), t.count, json(t.sum), json(t.max)))
             .collect();
-        Ok(Some(format!("[{}]", items.join(","))))
+        format!("[{}]", items.join(","))
     }
+}
+
+/// The totals of several `pt_snap_group_totals` results over disjoint rows, as one result
+/// over all of them: what the aggregate would have returned in a single pass (a sum that
+/// overflows fails the same way).
+pub(crate) fn merge_group_totals(parts: &[String]) -> rusqlite::Result<String> {
+    let mut groups = Groups::default();
+    for part in parts {
+        // `[key, count, sum, max]` per group, as `into_json` writes them.
+        type Row = (Option<i64>, i64, Option<i64>, Option<i64>);
+        let rows: Vec<Row> = serde_json::from_str(part).map_err(|e| {
+            rusqlite::Error::UserFunctionError(
+                format!("pt_snap_group_totals: unreadable partial totals: {e}").into(),
+            )
+        })?;
+        for (key, count, sum, max) in rows {
+            let totals = groups.slot(key);
+            totals.count += count;
+            totals.sum = match (totals.sum, sum) {
+                (Some(a), Some(b)) => Some(a.checked_add(b).ok_or_else(|| {
+                    rusqlite::Error::UserFunctionError("integer overflow".into())
+                })?),
+                (a, b) => a.or(b),
+            };
+            totals.max = match (totals.max, max) {
+                (Some(a), Some(b)) => Some(a.max(b)),
+                (a, b) => a.or(b),
+            };
+        }
+    }
+    Ok(groups.into_json())
 }
 
 fn integer_or_null(v: ValueRef<'_>, what: &str) -> rusqlite::Result<Option<i64>> {
@@ -174,6 +209,33 @@ mod tests {
             .unwrap();
         assert_eq!(ours, sqlite);
         assert!(ours.contains("[12345,1,null,null]"));
+    }
+
+    /// Totals of row ranges, merged, equal the totals of all rows.
+    #[test]
+    fn merged_partial_totals_equal_one_pass() {
+        let conn = Connection::open_in_memory().unwrap();
+        register(&conn).unwrap();
+        conn.execute_batch(
+            "CREATE TABLE t (id INTEGER PRIMARY KEY, k INTEGER, v INTEGER);
+             WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 3000)
+             INSERT INTO t SELECT i, CASE WHEN i % 13 = 0 THEN NULL WHEN i % 7 = 0 THEN -i % 5
+             ELSE i % 40 END, CASE WHEN i % 11 = 0 THEN NULL ELSE i * 31 % 977 END FROM n;
+             INSERT INTO t VALUES (5000, 99999, NULL);",
+        )
+        .unwrap();
+        let totals = |sql: &str| -> String { conn.query_row(sql, [], |r| r.get(0)).unwrap() };
+        let whole = totals("SELECT pt_snap_group_totals(k, v) FROM t");
+        let parts: Vec<String> = [(0, 999), (1000, 1000), (1001, 2500), (2501, 9999)]
+            .iter()
+            .map(|(lo, hi)| {
+                totals(&format!(
+                    "SELECT pt_snap_group_totals(k, v) FROM t WHERE id BETWEEN {lo} AND {hi}"
+                ))
+            })
+            .collect();
+        assert_eq!(merge_group_totals(&parts).unwrap(), whole);
+        assert!(whole.contains("[99999,1,null,null]"), "{whole}");
     }
 
     #[test]

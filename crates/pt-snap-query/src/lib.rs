@@ -34,6 +34,7 @@ mod functions;
 pub mod params;
 pub mod python;
 pub mod registry;
+mod scan;
 mod sql;
 mod stack;
 mod templates;

@@ -7,7 +7,7 @@ use super::basic::VALID_STACK_HAVING;
 use super::Target;
 use crate::error::QueryError;
 use crate::params::Params;
-use crate::sql::Sql;
+use crate::sql::{GroupScan, Sql};
 
 /// `… AND (freeEventId IS NULL OR freeEventId < 0 OR freeEventId > E)`: not yet freed at E.
 /// Pending frees count as live: freeEventId is the free-completed event.
@@ -275,12 +275,17 @@ pub fn freed_block_lifetime(_: &Params, t: &Target) -> Result<Sql, QueryError> {
         "WITH buckets AS (
         SELECT json_extract(g.value, '$[0]') AS bucket, json_extract(g.value, '$[1]') AS n,
                json_extract(g.value, '$[2]') AS total
-        FROM json_each((
-          SELECT pt_snap_group_totals((d >= 1000) + (d >= 5000) + (d >= 20000) + (d >= 100000), size)
-          FROM (SELECT freeEventId - allocEventId AS d, size FROM ",
+        FROM json_each(",
     );
-    q.push(&t.block()).push(
-        " WHERE +allocEventId >= 0 AND freeEventId >= allocEventId))) g)
+    q.group_totals(GroupScan {
+        table: t.block(),
+        key: "(freeEventId - allocEventId >= 1000) + (freeEventId - allocEventId >= 5000) \
+              + (freeEventId - allocEventId >= 20000) + (freeEventId - allocEventId >= 100000)",
+        value: "size",
+        filter: "+allocEventId >= 0 AND freeEventId >= allocEventId",
+    })
+    .push(
+        ") g)
       SELECT CASE bucket WHEN 0 THEN '<1k' WHEN 1 THEN '1k-5k' WHEN 2 THEN '5k-20k'
                          WHEN 3 THEN '20k-100k' ELSE '>=100k' END AS lifetime_events,
              n AS block_count, COALESCE(total, 0) AS size_bytes

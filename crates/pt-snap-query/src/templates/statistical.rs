@@ -6,7 +6,7 @@ use super::business::active_blocks_cte;
 use super::{ident, Target};
 use crate::error::QueryError;
 use crate::params::Params;
-use crate::sql::Sql;
+use crate::sql::{GroupScan, Sql};
 
 pub fn active_blocks_at_event(p: &Params, t: &Target) -> Result<Sql, QueryError> {
     let mut q = Sql::new("");
@@ -129,13 +129,18 @@ pub fn callstack_analysis(p: &Params, t: &Target) -> Result<Sql, QueryError> {
                 "WITH per_id AS (SELECT json_extract(g.value, '$[0]') AS callstackId,
                  json_extract(g.value, '$[1]') AS n, json_extract(g.value, '$[2]') AS total,
                  json_extract(g.value, '$[3]') AS largest
-                 FROM json_each((SELECT pt_snap_group_totals(callstackId, size) FROM ",
+                 FROM json_each(",
             )
-            .push(&t.trace())
             // Rows without a callstack id are dropped as the NULL group after aggregation:
             // filtering them per row costs a second column read for each of a million rows.
+            .group_totals(GroupScan {
+                table: t.trace(),
+                key: "callstackId",
+                value: "size",
+                filter: "+id >= 0",
+            })
             .push(
-                " WHERE id >= 0)) g WHERE json_extract(g.value, '$[0]') IS NOT NULL),
+                ") g WHERE json_extract(g.value, '$[0]') IS NOT NULL),
                  per_text AS (SELECT c.callstack AS text, SUM(n) AS alloc_count,
                  SUM(total) AS total_size, MAX(largest) AS max_size
                  FROM per_id p LEFT JOIN callstack c ON c.id = p.callstackId GROUP BY c.callstack)
