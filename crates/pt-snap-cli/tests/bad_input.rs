@@ -205,6 +205,29 @@ fn reimport_reuses_and_force_rebuilds() {
     );
 }
 
+/// A published DB has the permissions of any new file under the caller's umask, as the
+/// reference's, not those of the private temp file it was built in.
+#[cfg(unix)]
+#[test]
+fn an_imported_database_gets_a_new_files_permissions() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::copy(
+        repo_root().join("fixtures/synthetic/synth_small_2dev.pkl"),
+        dir.path().join("s.pkl"),
+    )
+    .unwrap();
+    let out = pt_snap(dir.path(), &["import", "s.pkl", "--json", "--no-focus"]);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let envelope: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let db = envelope["db_path"].as_str().unwrap();
+    // The test process's umask is the child's: a file it creates shows what to expect.
+    let plain = dir.path().join("plain");
+    std::fs::File::create(&plain).unwrap();
+    let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(Path::new(db)), mode(&plain));
+}
+
 /// `pt-snap capabilities --json | head -c 0`: the reader is gone before the output is written.
 /// The command must end as a Unix filter does (SIGPIPE), not panic inside `println!`.
 #[cfg(unix)]

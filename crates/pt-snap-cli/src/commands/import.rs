@@ -223,7 +223,12 @@ fn build_and_publish(
     json: bool,
 ) -> CliResult<pt_snap_import::ImportSummary> {
     let dir = target.parent().expect("target is in a directory");
-    let tmp = tempfile::Builder::new()
+    let mut builder = tempfile::Builder::new();
+    // A temp file is private (0600) by default, and the rename would publish the DB so;
+    // a DB is created like any file (0666 less the umask), as SQLite and the reference do.
+    #[cfg(unix)]
+    builder.permissions(std::os::unix::fs::PermissionsExt::from_mode(0o666));
+    let tmp = builder
         .prefix(&format!(
             ".{}.",
             target.file_name().unwrap_or_default().to_string_lossy()
