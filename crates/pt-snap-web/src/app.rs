@@ -286,9 +286,11 @@ fn OpenedName() -> impl IntoView {
         state.opened.get().map(|o| {
             let kind = if o.imported { "imported here" } else { "SnapshotDB" };
             view! {
-                <span class="opened" title=fmt::exact(o.size as i64)>
-                    <strong>{o.name.clone()}</strong>
-                    <span class="muted">{format!(" · {kind} · {}", fmt::bytes(o.size as i64))}</span>
+                <span class="opened">
+                    <strong title=o.name.clone()>{o.name.clone()}</strong>
+                    <span class="muted" title=fmt::exact(o.size as i64)>
+                        {format!("\u{a0}· {kind} · {}", fmt::bytes(o.size as i64))}
+                    </span>
                 </span>
             }
         })
