@@ -284,7 +284,11 @@ fn OpenedName() -> impl IntoView {
     let state = expect_context::<AppState>();
     move || {
         state.opened.get().map(|o| {
-            let kind = if o.imported { "imported here" } else { "SnapshotDB" };
+            let kind = if o.imported {
+                "imported here"
+            } else {
+                "SnapshotDB"
+            };
             view! {
                 <span class="opened">
                     <strong title=o.name.clone()>{o.name.clone()}</strong>
