@@ -128,8 +128,12 @@ impl SnapshotDb {
         self.devices
             .iter()
             .map(|&device| {
-                let sql =
-                    format!("SELECT min(id), max(id) FROM trace_entry_{device} WHERE id >= 0");
+                // One subquery per bound: SQLite answers a lone min() or max() of the key
+                // from the b-tree's ends, but both in one SELECT by scanning every row.
+                let sql = format!(
+                    "SELECT (SELECT min(id) FROM trace_entry_{device} WHERE id >= 0), \
+                     (SELECT max(id) FROM trace_entry_{device} WHERE id >= 0)"
+                );
                 let (lo, hi): (Option<i64>, Option<i64>) = self
                     .conn
                     .query_row(&sql, [], |r| Ok((r.get(0)?, r.get(1)?)))?;

@@ -102,7 +102,12 @@ impl Analyzer {
         let table = format!("trace_entry_{device}");
         let bounds: (Option<i64>, Option<i64>) = conn
             .query_row(
-                &format!("SELECT min(id), max(id) FROM {table} WHERE id >= 0"),
+                // Two subqueries, each answered from an end of the b-tree (one SELECT of
+                // both bounds scans every row).
+                &format!(
+                    "SELECT (SELECT min(id) FROM {table} WHERE id >= 0), \
+                     (SELECT max(id) FROM {table} WHERE id >= 0)"
+                ),
                 [],
                 |r| Ok((r.get(0)?, r.get(1)?)),
             )
