@@ -6,6 +6,7 @@
 // served origin. Screenshots of every view go to target/web/.
 import { createRequire } from 'node:module';
 import { execFileSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -260,6 +261,15 @@ await check('downloaded .db answers the same in the CLI', async () => {
   await dl.saveAs(file);
   const row = JSON.parse(execFileSync(cliBin, ['query', file, '--template-use', 'memory_peak', '--json'])).rows[0];
   eq(JSON.stringify(row), JSON.stringify(expected), 'memory_peak of the downloaded db');
+  // The digest is computed beside the import (WebCrypto in a helper worker): the CLI's reuse
+  // check and provenance rest on it.
+  const meta = JSON.parse(execFileSync(cliBin, ['metadata', file, '--json'])).metadata;
+  const digest = createHash('sha256').update(fs.readFileSync(path.join(out, 'fixture.pkl'))).digest('hex');
+  eq(meta.source_sha256, digest, 'source_sha256 of the downloaded db');
+  eq(meta.source_size, fs.statSync(path.join(out, 'fixture.pkl')).size, 'source_size of the downloaded db');
+  // The server's log (tests/web/run.sh) shows the helper was fetched, so the digest above is
+  // its answer and not the in-worker fallback's.
+  ok(fs.readFileSync(path.join(out, 'http.log'), 'utf8').includes('GET /hash-worker.js'), 'hash helper fetched');
 });
 
 await check('deep link: device, event and view restored after the file loads, and on hashchange', async () => {

@@ -64,7 +64,13 @@ const TEMP_STORE: &str = "MEMORY";
 /// Page cache while indexes are built. SQLite sorts in runs of at most the cache size and
 /// merges them from the temp files; 8 MiB runs were as fast as 16–64 MiB ones, in less
 /// memory.
+#[cfg(not(target_arch = "wasm32"))]
 const INDEX_CACHE_KIB: i64 = -8192;
+/// In the browser the runs spill into SQLite's in-memory journal and are merged on the one
+/// thread there is: a budget that holds a whole index's keys (~30 bytes a row, so up to ~8M
+/// rows) sorts each index in one pass instead.
+#[cfg(target_arch = "wasm32")]
+const INDEX_CACHE_KIB: i64 = -262144;
 
 /// Rows per multi-row `INSERT` in [`Writer::traces`] and [`Writer::blocks`]: one statement
 /// execution per row costs about as much again as the row itself.

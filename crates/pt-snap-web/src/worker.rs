@@ -9,6 +9,10 @@
 //! * worker → page `{type: "progress", stage, bytes, total, events, device, done, of}`;
 //! * worker → page `{type: "done", db: ArrayBuffer, name, warnings: [..]}` (db transferred);
 //! * worker → page `{type: "error", code, message}` with the CLI's code and message.
+//!
+//! The file's SHA-256 is computed beside the decoding by a helper worker
+//! (`www/hash-worker.js`, WebCrypto) when the page is a secure context and the file is not
+//! too large to hold once more; otherwise here, as the slices pass through.
 
 #[cfg(not(target_arch = "wasm32"))]
 fn main() {}
@@ -22,11 +26,12 @@ fn main() {
 mod imp {
     use std::io::{self, Read};
 
-    use js_sys::{Array, Object, Reflect, Uint8Array};
+    use js_sys::{Array, Object, Promise, Reflect, Uint8Array};
     use pt_snap_import::{ImportRequest, Stage};
     use sha2::{Digest, Sha256};
     use wasm_bindgen::prelude::*;
-    use web_sys::{DedicatedWorkerGlobalScope, File, FileReaderSync, MessageEvent};
+    use wasm_bindgen_futures::JsFuture;
+    use web_sys::{DedicatedWorkerGlobalScope, File, FileReaderSync, MessageEvent, Worker};
 
     // Linked for its host hooks (clock, randomness) that SQLite needs in a browser.
     use sqlite_wasm_rs as _;
@@ -34,6 +39,10 @@ mod imp {
     /// Large enough that the per-slice JS round trip is noise, small enough to keep the
     /// worker's memory near the decoded model's.
     const CHUNK: f64 = 4.0 * 1024.0 * 1024.0;
+
+    /// Files up to this size are hashed by the helper worker, which holds the whole file
+    /// meanwhile; larger ones are hashed here, so that a 1 GB import needs no second GB.
+    const HASH_BESIDE_MAX: f64 = 512.0 * 1024.0 * 1024.0;
 
     pub fn start() {
         console_error_panic_hook::set_once();
@@ -43,20 +52,26 @@ mod imp {
             let file: Option<File> = Reflect::get(&ev.data(), &"file".into())
                 .ok()
                 .and_then(|f| f.dyn_into().ok());
-            let reply = match file {
-                // The image goes straight from SQLite into the message's buffer (one copy,
-                // not two: at 1 GB the worker's 4 GiB wasm memory cannot hold a third); it and
-                // the database are freed before the message is posted.
-                Some(file) => match import(&scope, &file).and_then(|(mut conn, warnings)| {
-                    let image = conn.serialize(rusqlite::MAIN_DB).map_err(backend)?;
-                    Ok(done(&image, &file.name(), &warnings))
-                }) {
-                    Ok(reply) => reply,
-                    Err((code, message)) => error(code, &message),
-                },
-                None => error("INTERNAL_ERROR", "The worker was sent no file."),
-            };
-            post(&scope, &reply.0, reply.1.as_ref());
+            wasm_bindgen_futures::spawn_local(async move {
+                let reply = match file {
+                    // The image goes straight from SQLite into the message's buffer (one
+                    // copy, not two: at 1 GB the worker's 4 GiB wasm memory cannot hold a
+                    // third); it and the database are freed before the message is posted.
+                    Some(file) => {
+                        match import(&scope, &file)
+                            .await
+                            .and_then(|(mut conn, warnings)| {
+                                let image = conn.serialize(rusqlite::MAIN_DB).map_err(backend)?;
+                                Ok(done(&image, &file.name(), &warnings))
+                            }) {
+                            Ok(reply) => reply,
+                            Err((code, message)) => error(code, &message),
+                        }
+                    }
+                    None => error("INTERNAL_ERROR", "The worker was sent no file."),
+                };
+                post(&scope, &reply.0, reply.1.as_ref());
+            });
         });
         scope.set_onmessage(Some(handler.as_ref().unchecked_ref()));
         handler.forget();
@@ -65,12 +80,13 @@ mod imp {
 
     type Failure = (&'static str, String);
 
-    fn import(
+    async fn import(
         scope: &DedicatedWorkerGlobalScope,
         file: &File,
     ) -> Result<(rusqlite::Connection, Vec<String>), Failure> {
         let total = file.size();
-        let mut reader = FileChunks::new(file.clone())?;
+        let digest = hash_beside(scope, file);
+        let mut reader = FileChunks::new(file.clone(), digest.is_none())?;
         let mut last_posted = 0u64;
         let step = ((total / 100.0) as u64).max(256 * 1024);
         let snapshot = pt_snap_model::decode(&mut reader, &mut |p| {
@@ -87,11 +103,17 @@ mod imp {
             }
         })
         .map_err(failed)?;
-        // The digest covers the whole file, as the CLI's does, even bytes after STOP.
-        io::copy(&mut reader, &mut io::sink()).map_err(backend)?;
+        let sha256 = match digest {
+            Some(digest) => match JsFuture::from(digest).await.map(|r| get(&r, "hex")) {
+                Ok(hex) if hex.is_string() => hex.as_string().unwrap_or_default(),
+                // WebCrypto refused (or the helper died): hash here after all.
+                _ => hash_here(FileChunks::new(file.clone(), true)?)?,
+            },
+            None => hash_here(reader)?,
+        };
         let request = ImportRequest {
             device: None,
-            source_sha256: format!("{:x}", reader.hasher.finalize_reset()),
+            source_sha256: sha256,
             source_size: total as u64,
             source_name: file.name(),
             completed_at: now_utc_iso(),
@@ -125,6 +147,47 @@ mod imp {
         Ok((conn, summary.warnings))
     }
 
+    /// The rest of the file through the reader's hasher: the digest covers the whole file,
+    /// as the CLI's does, even bytes after the pickle's STOP.
+    fn hash_here(mut reader: FileChunks) -> Result<String, Failure> {
+        io::copy(&mut reader, &mut io::sink()).map_err(backend)?;
+        let hasher = reader.hasher.take().unwrap_or_default();
+        Ok(format!("{:x}", hasher.finalize()))
+    }
+
+    /// Starts the helper worker on `file`; its answer (`{hex}` or `{error}`) settles the
+    /// promise. `None` where WebCrypto is missing (pages served over plain HTTP from another
+    /// host are not a secure context), the file is too large, or no worker can start.
+    fn hash_beside(scope: &DedicatedWorkerGlobalScope, file: &File) -> Option<Promise> {
+        let secure = get(scope, "isSecureContext").as_bool() == Some(true);
+        if !secure || file.size() > HASH_BESIDE_MAX {
+            return None;
+        }
+        let worker = Worker::new("./hash-worker.js").ok()?;
+        let promise = Promise::new(&mut |resolve, _| {
+            let helper = worker.clone();
+            let settle = resolve.clone();
+            let answer = Closure::once_into_js(move |ev: MessageEvent| {
+                helper.terminate();
+                let _ = settle.call1(&JsValue::NULL, &ev.data());
+            });
+            worker.set_onmessage(Some(answer.unchecked_ref()));
+            // A helper that fails to load answers with an error, so the import hashes here.
+            let helper = worker.clone();
+            let failed = Closure::once_into_js(move |_: JsValue| {
+                helper.terminate();
+                let _ = resolve.call1(&JsValue::NULL, &JsValue::NULL);
+            });
+            worker.set_onerror(Some(failed.unchecked_ref()));
+        });
+        worker.post_message(file).ok()?;
+        Some(promise)
+    }
+
+    fn get(v: &JsValue, key: &str) -> JsValue {
+        Reflect::get(v, &key.into()).unwrap_or(JsValue::UNDEFINED)
+    }
+
     /// The CLI's code and message for an import failure (the one shared mapping).
     fn failed(f: impl Into<pt_snap_import::Failure>) -> Failure {
         let f = f.into();
@@ -144,7 +207,7 @@ mod imp {
         }
     }
 
-    /// The File as a `Read`, one slice at a time, hashing what passes through.
+    /// The File as a `Read`, one slice at a time, hashing what passes through if asked to.
     struct FileChunks {
         file: File,
         reader: FileReaderSync,
@@ -152,11 +215,11 @@ mod imp {
         pos: f64,
         buf: Vec<u8>,
         at: usize,
-        hasher: Sha256,
+        hasher: Option<Sha256>,
     }
 
     impl FileChunks {
-        fn new(file: File) -> Result<Self, Failure> {
+        fn new(file: File, hash: bool) -> Result<Self, Failure> {
             let reader = FileReaderSync::new().map_err(|e| backend(format!("{e:?}")))?;
             Ok(FileChunks {
                 size: file.size(),
@@ -165,7 +228,7 @@ mod imp {
                 pos: 0.0,
                 buf: Vec::new(),
                 at: 0,
-                hasher: Sha256::new(),
+                hasher: hash.then(Sha256::new),
             })
         }
     }
@@ -183,7 +246,9 @@ mod imp {
                     .map_err(js_io)?;
                 let bytes = self.reader.read_as_array_buffer(&slice).map_err(js_io)?;
                 self.buf = Uint8Array::new(&bytes).to_vec();
-                self.hasher.update(&self.buf);
+                if let Some(hasher) = &mut self.hasher {
+                    hasher.update(&self.buf);
+                }
                 self.pos = end;
                 self.at = 0;
             }
