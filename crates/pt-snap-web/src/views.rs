@@ -95,8 +95,30 @@ pub fn Overview() -> impl IntoView {
         generation(state);
         data::peaks(state.device.get())
     });
+    // The timeline reads every event of the device (seconds for ten million in a tab). For
+    // a newly opened file it is drawn just after the next paint, so the peaks above, two
+    // index lookups, are on screen first instead of waiting for the picture.
+    let drawn = RwSignal::new(None::<u32>);
+    Effect::new(move |_| {
+        let opened = generation(state);
+        if drawn.get_untracked() != Some(opened) {
+            request_animation_frame(move || {
+                set_timeout(move || drawn.set(Some(opened)), std::time::Duration::ZERO)
+            });
+        }
+    });
+    let pending = || {
+        view! {
+            <section class="panel tl-pending" aria-busy="true">
+                <div class="panel-head"><h2>"Timeline"</h2></div>
+                <p class="muted">"Drawing the timeline…"</p>
+            </section>
+        }
+    };
     view! {
-        <crate::timeline::TimelinePanel peaks=peaks/>
+        <Show when=move || drawn.get() == Some(generation(state)) fallback=pending>
+            <crate::timeline::TimelinePanel peaks=peaks/>
+        </Show>
         <section class="panel two">
             <div>
                 <h2>"Devices"</h2>
