@@ -96,6 +96,14 @@ pub struct AppState {
     pub sample: RwSignal<bool>,
 }
 
+impl AppState {
+    /// Which file is open (0: none); reading it makes a view recompute when another file,
+    /// even one of the same name, is opened.
+    pub fn generation(self) -> u32 {
+        self.opened.with(|o| o.as_ref().map_or(0, |o| o.generation))
+    }
+}
+
 /// What a deep link (`#device=0&event=7498&view=tree`) asks for; absent parts keep the
 /// current choice.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]

@@ -16,12 +16,6 @@ const PAGE: i64 = 50;
 /// `leak_detection` has no offset, so its pages are cut from one capped answer.
 const LEAK_CAP: i64 = 5000;
 
-fn generation(state: AppState) -> u32 {
-    state
-        .opened
-        .with(|o| o.as_ref().map_or(0, |o| o.generation))
-}
-
 /// The template's own description and the limits that apply to a single SnapshotDB.
 fn contract_note(template: &str) -> impl IntoView {
     let (description, limits) = data::contract_notes(template);
@@ -126,7 +120,7 @@ pub fn LeaksView() -> impl IntoView {
     let min_text = RwSignal::new("0".to_owned());
     let page = RwSignal::new(0i64);
     let answer = Memo::new(move |_| {
-        generation(state);
+        state.generation();
         let mut params = Map::new();
         params.insert("min_size".into(), min_size.get().into());
         data::run_template(state.device.get(), "leak_detection", params, LEAK_CAP, true)
@@ -207,7 +201,7 @@ pub fn LeaksView() -> impl IntoView {
 pub fn BlocksView() -> impl IntoView {
     let state = expect_context::<AppState>();
     let peak_event = Memo::new(move |_| {
-        generation(state);
+        state.generation();
         data::peaks(state.device.get())
             .ok()
             .and_then(|p| p.active.1)
@@ -220,7 +214,7 @@ pub fn BlocksView() -> impl IntoView {
     let page = RwSignal::new(0i64);
     // Any other question starts again at the first page.
     Effect::new(move |_| {
-        generation(state);
+        state.generation();
         event.track();
         include_static.track();
         min_size.track();
@@ -229,7 +223,7 @@ pub fn BlocksView() -> impl IntoView {
         page.set(0);
     });
     let answer = Memo::new(move |_| {
-        generation(state);
+        state.generation();
         let e = event.get()?;
         let mut params = Map::new();
         params.insert("event_id".into(), e.into());
@@ -348,7 +342,7 @@ pub fn BlocksView() -> impl IntoView {
 pub fn LifetimesView() -> impl IntoView {
     let state = expect_context::<AppState>();
     let answer = Memo::new(move |_| {
-        generation(state);
+        state.generation();
         data::run_template(
             state.device.get(),
             "freed_block_lifetime",

@@ -29,12 +29,6 @@ const SERIES: [(&str, Counter); 3] = [
     ("active", |b| b.active),
 ];
 
-fn generation(state: AppState) -> u32 {
-    state
-        .opened
-        .with(|o| o.as_ref().map_or(0, |o| o.generation))
-}
-
 /// Where the plot is: the device's events, the visible window and the value at the top.
 #[derive(Debug, Clone, Copy, PartialEq)]
 struct Frame {
@@ -113,12 +107,12 @@ pub fn TimelinePanel(peaks: Memo<Result<Peaks, Failure>>) -> impl IntoView {
     let state = expect_context::<AppState>();
     let window = RwSignal::new(None::<(i64, i64)>);
     Effect::new(move |_| {
-        generation(state);
+        state.generation();
         state.device.track();
         window.set(None);
     });
     let series = Memo::new(move |_| {
-        generation(state);
+        state.generation();
         data::timeline(state.device.get(), window.get(), BUCKETS)
     });
     let frame = Memo::new(move |_| series.with(|s| s.as_ref().ok().and_then(Frame::of)));
@@ -453,7 +447,7 @@ fn set_window(window: RwSignal<Option<(i64, i64)>>, first: i64, last: i64, start
 fn SelectedEvent() -> impl IntoView {
     let state = expect_context::<AppState>();
     let info = Memo::new(move |_| {
-        generation(state);
+        state.generation();
         state
             .event
             .get()

@@ -39,20 +39,13 @@ pub(crate) fn bytes_cell(n: i64) -> AnyView {
     view! { <span class="num" title=fmt::exact(n)>{fmt::bytes(n)}</span> }.into_any()
 }
 
-/// `generation` makes views recompute when another file is opened.
-fn generation(state: AppState) -> u32 {
-    state
-        .opened
-        .with(|o| o.as_ref().map_or(0, |o| o.generation))
-}
-
 /// The three peaks of the selected device, above every view (the page's test contract:
 /// `data-value` holds the exact `memory_peak` byte count).
 #[component]
 pub fn PeakCards() -> impl IntoView {
     let state = expect_context::<AppState>();
     let peaks = Memo::new(move |_| {
-        generation(state);
+        state.generation();
         data::peaks(state.device.get())
     });
     move || match peaks.get() {
@@ -92,7 +85,7 @@ pub fn PeakCards() -> impl IntoView {
 pub fn Overview() -> impl IntoView {
     let state = expect_context::<AppState>();
     let peaks = Memo::new(move |_| {
-        generation(state);
+        state.generation();
         data::peaks(state.device.get())
     });
     // The timeline reads every event of the device (seconds for ten million in a tab). For
@@ -100,7 +93,7 @@ pub fn Overview() -> impl IntoView {
     // index lookups, are on screen first instead of waiting for the picture.
     let drawn = RwSignal::new(None::<u32>);
     Effect::new(move |_| {
-        let opened = generation(state);
+        let opened = state.generation();
         if drawn.get_untracked() != Some(opened) {
             request_animation_frame(move || {
                 set_timeout(move || drawn.set(Some(opened)), std::time::Duration::ZERO)
@@ -116,7 +109,7 @@ pub fn Overview() -> impl IntoView {
         }
     };
     view! {
-        <Show when=move || drawn.get() == Some(generation(state)) fallback=pending>
+        <Show when=move || drawn.get() == Some(state.generation()) fallback=pending>
             <crate::timeline::TimelinePanel peaks=peaks/>
         </Show>
         <section class="panel two">
@@ -162,7 +155,7 @@ pub fn PeakView() -> impl IntoView {
     let metric = RwSignal::new(Metric::Active);
     let include_static = RwSignal::new(true);
     let report = Memo::new(move |_| {
-        generation(state);
+        state.generation();
         data::peak_report(state.device.get(), metric.get(), include_static.get())
     });
     view! {
@@ -298,14 +291,14 @@ pub fn TreeView() -> impl IntoView {
     let container = NodeRef::<html::Div>::new();
     let failure = RwSignal::new(None::<Failure>);
     let peak_event = Memo::new(move |_| {
-        generation(state);
+        state.generation();
         data::peaks(state.device.get())
             .ok()
             .and_then(|p| p.active.1)
     });
     let event = move || state.event.get().or_else(|| peak_event.get());
     Effect::new(move |_| {
-        generation(state);
+        state.generation();
         let device = state.device.get();
         let stat = include_static.get();
         let Some(el) = container.get() else { return };
