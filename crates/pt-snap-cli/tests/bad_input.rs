@@ -17,6 +17,17 @@ fn pt_snap(dir: &Path, args: &[&str]) -> Output {
         .unwrap()
 }
 
+/// A fresh project directory holding a small two-device snapshot as `s.pkl`.
+fn project_with_small_snapshot() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::copy(
+        repo_root().join("fixtures/synthetic/synth_small_2dev.pkl"),
+        dir.path().join("s.pkl"),
+    )
+    .unwrap();
+    dir
+}
+
 /// Runs `import --json` on `bytes` saved as `name`; asserts the failure contract and returns
 /// the error envelope.
 fn refused(name: &str, bytes: &[u8]) -> Value {
@@ -172,12 +183,7 @@ fn a_failed_forced_reimport_keeps_the_existing_database() {
 
 #[test]
 fn reimport_reuses_and_force_rebuilds() {
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::copy(
-        repo_root().join("fixtures/synthetic/synth_small_2dev.pkl"),
-        dir.path().join("s.pkl"),
-    )
-    .unwrap();
+    let dir = project_with_small_snapshot();
     let run = |extra: &[&str]| -> Value {
         let mut args = vec!["import", "s.pkl", "--json"];
         args.extend_from_slice(extra);
@@ -211,12 +217,7 @@ fn reimport_reuses_and_force_rebuilds() {
 #[test]
 fn an_imported_database_gets_a_new_files_permissions() {
     use std::os::unix::fs::PermissionsExt;
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::copy(
-        repo_root().join("fixtures/synthetic/synth_small_2dev.pkl"),
-        dir.path().join("s.pkl"),
-    )
-    .unwrap();
+    let dir = project_with_small_snapshot();
     let out = pt_snap(dir.path(), &["import", "s.pkl", "--json", "--no-focus"]);
     assert_eq!(out.status.code(), Some(0), "{out:?}");
     let envelope: Value = serde_json::from_slice(&out.stdout).unwrap();
