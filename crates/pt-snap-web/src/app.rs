@@ -292,16 +292,18 @@ fn OpenedName() -> impl IntoView {
     let state = expect_context::<AppState>();
     move || {
         state.opened.get().map(|o| {
-            let kind = if o.imported {
-                "imported here"
+            // The size is the database's, which an imported pickle's name would not suggest.
+            let db = fmt::bytes(o.size as i64);
+            let what = if o.imported {
+                format!("imported here · {db} database")
             } else {
-                "SnapshotDB"
+                format!("SnapshotDB · {db}")
             };
             view! {
                 <span class="opened">
                     <strong title=o.name.clone()>{o.name.clone()}</strong>
                     <span class="muted" title=fmt::exact(o.size as i64)>
-                        {format!("\u{a0}· {kind} · {}", fmt::bytes(o.size as i64))}
+                        {format!("\u{a0}· {what}")}
                     </span>
                 </span>
             }
