@@ -71,10 +71,24 @@ impl SnapshotDb {
 
     /// Opens a database image held in memory (a dropped `.db` file in the browser), read-only.
     pub fn from_bytes(bytes: &[u8]) -> Result<Self, OpenError> {
+        Self::from_reader(bytes, bytes.len())
+    }
+
+    /// Opens the `len`-byte database image `image` yields, read-only, copied once into
+    /// memory SQLite owns: where the image is not in this address space already (a browser
+    /// `ArrayBuffer`), no intermediate copy is made.
+    pub fn from_reader(image: impl std::io::Read, len: usize) -> Result<Self, OpenError> {
         let mut conn = Connection::open_in_memory()?;
-        conn.deserialize_read_exact(rusqlite::MAIN_DB, bytes, bytes.len(), true)?;
+        conn.deserialize_read_exact(rusqlite::MAIN_DB, image, len, true)?;
         conn.execute_batch("PRAGMA query_only = 1")?;
         Self::from_connection(conn)
+    }
+
+    /// Hands `f` the database's image (`sqlite3_serialize`): SQLite's own memory for an
+    /// in-memory database, without a copy, else a fresh one.
+    pub fn with_image<T>(&mut self, f: impl FnOnce(&[u8]) -> T) -> rusqlite::Result<T> {
+        let image = self.conn.serialize(rusqlite::MAIN_DB)?;
+        Ok(f(&image))
     }
 
     /// Wraps an open connection (e.g. a deserialized in-memory DB) after checking its schema.

@@ -141,6 +141,12 @@ impl Analyzer {
         Self::new(SnapshotDb::from_bytes(bytes)?)
     }
 
+    /// Opens the `len`-byte database image `image` yields, read-only
+    /// ([`SnapshotDb::from_reader`]).
+    pub fn from_reader(image: impl std::io::Read, len: usize) -> Result<Self, OpenError> {
+        Self::new(SnapshotDb::from_reader(image, len)?)
+    }
+
     pub fn new(mut db: SnapshotDb) -> Result<Self, OpenError> {
         let layout = db.layout()?;
         crate::functions::register(db.conn())?;
@@ -154,6 +160,11 @@ impl Analyzer {
             interrupt,
             path: None,
         })
+    }
+
+    /// The database's image, as [`SnapshotDb::with_image`] hands it.
+    pub fn with_image<T>(&mut self, f: impl FnOnce(&[u8]) -> T) -> rusqlite::Result<T> {
+        self.db.with_image(f)
     }
 
     pub fn db(&self) -> &SnapshotDb {

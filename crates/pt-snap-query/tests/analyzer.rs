@@ -74,6 +74,26 @@ fn a_database_image_answers_like_the_file() {
     assert_eq!(a.returned, 25);
 }
 
+/// The browser reads a dropped image in pieces (`from_reader`) and offers it back for
+/// download (`with_image`): the bytes handed back are the bytes read.
+#[test]
+fn an_image_read_in_pieces_is_handed_back_unchanged() {
+    struct Pieces<'a>(&'a [u8]);
+    impl std::io::Read for Pieces<'_> {
+        fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
+            let n = out.len().min(self.0.len()).min(4093);
+            out[..n].copy_from_slice(&self.0[..n]);
+            self.0 = &self.0[n..];
+            Ok(n)
+        }
+    }
+    let bytes = std::fs::read(db_path()).unwrap();
+    let mut a = Analyzer::from_reader(Pieces(&bytes), bytes.len()).unwrap();
+    let r = QueryRequest::new("memory_peak");
+    assert_eq!(a.run(&r).unwrap().rows, analyzer().run(&r).unwrap().rows);
+    assert!(a.with_image(|image| image == bytes.as_slice()).unwrap());
+}
+
 #[test]
 fn not_a_database_is_refused() {
     assert!(

@@ -107,13 +107,13 @@ fn on_worker_message(state: AppState, msg: JsValue) {
             }
         }
         "done" => {
-            let bytes = Uint8Array::new(&get(&msg, "db")).to_vec();
+            let image = Uint8Array::new(&get(&msg, "db"));
             let name = get(&msg, "name").as_string().unwrap_or_default();
             let warnings = js_sys::Array::from(&get(&msg, "warnings"))
                 .iter()
                 .filter_map(|w| w.as_string())
                 .collect();
-            finish_open(state, &name, bytes, true, warnings);
+            finish_open(state, &name, &image, true, warnings);
         }
         "error" => state.status.set(Status::Failed(Failure::new(
             &get(&msg, "code").as_string().unwrap_or_default(),
@@ -193,13 +193,7 @@ pub fn load(state: AppState, file: File) {
         state.status.set(Status::Reading(name.clone()));
         leptos::task::spawn_local(async move {
             match JsFuture::from(file.array_buffer()).await {
-                Ok(buf) => finish_open(
-                    state,
-                    &name,
-                    Uint8Array::new(&buf).to_vec(),
-                    false,
-                    Vec::new(),
-                ),
+                Ok(buf) => finish_open(state, &name, &Uint8Array::new(&buf), false, Vec::new()),
                 Err(e) => state.status.set(Status::Failed(Failure::new(
                     "DATABASE_SCHEMA_INVALID",
                     format!("Cannot read {name}: {e:?}"),
@@ -237,12 +231,18 @@ pub fn load(state: AppState, file: File) {
     }
 }
 
-fn finish_open(state: AppState, name: &str, bytes: Vec<u8>, imported: bool, warnings: Vec<String>) {
+fn finish_open(
+    state: AppState,
+    name: &str,
+    image: &Uint8Array,
+    imported: bool,
+    warnings: Vec<String>,
+) {
     let generation = state
         .opened
         .with_untracked(|o| o.as_ref().map_or(0, |o| o.generation))
         + 1;
-    match data::open(name, bytes, imported, warnings, generation) {
+    match data::open(name, image, imported, warnings, generation) {
         Ok(opened) => {
             crate::app::apply_link(state, &opened, generation == 1);
             state.opened.set(Some(opened));
@@ -254,8 +254,10 @@ fn finish_open(state: AppState, name: &str, bytes: Vec<u8>, imported: bool, warn
 
 /// Offers the imported database as a download, openable by the CLI and by pt-snap-cli 0.4.1.
 pub fn download(name: &str) {
-    let Some(bytes) = data::image() else { return };
-    let parts = js_sys::Array::of1(&Uint8Array::from(bytes.as_slice()));
+    let Some(bytes) = data::with_image(|image| Uint8Array::from(image)) else {
+        return;
+    };
+    let parts = js_sys::Array::of1(&bytes);
     let opts = web_sys::BlobPropertyBag::new();
     opts.set_type("application/vnd.sqlite3");
     let Ok(blob) = web_sys::Blob::new_with_u8_array_sequence_and_options(&parts, &opts) else {
