@@ -29,8 +29,9 @@ use super::Budget;
 /// rebuilt.
 pub const LIFECYCLE_LAYOUT: u32 = 2;
 
-/// `block`'s order keys; each has an index `lifecycle_by_<key>` on `(key, id)` (rowid last).
-pub const ORDER_KEYS: [&str; 7] = [
+/// A shard's `block_<d>` columns, in table order. They are also `block`'s order keys: each
+/// has an index `lifecycle_by_<key>` on `(key, id)` (rowid last).
+pub const BLOCK_COLUMNS: [&str; 7] = [
     "id",
     "address",
     "size",
@@ -40,15 +41,8 @@ pub const ORDER_KEYS: [&str; 7] = [
     "freeEventId",
 ];
 
-/// The columns of the reference's `lifecycles` CTE, in its order.
-const LIFECYCLE_COLUMNS: [&str; 14] = [
-    "id",
-    "address",
-    "size",
-    "requestedSize",
-    "state",
-    "allocEventId",
-    "freeEventId",
+/// The columns of the reference's `lifecycles` CTE after the block's own, in its order.
+const LIFECYCLE_PROOF_COLUMNS: [&str; 7] = [
     "observation_slice_index",
     "allocation_proved",
     "token",
@@ -112,9 +106,9 @@ pub fn build_lifecycles(
          ELSE 0 END),0) AS freed_matching FROM lifecycles; \
          CREATE TABLE main.lifecycle_buckets AS WITH lifecycles AS (SELECT * FROM \
          main.lifecycle_rows) {BUCKETS} WHERE {FREED_PREDICATE} GROUP BY bucket ORDER BY bucket;",
-        cols = LIFECYCLE_COLUMNS.join(", ")
+        cols = [BLOCK_COLUMNS, LIFECYCLE_PROOF_COLUMNS].concat().join(", ")
     ))?;
-    for key in ORDER_KEYS {
+    for key in BLOCK_COLUMNS {
         let cols = if key == "id" {
             "id".to_owned()
         } else {
