@@ -23,7 +23,7 @@ use pt_snap_db::rusqlite::{self, types::Value as Sql, Connection, OpenFlags};
 use pt_snap_query::{registry, Analyzer, Interrupt, ParamValue, Params, QueryError, WorkLimits};
 use serde_json::{json, Map, Value};
 
-use super::derived;
+use super::derived::{self, BLOCK_COLUMNS};
 use super::sources::{
     install_interrupt, read_rows, sha_hex, sql_failed, EventSource, Row, Sources,
 };
@@ -1081,53 +1081,51 @@ fn required_slices(
     let block = src.block();
     for &item in items {
         let cap = limit - required.len() + 1;
-        if let Some(rows) = owners_by_index(src, item, &required, cap)? {
+        let rows = match owners_by_index(src, item, &required, cap)? {
             // The rows the reference's scan below returns (distinct owners, ascending): the
             // block table's event-id indexes answer which shards own any of its events
             // without reading every block (20 ms per 84k-block shard).
-            src.charge(&rows)?;
-            for r in rows {
-                if let Some(o) = get_i(&r, "owner_index") {
-                    required.insert(o as usize);
+            Some(rows) => {
+                src.charge(&rows)?;
+                rows
+            }
+            None => {
+                let mut queries = Vec::new();
+                for field in ["allocEventId", "freeEventId"] {
+                    let cases: Vec<String> = src
+                        .device
+                        .slices
+                        .iter()
+                        .filter(|o| !required.contains(&o.index))
+                        .map(|o| {
+                            format!(
+                                "WHEN \"{field}\" BETWEEN {} AND {} THEN {}",
+                                o.start_event_id, o.end_event_id, o.index
+                            )
+                        })
+                        .collect();
+                    queries.push(format!(
+                        "SELECT CASE {} END AS owner_index FROM {block}",
+                        cases.join(" ")
+                    ));
                 }
+                src.read(
+                    item,
+                    &format!(
+                        "SELECT owner_index FROM ({}) WHERE owner_index IS NOT NULL LIMIT ?",
+                        queries.join(" UNION ")
+                    ),
+                    &[i(cap as i64)],
+                )?
             }
-            if required.len() == all {
-                break;
-            }
-            continue;
-        }
-        let mut queries = Vec::new();
-        for field in ["allocEventId", "freeEventId"] {
-            let cases: Vec<String> = src
-                .device
-                .slices
-                .iter()
-                .filter(|o| !required.contains(&o.index))
-                .map(|o| {
-                    format!(
-                        "WHEN \"{field}\" BETWEEN {} AND {} THEN {}",
-                        o.start_event_id, o.end_event_id, o.index
-                    )
-                })
-                .collect();
-            queries.push(format!(
-                "SELECT CASE {} END AS owner_index FROM {block}",
-                cases.join(" ")
-            ));
-        }
-        let rows = src.read(
-            item,
-            &format!(
-                "SELECT owner_index FROM ({}) WHERE owner_index IS NOT NULL LIMIT ?",
-                queries.join(" UNION ")
-            ),
-            &[i((limit - required.len() + 1) as i64)],
-        )?;
-        for r in rows {
-            if let Some(o) = get_i(&r, "owner_index") {
-                required.insert(o as usize);
-            }
-        }
+        };
+        required.extend(
+            (rows.iter())
+                .filter_map(|r| get_i(r, "owner_index"))
+                .map(|o| o as usize),
+        );
+        // Either way up to `cap` new owners came: one more than the limit allows is the
+        // refusal, before a later item's `cap` could be computed from it.
         if required.len() > limit {
             return Ok(None);
         }
@@ -1264,16 +1262,6 @@ fn scratch_lifecycle_cte(terminal: usize) -> String {
          freeEventId<0)) AS terminal_survivor FROM latest) "
     )
 }
-
-const BLOCK_COLUMNS: [&str; 7] = [
-    "id",
-    "address",
-    "size",
-    "requestedSize",
-    "state",
-    "allocEventId",
-    "freeEventId",
-];
 
 /// Builds the scratch database: one row per lifecycle token, with proofs from the owner
 /// shards; shards are attached one at a time as `src`.
