@@ -8,10 +8,10 @@
 mod golden;
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
 
-use golden::{case_files, compare, golden_root, report, run_ours, Case, Output};
+use golden::{case_files, compare, golden_root, ours_json, report, run_ours, Case, Output};
 use serde_json::Value;
 
 fn sets() -> Vec<(String, PathBuf)> {
@@ -70,21 +70,6 @@ fn dataset_reads_match_the_reference() {
     assert!(ran > 150, "only {ran} dataset cases found");
 }
 
-fn ours(args: &[&str], home: &Path) -> Value {
-    let out = Command::new(env!("CARGO_BIN_EXE_pt-snap"))
-        .args(args)
-        .env("HOME", home)
-        .env_remove("PT_SNAP_DB_PATH")
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap()
-}
-
 fn rows(v: &Value) -> Vec<Value> {
     v["rows"].as_array().cloned().unwrap_or_default()
 }
@@ -113,7 +98,7 @@ fn dataset_answers_agree_with_the_single_database_where_the_spec_says_so() {
             let mut args = vec!["query", db, "--template-use", template, "--params", params];
             args.extend(extra);
             args.push("--json");
-            ours(&args, home.path())
+            ours_json(&args, home.path())
         };
         for (template, params) in [
             ("memory_peak", "{}"),

@@ -14,9 +14,8 @@ mod golden;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
-use golden::{case_files, compare, golden_root, report, run_ours, Case};
+use golden::{case_files, compare, golden_root, ours_json, report, run_ours, Case};
 use pt_snap_testkit::repo_root;
 use serde_json::Value;
 
@@ -99,20 +98,7 @@ fn dataset_reports_equal_the_reference_on_its_own_datasets() {
 /// canonical path and fingerprint.
 fn import_dataset(fixture: &str, import_args: &[String]) -> (tempfile::TempDir, PathBuf, String) {
     let tmp = tempfile::tempdir().unwrap();
-    let run = |args: &[&str]| -> Value {
-        let out = Command::new(env!("CARGO_BIN_EXE_pt-snap"))
-            .args(args)
-            .env("HOME", tmp.path())
-            .env_remove("PT_SNAP_DB_PATH")
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        serde_json::from_slice(&out.stdout).unwrap()
-    };
+    let run = |args: &[&str]| -> Value { ours_json(args, tmp.path()) };
     let source = repo_root().join(fixture);
     let out_dir = tmp.path().join("out");
     std::fs::create_dir(&out_dir).unwrap();

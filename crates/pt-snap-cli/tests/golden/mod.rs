@@ -287,6 +287,22 @@ pub fn set_db(dir: &Path, meta: &Value) -> PathBuf {
 }
 
 /// Imports a fixture with our binary into a temp dir; returns the dir and the DB path.
+/// Runs our CLI with `args` and `HOME` at `home`; it must succeed, and its stdout is JSON.
+pub fn ours_json(args: &[&str], home: &Path) -> Value {
+    let out = Command::new(env!("CARGO_BIN_EXE_pt-snap"))
+        .args(args)
+        .env("HOME", home)
+        .env_remove("PT_SNAP_DB_PATH")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
 pub fn import_ours(fixture: &str) -> (tempfile::TempDir, PathBuf) {
     let out = tempfile::tempdir().unwrap();
     let run = Command::new(env!("CARGO_BIN_EXE_pt-snap"))
