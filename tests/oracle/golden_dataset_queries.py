@@ -31,6 +31,8 @@ import subprocess
 import sys
 import tempfile
 
+import oracle_run
+
 MULTI = "upstream-pkg/snapshots/snapshot_with_multi_devices.pkl"
 SETS = [
     dict(name="native", fixture=MULTI, import_args=["--events-per-slice", "3000"]),
@@ -225,33 +227,8 @@ class Runner:
 
     def run(self, args, env_extra, db):
         self.n += 1
-        root = os.path.join(self.tmp, f"run{self.n}")
-        os.makedirs(os.path.join(root, "home"))
-        os.makedirs(os.path.join(root, "cwd"))
-        env = {k: v for k, v in os.environ.items() if not k.startswith("PT_SNAP_")}
-        env.update(HOME=os.path.join(root, "home"), COLUMNS="200", NO_COLOR="1", TERM="dumb",
-                   LC_ALL="C.UTF-8")
-        env.update(env_extra)
-        real = [a.replace("<DB>", db) for a in args]
-        p = subprocess.run([self.oracle] + real, cwd=os.path.join(root, "cwd"), env=env,
-                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=600)
-        shutil.rmtree(root)
-
-        def field(raw):
-            text = raw.decode("utf-8", "replace").replace(db, "<DB>").replace(root, "<TMP>")
-            if not text:
-                return None, None
-            if text.lstrip().startswith(("{", "[")):
-                try:
-                    return json.loads(text), None
-                except ValueError:
-                    pass
-            return None, text
-
-        out_j, out_t = field(p.stdout)
-        err_j, err_t = field(p.stderr)
-        return {"args": args, "env": env_extra, "exit": p.returncode, "stdout_json": out_j,
-                "stdout_text": out_t, "stderr_json": err_j, "stderr_text": err_t}
+        return oracle_run.run_case(self.oracle, os.path.join(self.tmp, f"run{self.n}"), args,
+                                   db, env_extra)
 
 
 def main():

@@ -33,6 +33,8 @@ import os
 import shutil
 import subprocess
 
+import oracle_run
+
 MULTI = "upstream-pkg/snapshots/snapshot_with_multi_devices.pkl"
 EXPANDABLE = "upstream-pkg/snapshots/snapshot_expandable.pkl"
 SETS = [
@@ -123,45 +125,15 @@ def cases_for(devices, gap_rows):
     return c
 
 
-def environment(root, extra):
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PT_SNAP_")}
-    env.update(HOME=os.path.join(root, "home"), COLUMNS="200", NO_COLOR="1", TERM="dumb",
-               LC_ALL="C.UTF-8")
-    env.update(extra)
-    return env
-
-
 def run(oracle, tmp, run_id, args, db, env_extra):
-    root = os.path.join(tmp, run_id)
-    os.makedirs(os.path.join(root, "home"))
-    os.makedirs(os.path.join(root, "cwd"))
-    argv = [a.replace("<DB>", db) for a in args]
-    proc = subprocess.run([oracle, *argv], cwd=os.path.join(root, "cwd"),
-                          env=environment(root, env_extra), capture_output=True, timeout=600)
-    shutil.rmtree(root)
-
-    def field(raw):
-        text = raw.decode("utf-8", "replace").replace(db, "<DB>").replace(root, "<TMP>")
-        if not text:
-            return None, None
-        if text.lstrip().startswith(("{", "[")):
-            try:
-                return json.loads(text), None
-            except ValueError:
-                pass
-        return None, text
-
-    out_j, out_t = field(proc.stdout)
-    err_j, err_t = field(proc.stderr)
-    return {"args": args, "env": env_extra, "exit": proc.returncode, "stdout_json": out_j,
-            "stdout_text": out_t, "stderr_json": err_j, "stderr_text": err_t}
+    return oracle_run.run_case(oracle, os.path.join(tmp, run_id), args, db, env_extra)
 
 
 def oracle_json(oracle, tmp, args):
     """An oracle run outside the recorded cases (import, overview, probes)."""
     root = os.path.join(tmp, "probe")
     os.makedirs(os.path.join(root, "home"), exist_ok=True)
-    p = subprocess.run([oracle, *args], env=environment(root, {}), capture_output=True)
+    p = subprocess.run([oracle, *args], env=oracle_run.environment(root, {}), capture_output=True)
     return p.returncode, p.stdout, p.stderr
 
 

@@ -27,7 +27,8 @@ import json
 import os
 import shutil
 import sqlite3
-import subprocess
+
+import oracle_run
 
 SETS = ["empty_cache", "expandable", "multi_dev1", "synth_1dev", "legacy_free", "single"]
 
@@ -107,31 +108,7 @@ ENV_FOR = {"err__peak_timeout_env": {"PT_SNAP_QUERY_TIMEOUT": "abc"}}
 
 
 def run(oracle, tmp, run_id, args, db, env_extra):
-    root = os.path.join(tmp, run_id)
-    os.makedirs(os.path.join(root, "home"))
-    os.makedirs(os.path.join(root, "cwd"))
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PT_SNAP_")}
-    env.update(HOME=os.path.join(root, "home"), COLUMNS="200", NO_COLOR="1", TERM="dumb", LC_ALL="C.UTF-8")
-    env.update(env_extra)
-    argv = [a.replace("<DB>", db) for a in args]
-    proc = subprocess.run([oracle, *argv], cwd=os.path.join(root, "cwd"), env=env, capture_output=True)
-
-    def scrub(b):
-        return b.decode("utf-8", "replace").replace(db, "<DB>").replace(root, "<TMP>")
-
-    def parsed(text):
-        if not text:
-            return None, None
-        try:
-            return json.loads(text), None
-        except ValueError:
-            return None, text
-
-    out_json, out_text = parsed(scrub(proc.stdout))
-    err_json, err_text = parsed(scrub(proc.stderr))
-    shutil.rmtree(root)
-    return {"args": args, "env": env_extra, "exit": proc.returncode, "stdout_json": out_json,
-            "stdout_text": out_text, "stderr_json": err_json, "stderr_text": err_text}
+    return oracle_run.run_case(oracle, os.path.join(tmp, run_id), args, db, env_extra)
 
 
 def main():
