@@ -26,9 +26,8 @@
 # Fixture-relative paths: upstream-pkg/snapshots/..., synthetic/..., real/..., edge/...
 set -euo pipefail
 
-ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-ORACLE="${ORACLE:-$ROOT/.oracle/bin/pt-snap}"
-PYTHON="${PYTHON:-python3}"
+. "$(dirname "${BASH_SOURCE[0]}")/oracle.sh"
+oracle_tmp pt-snap-regen
 HERE="$ROOT/tests/oracle"
 OUT="$ROOT/tests/golden/import"
 FILTER="${1:-}"
@@ -45,13 +44,6 @@ DEVICE_EXTRA=(
   "synthetic/caseE_devices.pkl:1"
   "synthetic/synth_small_1dev.pkl:0"
 )
-
-[ -x "$ORACLE" ] || { echo "oracle not found: $ORACLE" >&2; exit 1; }
-"$ORACLE" --version | grep -q '0\.4\.1' || { echo "oracle is not pt-snap-cli 0.4.1" >&2; exit 1; }
-
-TMP="$(mktemp -d "${TMPDIR:-/tmp}/pt-snap-regen.XXXXXX")"
-trap 'rm -rf "$TMP"' EXIT
-TMP="$(cd "$TMP" && pwd -P)"
 
 if [ -z "$FILTER" ]; then rm -rf "$OUT"; fi
 mkdir -p "$OUT"

@@ -12,14 +12,10 @@
 # golden_dataset_import.py for the golden format. Idempotent.
 set -euo pipefail
 
-ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-ORACLE="${ORACLE:-$ROOT/.oracle/bin/pt-snap}"
-PYTHON="${PYTHON:-python3}"
+. "$(dirname "${BASH_SOURCE[0]}")/oracle.sh"
 OUT="$ROOT/tests/golden/dataset_import"
 FILTER="${1:-}"
 
-[ -x "$ORACLE" ] || { echo "oracle not found: $ORACLE" >&2; exit 1; }
-"$ORACLE" --version | grep -q '0\.4\.1' || { echo "oracle is not pt-snap-cli 0.4.1" >&2; exit 1; }
 if [ -z "$FILTER" ]; then rm -rf "$OUT"; fi
 mkdir -p "$OUT"
 

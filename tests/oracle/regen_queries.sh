@@ -21,17 +21,9 @@
 # two full runs, `diff -r` empty). Takes ~8 minutes on 2 cores.
 set -euo pipefail
 
-ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-ORACLE="${ORACLE:-$ROOT/.oracle/bin/pt-snap}"
-PYTHON="${PYTHON:-python3}"
+. "$(dirname "${BASH_SOURCE[0]}")/oracle.sh"
+oracle_tmp pt-snap-query
 OUT="$ROOT/tests/golden/query"
-
-[ -x "$ORACLE" ] || { echo "oracle not found: $ORACLE" >&2; exit 1; }
-"$ORACLE" --version | grep -q '0\.4\.1' || { echo "oracle is not pt-snap-cli 0.4.1" >&2; exit 1; }
-
-TMP="$(mktemp -d "${TMPDIR:-/tmp}/pt-snap-query.XXXXXX")"
-trap 'rm -rf "$TMP"' EXIT
-TMP="$(cd "$TMP" && pwd -P)"
 
 "$PYTHON" "$ROOT/tests/oracle/golden_query.py" --oracle "$ORACLE" --root "$ROOT" \
     --out "$OUT" --tmp "$TMP" --jobs "${JOBS:-2}"

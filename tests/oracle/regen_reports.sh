@@ -9,16 +9,8 @@
 # Needs the oracle venv (.oracle/, git-ignored; override with ORACLE=...). Idempotent.
 set -euo pipefail
 
-ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-ORACLE="${ORACLE:-$ROOT/.oracle/bin/pt-snap}"
-PYTHON="${PYTHON:-python3}"
-
-[ -x "$ORACLE" ] || { echo "oracle not found: $ORACLE" >&2; exit 1; }
-"$ORACLE" --version | grep -q '0\.4\.1' || { echo "oracle is not pt-snap-cli 0.4.1" >&2; exit 1; }
-
-TMP="$(mktemp -d "${TMPDIR:-/tmp}/pt-snap-report.XXXXXX")"
-trap 'rm -rf "$TMP"' EXIT
-TMP="$(cd "$TMP" && pwd -P)"
+. "$(dirname "${BASH_SOURCE[0]}")/oracle.sh"
+oracle_tmp pt-snap-report
 
 "$PYTHON" "$ROOT/tests/oracle/golden_report.py" --oracle "$ORACLE" --root "$ROOT" \
     --tmp "$TMP" --jobs "${JOBS:-2}"
