@@ -142,21 +142,26 @@ impl SnapshotDb {
         self.devices
             .iter()
             .map(|&device| {
-                // One subquery per bound: SQLite answers a lone min() or max() of the key
-                // from the b-tree's ends, but both in one SELECT by scanning every row.
-                let sql = format!(
-                    "SELECT (SELECT min(id) FROM trace_entry_{device} WHERE id >= 0), \
-                     (SELECT max(id) FROM trace_entry_{device} WHERE id >= 0)"
-                );
-                let (lo, hi): (Option<i64>, Option<i64>) = self
-                    .conn
-                    .query_row(&sql, [], |r| Ok((r.get(0)?, r.get(1)?)))?;
                 Ok(DeviceBounds {
                     device,
-                    events: lo.zip(hi),
+                    events: self.device_bounds(device)?,
                 })
             })
             .collect()
+    }
+
+    /// `(first, last)` real-event id of one device; `None` when it has no real event.
+    pub fn device_bounds(&self, device: i64) -> rusqlite::Result<Option<(i64, i64)>> {
+        // One subquery per bound: SQLite answers a lone min() or max() of the key from the
+        // b-tree's ends, but both in one SELECT by scanning every row.
+        let sql = format!(
+            "SELECT (SELECT min(id) FROM trace_entry_{device} WHERE id >= 0), \
+             (SELECT max(id) FROM trace_entry_{device} WHERE id >= 0)"
+        );
+        let (lo, hi): (Option<i64>, Option<i64>) = self
+            .conn
+            .query_row(&sql, [], |r| Ok((r.get(0)?, r.get(1)?)))?;
+        Ok(lo.zip(hi))
     }
 
     /// Detects the callstack layout; `Err` explains a mixed or unknown layout.

@@ -100,25 +100,14 @@ impl Analyzer {
         let conn = self.db().conn();
         let failed = |e: rusqlite::Error| self.execution_error(e);
         let table = format!("trace_entry_{device}");
-        let bounds: (Option<i64>, Option<i64>) = conn
-            .query_row(
-                // Two subqueries, each answered from an end of the b-tree (one SELECT of
-                // both bounds scans every row).
-                &format!(
-                    "SELECT (SELECT min(id) FROM {table} WHERE id >= 0), \
-                     (SELECT max(id) FROM {table} WHERE id >= 0)"
-                ),
-                [],
-                |r| Ok((r.get(0)?, r.get(1)?)),
-            )
-            .map_err(failed)?;
+        let bounds = self.db().device_bounds(device).map_err(failed)?;
         let mut out = Timeline {
             device_id: device,
             bounds: None,
             window: None,
             buckets: Vec::new(),
         };
-        let (Some(first), Some(last)) = bounds else {
+        let Some((first, last)) = bounds else {
             return Ok(out);
         };
         out.bounds = Some((first, last));
