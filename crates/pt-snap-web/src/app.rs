@@ -387,6 +387,7 @@ fn Welcome() -> impl IntoView {
 #[component]
 fn Workspace() -> impl IntoView {
     let state = expect_context::<AppState>();
+    let peaks = views::peaks_memo(state);
     let devices = move || {
         state
             .opened
@@ -412,10 +413,10 @@ fn Workspace() -> impl IntoView {
                 }).collect_view()}
             </nav>
         </div>
-        <views::PeakCards/>
+        <views::PeakCards peaks=peaks/>
         <div class="view">
             {move || match state.tab.get() {
-                Tab::Overview => view! { <views::Overview/> }.into_any(),
+                Tab::Overview => view! { <views::Overview peaks=peaks/> }.into_any(),
                 Tab::Peak => view! { <views::PeakView/> }.into_any(),
                 Tab::Tree => view! { <views::TreeView/> }.into_any(),
                 Tab::Leaks => view! { <lists::LeaksView/> }.into_any(),

@@ -11,7 +11,7 @@ use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
 use crate::app::{AppState, Tab};
-use crate::data::{self, Failure, Table};
+use crate::data::{self, Failure, Peaks, Table};
 use crate::fmt;
 
 #[wasm_bindgen]
@@ -39,15 +39,20 @@ pub(crate) fn bytes_cell(n: i64) -> AnyView {
     view! { <span class="num" title=fmt::exact(n)>{fmt::bytes(n)}</span> }.into_any()
 }
 
+/// `memory_peak` of the selected device in the open file, asked once for the cards and the
+/// timeline's peak marks.
+pub fn peaks_memo(state: AppState) -> Memo<Result<Peaks, Failure>> {
+    Memo::new(move |_| {
+        state.generation();
+        data::peaks(state.device.get())
+    })
+}
+
 /// The three peaks of the selected device, above every view (the page's test contract:
 /// `data-value` holds the exact `memory_peak` byte count).
 #[component]
-pub fn PeakCards() -> impl IntoView {
+pub fn PeakCards(peaks: Memo<Result<Peaks, Failure>>) -> impl IntoView {
     let state = expect_context::<AppState>();
-    let peaks = Memo::new(move |_| {
-        state.generation();
-        data::peaks(state.device.get())
-    });
     move || match peaks.get() {
         Err(f) => error_box(&f),
         Ok(p) => {
@@ -82,12 +87,8 @@ pub fn PeakCards() -> impl IntoView {
 }
 
 #[component]
-pub fn Overview() -> impl IntoView {
+pub fn Overview(peaks: Memo<Result<Peaks, Failure>>) -> impl IntoView {
     let state = expect_context::<AppState>();
-    let peaks = Memo::new(move |_| {
-        state.generation();
-        data::peaks(state.device.get())
-    });
     // The timeline reads every event of the device (seconds for ten million in a tab). For
     // a newly opened file it is drawn just after the next paint, so the peaks above, two
     // index lookups, are on screen first instead of waiting for the picture.
