@@ -24,6 +24,14 @@
 //! Input is read in 64 KiB chunks; declared lengths are checked against [`Limits`] and
 //! payloads grow only as bytes arrive. The machine is iterative, so nesting depth cannot
 //! overflow the Rust stack; it is bounded by [`Limits::max_stack`]. No input panics.
+//!
+//! Memory follows the input, not what it declares: at most **64 bytes of heap per input
+//! byte plus 192 MiB** (`tests/memory_bound.rs` measures the costliest inputs per byte
+//! against this). Past a first million, live objects must be justified by the bytes read (one
+//! per 4 bytes; real snapshots use one per 16–165 even when decoded whole), the memo's dense
+//! part grows only with the number of keys (see `memo.rs`), every container item was pushed
+//! by at least one opcode byte, and payloads grow only as their bytes arrive. Decoding into a
+//! compacting [`Sink`], as the snapshot decoder does, needs far less.
 
 mod error;
 mod memo;

@@ -134,6 +134,19 @@ impl<R: Read> Source<R> {
         Ok(Cow::Owned(out))
     }
 
+    /// Consumes up to `len` bytes without keeping them; `false` if the input ended first.
+    pub fn skip(&mut self, mut len: u64) -> Result<bool, Error> {
+        while len > 0 {
+            if self.pos == self.end && !self.fill()? {
+                return Ok(false);
+            }
+            let n = ((self.end - self.pos) as u64).min(len);
+            self.pos += n as usize;
+            len -= n;
+        }
+        Ok(true)
+    }
+
     /// A protocol-0 argument line, without its `\n`.
     pub fn line(&mut self) -> Result<Cow<'_, [u8]>, Error> {
         if let Some(i) = self.buf[self.pos..self.end]

@@ -12,6 +12,13 @@ use crate::text::{self, Int};
 use crate::value::{Arena, Node, NodeId, Val};
 use crate::{Error, Limits, Pickle, Sink};
 
+/// Live objects the decoder holds before the input has to justify them (small files) …
+const NODES_BEFORE_INPUT: usize = 1 << 20;
+/// … and past that, at most one per this many bytes read. Real snapshots decoded whole
+/// (`KeepAll`) hold one node per 16–165 bytes; an empty dict costs the input one byte and the
+/// arena 40, which is how 68 MB of `}` used to reach 3.6 GB.
+const INPUT_BYTES_PER_NODE: u64 = 4;
+
 pub(crate) struct Machine<'a, R, S: ?Sized> {
     src: Source<R>,
     sink: &'a mut S,
@@ -28,6 +35,9 @@ pub(crate) struct Machine<'a, R, S: ?Sized> {
     strings: HashMap<Box<str>, NodeId>,
     /// Offset of the opcode being executed, for error messages.
     at: u64,
+    /// The innermost protocol-4 FRAME: where it starts and the offset its declared length
+    /// ends at.
+    frame: Option<(u64, u64)>,
 }
 
 impl<'a, R: Read, S: Sink + ?Sized> Machine<'a, R, S> {
@@ -42,6 +52,7 @@ impl<'a, R: Read, S: Sink + ?Sized> Machine<'a, R, S> {
             memo: Memo::default(),
             strings: HashMap::default(),
             at: 0,
+            frame: None,
         }
     }
 
@@ -61,14 +72,35 @@ impl<'a, R: Read, S: Sink + ?Sized> Machine<'a, R, S> {
             if code == op::STOP {
                 let root = self.pop()?;
                 let root = self.arena.resolve(root);
+                let bytes_read = self.src.offset();
+                self.check_frame_complete()?;
                 return Ok(Pickle {
-                    bytes_read: self.src.offset(),
+                    bytes_read,
                     arena: self.arena,
                     root,
                 });
             }
             self.step(code)?;
         }
+    }
+
+    /// After STOP: the bytes the last FRAME declared must all be there, as CPython requires.
+    fn check_frame_complete(&mut self) -> Result<(), Error> {
+        let Some((at, end)) = self.frame else {
+            return Ok(());
+        };
+        let here = self.src.offset();
+        if end > here && !self.src.skip(end - here)? {
+            return Err(Error::malformed(
+                at,
+                format!(
+                    "pickle data was truncated: the FRAME here declares {} bytes, the input ends at byte {}",
+                    end - at - 9,
+                    self.src.offset()
+                ),
+            ));
+        }
+        Ok(())
     }
 
     fn err(&self, message: impl Into<String>) -> Error {
@@ -84,9 +116,15 @@ impl<'a, R: Read, S: Sink + ?Sized> Machine<'a, R, S> {
                 }
             }
             op::FRAME => {
-                // Frames only group opcodes for buffered writers; reading straight through is
-                // equivalent, so the length is not needed.
-                self.src.array::<8>()?;
+                // Frames only group opcodes for buffered writers, so reading straight through
+                // decodes the same values; but CPython reads each frame whole and refuses a
+                // pickle whose frame is cut short, and so do we (checked at STOP).
+                let len = u64::from_le_bytes(self.src.array()?);
+                if len > i64::MAX as u64 {
+                    return Err(self.err(format!("FRAME length {len} exceeds sys.maxsize")));
+                }
+                let start = self.src.offset();
+                self.frame = Some((self.at, start.saturating_add(len)));
             }
             op::MARK => {
                 self.check_room()?;
@@ -420,12 +458,24 @@ impl<R: Read, S: Sink + ?Sized> Machine<'_, R, S> {
         }
     }
 
+    /// Live nodes allowed now: the configured cap, and no more than the bytes read so far
+    /// can justify (see the crate docs' memory bound).
     fn node_limit(&self) -> usize {
-        self.limits.max_nodes.min(MAX_NODE as usize)
+        let justified = NODES_BEFORE_INPUT
+            .saturating_add(usize::try_from(self.src.offset() / INPUT_BYTES_PER_NODE).unwrap_or(usize::MAX));
+        self.limits.max_nodes.min(MAX_NODE as usize).min(justified)
     }
 
     fn too_many_nodes(&self) -> Error {
-        self.err(format!("more than {} live objects", self.node_limit()))
+        let limit = self.node_limit();
+        if limit < self.limits.max_nodes.min(MAX_NODE as usize) {
+            self.err(format!(
+                "more than {limit} live objects after {} bytes: more than one per {INPUT_BYTES_PER_NODE} bytes of input, which no snapshot needs",
+                self.src.offset()
+            ))
+        } else {
+            self.err(format!("more than {limit} live objects"))
+        }
     }
 
     fn new_node(&mut self, node: Node) -> Result<NodeId, Error> {

@@ -175,6 +175,73 @@ fn memo_slots_far_apart_do_not_allocate_the_gap() {
 }
 
 #[test]
+fn frame_lengths_are_checked_like_cpython() {
+    // FRAME 4 then `N.` (2 bytes): CPython reads the whole frame first and refuses this.
+    let mut short = vec![0x80, 4, 0x95];
+    short.extend_from_slice(&4u64.to_le_bytes());
+    short.extend_from_slice(b"N.");
+    malformed(&short, "the FRAME here declares 4 bytes");
+    let mut exact = vec![0x80, 4, 0x95];
+    exact.extend_from_slice(&2u64.to_le_bytes());
+    exact.extend_from_slice(b"N.");
+    assert_eq!(from_slice(&exact).unwrap().root, pt_snap_pickle::Val::None);
+    // A frame that is complete past STOP is fine; its trailing bytes are not values.
+    let mut padded = short.clone();
+    padded.extend_from_slice(b"xx");
+    assert_eq!(from_slice(&padded).unwrap().bytes_read, 13);
+    let mut huge = vec![0x80, 4, 0x95];
+    huge.extend_from_slice(&u64::MAX.to_le_bytes());
+    huge.extend_from_slice(b"N.");
+    malformed(&huge, "sys.maxsize");
+    // Every bundled real pickle still decodes (protocol 4 frames every 64 KiB).
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures");
+    let mut seen = 0;
+    for dir in ["real", "upstream-pkg/snapshots", "synthetic"] {
+        for e in std::fs::read_dir(root.join(dir)).expect("fixtures/ is in the repository") {
+            let p = e.unwrap().path();
+            if matches!(p.extension().and_then(|x| x.to_str()), Some("pkl" | "pickle")) {
+                let bytes = std::fs::read(&p).unwrap();
+                from_slice(&bytes).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+                seen += 1;
+            }
+        }
+    }
+    assert!(seen >= 10, "only {seen} bundled pickles");
+}
+
+/// `LONG_BINPUT` 65,536 past the end, again and again (the audit's memo-gap bomb: 4,096 steps
+/// took 1 GB, 65,536 aborted on an 8 GiB allocation).
+fn memo_walk(steps: u32) -> Vec<u8> {
+    let mut b = vec![0x80, 4, b'N'];
+    for k in 0..steps {
+        b.push(b'r');
+        b.extend_from_slice(&k.wrapping_mul(65_536).to_le_bytes());
+    }
+    b.extend_from_slice(b"j\x00\x00\xff\xff.");
+    b
+}
+
+#[test]
+fn a_memo_walk_costs_entries_not_the_gaps() {
+    // The last key is 65,535 × 65,536; reading it back proves the sparse part holds it.
+    let pk = from_slice(&memo_walk(65_536)).unwrap();
+    assert_eq!(pk.root, pt_snap_pickle::Val::None);
+}
+
+#[test]
+fn live_objects_must_be_justified_by_the_input() {
+    // 8M empty dicts appended 1,000 at a time (the audit's O2: 68 MB of them reached 3.6 GB).
+    let mut b = vec![0x80, 4, b']'];
+    for _ in 0..8_000 {
+        b.push(b'(');
+        b.extend(std::iter::repeat_n(b'}', 1_000));
+        b.push(b'e');
+    }
+    b.push(b'.');
+    malformed(&b, "more than one per 4 bytes of input");
+}
+
+#[test]
 fn recursive_list_decodes_without_compaction() {
     // l = []; l.append(l)
     let pk = from_slice(b"\x80\x02]q\x00h\x00a.").unwrap();
