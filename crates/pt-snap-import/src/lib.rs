@@ -107,7 +107,9 @@ pub fn import_snapshot(
         })
         .map_err(|e| match e {
             ReplayError::Sink(never) => match never {},
-            e @ ReplayError::Inconsistent { .. } => ImportError::Replay(e.to_string()),
+            e @ (ReplayError::Inconsistent { .. } | ReplayError::DumpState { .. }) => {
+                ImportError::Replay(e.to_string())
+            }
         })?;
         sink.write(&mut writer, device, snapshot)?;
         summary_events.push(total);

@@ -72,8 +72,38 @@ pub enum ReplayError<E> {
         stream: i64,
         reason: String,
     },
+    /// The dump-time segments themselves cannot be a state (their totals overflow 64 bits).
+    #[error("replay of device {device} failed at the dump-time state: {reason}")]
+    DumpState { device: usize, reason: String },
     #[error(transparent)]
     Sink(E),
+}
+
+impl ReplayError<std::convert::Infallible> {
+    /// The same failure, for a caller whose sink can fail.
+    fn widen<E>(self) -> ReplayError<E> {
+        match self {
+            ReplayError::Inconsistent {
+                device,
+                event_id,
+                action,
+                addr,
+                size,
+                stream,
+                reason,
+            } => ReplayError::Inconsistent {
+                device,
+                event_id,
+                action,
+                addr,
+                size,
+                stream,
+                reason,
+            },
+            ReplayError::DumpState { device, reason } => ReplayError::DumpState { device, reason },
+            ReplayError::Sink(never) => match never {},
+        }
+    }
 }
 
 /// Replays the events of `device` backwards and hands every row to `sink`.
@@ -81,70 +111,54 @@ pub enum ReplayError<E> {
 /// `progress` is called with the number of events undone so far, every few thousand events.
 /// Negative ids (pre-trace blocks, synthetic segment events) start at -1 for every device.
 /// Returns the inconsistencies the replay tolerated (the reference logs them as warnings).
+///
+/// This is [`Replayer`] run to the end: sharded imports step the same replay, so both paths
+/// accept and refuse the same files.
 pub fn replay_device<S: RowSink>(
     snapshot: &Snapshot,
     device: usize,
     sink: &mut S,
     progress: &mut dyn FnMut(usize),
 ) -> Result<Vec<String>, ReplayError<S::Error>> {
-    let events: &[TraceEvent] = snapshot
-        .device_traces
-        .get(device)
-        .map_or(&[], Vec::as_slice);
-    let mut state = DeviceState::at_dump(snapshot, device as i64);
-    let mut warnings = Vec::new();
-    let workspace = state.adapt_workspace(events, &mut warnings);
-
-    for (pos, event) in events.iter().enumerate().rev() {
-        let id = event.id.unwrap_or(pos as i64);
-        sink.trace_row(&TraceRow {
-            id,
-            action: event.action,
-            addr: event.addr,
-            size: event.size,
-            stream: event.stream,
-            allocated: state.allocated,
-            active: state.active,
-            reserved: state.reserved,
-            stack: event.frames,
-            position: Some(pos),
-        })
-        .map_err(ReplayError::Sink)?;
-        let undone = state
-            .undo(event, id, workspace, &mut warnings)
-            .map_err(|reason| ReplayError::Inconsistent {
-                device,
-                event_id: id,
-                action: event.action.name(&snapshot.other_actions).to_owned(),
-                addr: event.addr,
-                size: event.size,
-                stream: event.stream,
-                reason,
-            })?;
-        if let Some(row) = undone {
-            sink.block_row(&row).map_err(ReplayError::Sink)?;
+    let mut replayer = Replayer::new(snapshot, device).map_err(ReplayError::widen)?;
+    let total = replayer.remaining();
+    while let Some(step) = replayer.undo_last() {
+        let step = step.map_err(ReplayError::widen)?;
+        sink.trace_row(&step.row).map_err(ReplayError::Sink)?;
+        if let BlockChange::Detached(block) = step.change {
+            sink.block_row(&BlockRow {
+                id: step.row.id,
+                address: block.address,
+                size: block.size,
+                requested_size: block.requested_size,
+                state: block.state,
+                alloc_event_id: step.row.id,
+                free_event_id: block.free_event_id,
+            })
+            .map_err(ReplayError::Sink)?;
         }
-        let done = events.len() - pos;
+        let done = total - replayer.remaining();
         if done.is_multiple_of(8192) {
             progress(done);
         }
     }
-    progress(events.len());
+    progress(total);
 
     // What is left is the state before the first event: blocks and segments that predate the
     // trace. Each gets a negative id; each segment a synthetic reserving event.
+    let (allocated, active, reserved) = replayer.totals();
     let mut next_block_id = -1;
     let mut next_event_id = -1;
-    for seg in &state.segments {
-        for block in &seg.blocks {
+    for seg in replayer.segments() {
+        for block in seg.blocks() {
             sink.block_row(&BlockRow {
                 id: next_block_id,
                 address: block.address,
                 size: block.size,
-                requested_size: block.requested,
+                requested_size: block.requested_size,
                 state: block.state,
                 alloc_event_id: -1,
-                free_event_id: block.free_event,
+                free_event_id: block.free_event_id,
             })
             .map_err(ReplayError::Sink)?;
             next_block_id -= 1;
@@ -159,33 +173,42 @@ pub fn replay_device<S: RowSink>(
             addr: seg.address,
             size: seg.total_size,
             stream: seg.stream,
-            allocated: state.allocated,
-            active: state.active,
-            reserved: state.reserved,
+            allocated,
+            active,
+            reserved,
             stack: seg.frames,
             position: None,
         })
         .map_err(ReplayError::Sink)?;
         next_event_id -= 1;
     }
-    Ok(warnings)
+    Ok(replayer.into_warnings())
+}
+
+/// What undoing one event did to the blocks.
+pub(crate) enum Undone {
+    None,
+    /// An `alloc` undo took this block out (as it was just before).
+    Detached(LiveBlock),
+    /// A `free_completed`/`free` undo put this block back.
+    Created(LiveBlock),
 }
 
 impl DeviceState {
-    /// Undoes one event. Returns the block row that the undo of an `alloc` completes.
-    fn undo(
+    /// Undoes one event, and says which block it took out or put back.
+    pub(crate) fn undo(
         &mut self,
         e: &TraceEvent,
         id: i64,
         workspace: bool,
         warnings: &mut Vec<String>,
-    ) -> Result<Option<BlockRow>, String> {
+    ) -> Result<Undone, String> {
         match e.action {
             Action::Alloc => {
                 let Some((s, b)) = self.find_block(e.addr, e.stream) else {
                     if workspace {
                         warnings.push(format!("alloc {id}: no block at {:#x}, skipped", e.addr));
-                        return Ok(None);
+                        return Ok(Undone::None);
                     }
                     return Err(self.missing(e.addr));
                 };
@@ -196,16 +219,7 @@ impl DeviceState {
                         block.address, block.size, e.size
                     ));
                 }
-                self.detach(s, b);
-                Ok(Some(BlockRow {
-                    id,
-                    address: block.address,
-                    size: block.size,
-                    requested_size: block.requested,
-                    state: block.state,
-                    alloc_event_id: id,
-                    free_event_id: block.free_event,
-                }))
+                Ok(Undone::Detached(self.detach(s, b)?))
             }
             Action::FreeRequested => {
                 let (s, b) = self
@@ -215,7 +229,7 @@ impl DeviceState {
                 if block.state != BlockState::ActivePendingFree {
                     if workspace {
                         warnings.push(format!("free_requested {id}: block not pending, skipped"));
-                        return Ok(None);
+                        return Ok(Undone::None);
                     }
                     return Err(format!(
                         "block at {:#x} is {}, not active_pending_free",
@@ -223,9 +237,10 @@ impl DeviceState {
                         block.state.name()
                     ));
                 }
+                let allocated = state::add(self.allocated, block.size)?;
                 block.state = BlockState::ActiveAllocated;
-                self.allocated += block.size;
-                Ok(None)
+                self.allocated = allocated;
+                Ok(Undone::None)
             }
             Action::FreeCompleted | Action::Free => {
                 let state = if e.action == Action::Free {
@@ -233,6 +248,9 @@ impl DeviceState {
                 } else {
                     BlockState::ActivePendingFree
                 };
+                let s = self
+                    .find_segment(e.addr, e.stream)
+                    .ok_or_else(|| self.missing(e.addr))?;
                 let block = LiveBlock {
                     address: e.addr,
                     size: e.size,
@@ -241,12 +259,9 @@ impl DeviceState {
                     free_event: id,
                     uid: self.next_uid,
                 };
-                let s = self
-                    .find_segment(e.addr, e.stream)
-                    .ok_or_else(|| self.missing(e.addr))?;
                 self.attach(s, block)?;
-                self.next_uid += 1;
-                Ok(None)
+                self.take_uid()?;
+                Ok(Undone::Created(block))
             }
             Action::SegmentAlloc => {
                 let s = self
@@ -259,11 +274,13 @@ impl DeviceState {
                         seg.address, seg.total_size, seg.active, e.size
                     ));
                 }
+                let reserved = state::sub(self.reserved, e.size)?;
                 self.segments.remove(s);
-                self.reserved -= e.size;
-                Ok(None)
+                self.reserved = reserved;
+                Ok(Undone::None)
             }
             Action::SegmentFree => {
+                let reserved = state::add(self.reserved, e.size)?;
                 self.insert_segment(SegState {
                     address: e.addr,
                     total_size: e.size,
@@ -274,20 +291,22 @@ impl DeviceState {
                     allocated: 0,
                     blocks: Vec::new(),
                 });
-                self.reserved += e.size;
-                Ok(None)
+                self.reserved = reserved;
+                Ok(Undone::None)
             }
             Action::SegmentMap => {
+                let reserved = state::sub(self.reserved, e.size)?;
                 self.unmap_range(e, warnings)?;
-                self.reserved -= e.size;
-                Ok(None)
+                self.reserved = reserved;
+                Ok(Undone::None)
             }
             Action::SegmentUnmap => {
+                let reserved = state::add(self.reserved, e.size)?;
                 self.map_range(e)?;
-                self.reserved += e.size;
-                Ok(None)
+                self.reserved = reserved;
+                Ok(Undone::None)
             }
-            Action::WorkspaceSnapshot | Action::Oom | Action::Other(_) => Ok(None),
+            Action::WorkspaceSnapshot | Action::Oom | Action::Other(_) => Ok(Undone::None),
         }
     }
 

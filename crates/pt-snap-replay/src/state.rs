@@ -2,6 +2,27 @@
 
 use pt_snap_model::{Action, BlockState, Snapshot, StackId, TraceEvent};
 
+/// `a + b`, or why the replay must stop. The reference's Python integers never wrap; SQLite's
+/// INTEGER columns hold 64 bits, so a count past that is a file no allocator wrote, and must
+/// fail the import rather than wrap into negative sizes and counters.
+pub(crate) fn add(a: i64, b: i64) -> Result<i64, String> {
+    a.checked_add(b)
+        .ok_or_else(|| format!("{a} + {b} overflows a 64-bit integer"))
+}
+
+/// `a - b`, checked like [`add`].
+pub(crate) fn sub(a: i64, b: i64) -> Result<i64, String> {
+    a.checked_sub(b)
+        .ok_or_else(|| format!("{a} - {b} overflows a 64-bit integer"))
+}
+
+const TOO_MANY_LIFETIMES: &str = "more than 2^32 block lifetimes on one device";
+
+/// Where a range `[address, address + size)` ends, exactly: range tests never wrap.
+fn range_end(address: i64, size: i64) -> i128 {
+    i128::from(address) + i128::from(size)
+}
+
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct LiveBlock {
     pub address: i64,
@@ -16,8 +37,8 @@ pub(crate) struct LiveBlock {
 }
 
 impl LiveBlock {
-    fn end(&self) -> i64 {
-        self.address + self.size
+    fn end(&self) -> i128 {
+        range_end(self.address, self.size)
     }
 }
 
@@ -37,18 +58,18 @@ pub(crate) struct SegState {
 }
 
 impl SegState {
-    fn end(&self) -> i64 {
-        self.address + self.total_size
+    fn end(&self) -> i128 {
+        range_end(self.address, self.total_size)
     }
 
     fn contains(&self, addr: i64) -> bool {
-        self.address <= addr && addr < self.end()
+        self.address <= addr && i128::from(addr) < self.end()
     }
 
     /// Index of the live block whose range contains `addr`.
     pub fn block_at(&self, addr: i64) -> Option<usize> {
         let i = self.blocks.partition_point(|b| b.address <= addr);
-        (i > 0 && addr < self.blocks[i - 1].end()).then(|| i - 1)
+        (i > 0 && i128::from(addr) < self.blocks[i - 1].end()).then(|| i - 1)
     }
 }
 
@@ -66,7 +87,7 @@ impl DeviceState {
     /// The dump-time state of `device`: its segments with their live blocks, and totals taken
     /// from the segments' own `allocated_size`/`active_size`/`total_size` fields (as the
     /// reference does; in real files they equal the block sums).
-    pub fn at_dump(snapshot: &Snapshot, device: i64) -> Self {
+    pub fn at_dump(snapshot: &Snapshot, device: i64) -> Result<Self, String> {
         let mut segments: Vec<SegState> = snapshot
             .segments
             .iter()
@@ -96,21 +117,32 @@ impl DeviceState {
             .collect();
         // Stable, so equal keys keep file order, as Python's sort does.
         segments.sort_by_key(|s| (s.address, s.stream));
+        let total =
+            |field: fn(&SegState) -> i64| segments.iter().try_fold(0, |sum, s| add(sum, field(s)));
         let mut state = DeviceState {
-            allocated: segments.iter().map(|s| s.allocated).sum(),
-            active: segments.iter().map(|s| s.active).sum(),
-            reserved: segments.iter().map(|s| s.total_size).sum(),
+            allocated: total(|s| s.allocated)?,
+            active: total(|s| s.active)?,
+            reserved: total(|s| s.total_size)?,
             segments,
             next_uid: 0,
         };
+        let mut uid = 0u32;
         for seg in &mut state.segments {
             seg.blocks.sort_by_key(|b| b.address);
             for b in &mut seg.blocks {
-                b.uid = state.next_uid;
-                state.next_uid += 1;
+                b.uid = uid;
+                uid = uid.checked_add(1).ok_or(TOO_MANY_LIFETIMES)?;
             }
         }
-        state
+        state.next_uid = uid;
+        Ok(state)
+    }
+
+    /// A new block lifetime's identity.
+    pub fn take_uid(&mut self) -> Result<u32, String> {
+        let uid = self.next_uid;
+        self.next_uid = uid.checked_add(1).ok_or(TOO_MANY_LIFETIMES)?;
+        Ok(uid)
     }
 
     /// torch_npu puts its workspace allocator's history at the front of a device's trace as
@@ -118,9 +150,13 @@ impl DeviceState {
     /// empty. Fill each such segment with the one block it really holds, so that undoing the
     /// triplet balances. Returns whether the trace starts with such a triplet, in which case
     /// the replay tolerates some inconsistencies the workspace allocator causes.
-    pub fn adapt_workspace(&mut self, events: &[TraceEvent], warnings: &mut Vec<String>) -> bool {
+    pub fn adapt_workspace(
+        &mut self,
+        events: &[TraceEvent],
+        warnings: &mut Vec<String>,
+    ) -> Result<bool, String> {
         if events.first().map(|e| e.action) != Some(Action::WorkspaceSnapshot) {
-            return false;
+            return Ok(false);
         }
         for triplet in events.chunks_exact(3) {
             let [ws, seg_alloc, alloc] = triplet else {
@@ -140,19 +176,21 @@ impl DeviceState {
             });
             match seg {
                 Some(seg) if same && seg.blocks.is_empty() => {
-                    self.allocated += ws.size - seg.allocated;
-                    self.active += ws.size - seg.active;
+                    self.allocated = add(self.allocated, sub(ws.size, seg.allocated)?)?;
+                    self.active = add(self.active, sub(ws.size, seg.active)?)?;
                     seg.allocated = ws.size;
                     seg.active = ws.size;
+                    // `seg` borrows the segments only, so the counter is taken by hand.
+                    let uid = self.next_uid;
                     seg.blocks.push(LiveBlock {
                         address: seg.address,
                         size: ws.size,
                         requested: ws.size,
                         state: BlockState::ActiveAllocated,
                         free_event: -1,
-                        uid: self.next_uid,
+                        uid,
                     });
-                    self.next_uid += 1;
+                    self.next_uid = uid.checked_add(1).ok_or(TOO_MANY_LIFETIMES)?;
                 }
                 _ => {
                     warnings.push(format!(
@@ -163,7 +201,7 @@ impl DeviceState {
                 }
             }
         }
-        true
+        Ok(true)
     }
 
     /// Index of the segment on `stream` whose range contains `addr`.
@@ -201,32 +239,42 @@ impl DeviceState {
     pub fn attach(&mut self, s: usize, block: LiveBlock) -> Result<(), String> {
         let seg = &mut self.segments[s];
         let i = seg.blocks.partition_point(|b| b.address < block.address);
-        let after_prev = i == 0 || seg.blocks[i - 1].end() <= block.address;
-        let before_next = i == seg.blocks.len() || block.end() <= seg.blocks[i].address;
+        let after_prev = i == 0 || seg.blocks[i - 1].end() <= i128::from(block.address);
+        let before_next = i == seg.blocks.len() || block.end() <= i128::from(seg.blocks[i].address);
         if !(after_prev && before_next && block.end() <= seg.end()) {
             return Err(format!(
                 "block {:#x}+{} does not fit in a free gap of segment {:#x}+{}",
                 block.address, block.size, seg.address, seg.total_size
             ));
         }
+        let seg_active = add(seg.active, block.size)?;
+        let active = add(self.active, block.size)?;
+        let allocated = if block.state == BlockState::ActiveAllocated {
+            add(self.allocated, block.size)?
+        } else {
+            self.allocated
+        };
         seg.blocks.insert(i, block);
-        seg.active += block.size;
-        self.active += block.size;
-        if block.state == BlockState::ActiveAllocated {
-            self.allocated += block.size;
-        }
+        seg.active = seg_active;
+        (self.active, self.allocated) = (active, allocated);
         Ok(())
     }
 
     /// Takes block `b` out of segment `s`: its allocation is being undone.
-    pub fn detach(&mut self, s: usize, b: usize) {
+    pub fn detach(&mut self, s: usize, b: usize) -> Result<LiveBlock, String> {
         let seg = &mut self.segments[s];
-        let block = seg.blocks.remove(b);
-        seg.active -= block.size;
-        self.active -= block.size;
-        if block.state == BlockState::ActiveAllocated {
-            self.allocated -= block.size;
-        }
+        let block = seg.blocks[b];
+        let seg_active = sub(seg.active, block.size)?;
+        let active = sub(self.active, block.size)?;
+        let allocated = if block.state == BlockState::ActiveAllocated {
+            sub(self.allocated, block.size)?
+        } else {
+            self.allocated
+        };
+        seg.blocks.remove(b);
+        seg.active = seg_active;
+        (self.active, self.allocated) = (active, allocated);
+        Ok(block)
     }
 
     /// Undo of `segment_map`: the range was not mapped before, so cut it out of the segment
@@ -236,21 +284,21 @@ impl DeviceState {
         e: &TraceEvent,
         warnings: &mut Vec<String>,
     ) -> Result<(), String> {
-        let (start, end) = (e.addr, e.addr + e.size);
+        let (start, end) = (e.addr, add(e.addr, e.size)?);
         let s = self
             .find_segment(start, e.stream)
             .ok_or_else(|| format!("no mapped segment contains {start:#x}"))?;
         let seg = &mut self.segments[s];
-        if end > seg.end() {
+        if i128::from(end) > seg.end() {
             return Err(format!(
                 "range {start:#x}..{end:#x} exceeds segment {:#x}..{:#x}",
                 seg.address,
                 seg.end()
             ));
         }
-        let inside = |b: &LiveBlock| b.address >= start && b.end() <= end;
+        let inside = |b: &LiveBlock| b.address >= start && b.end() <= i128::from(end);
         let at_left = start == seg.address;
-        let at_right = end == seg.end();
+        let at_right = i128::from(end) == seg.end();
         if (at_left || at_right) && seg.blocks.iter().any(inside) {
             return Err(format!(
                 "live block inside the range {start:#x}..{end:#x} being unmapped"
@@ -263,14 +311,16 @@ impl DeviceState {
             (true, false) => {
                 let mut seg = self.segments.remove(s);
                 seg.address = end;
-                seg.total_size -= e.size;
+                seg.total_size = sub(seg.total_size, e.size)?;
                 self.insert_segment(seg);
             }
-            (false, true) => seg.total_size -= e.size,
+            (false, true) => seg.total_size = sub(seg.total_size, e.size)?,
             (false, false) => {
                 let mut right = SegState {
                     address: end,
-                    total_size: seg.end() - end,
+                    // Below the segment's end, which is `address + total_size` of i64s.
+                    total_size: i64::try_from(seg.end() - i128::from(end))
+                        .map_err(|_| format!("segment {:#x} ends past 2^63", seg.address))?,
                     stream: seg.stream,
                     is_expandable: seg.is_expandable,
                     frames: seg.frames,
@@ -278,13 +328,13 @@ impl DeviceState {
                     allocated: 0,
                     blocks: Vec::new(),
                 };
-                seg.total_size = start - seg.address;
+                seg.total_size = sub(start, seg.address)?;
                 let blocks = std::mem::take(&mut seg.blocks);
                 for b in blocks {
-                    if b.end() <= start {
+                    if b.end() <= i128::from(start) {
                         seg.blocks.push(b);
                     } else if b.address >= end {
-                        right.active += b.size;
+                        right.active = add(right.active, b.size)?;
                         right.blocks.push(b);
                     } else {
                         // The reference drops such blocks without touching the totals; a
@@ -295,7 +345,7 @@ impl DeviceState {
                         ));
                     }
                 }
-                seg.active = seg.blocks.iter().map(|b| b.size).sum();
+                seg.active = seg.blocks.iter().try_fold(0, |sum, b| add(sum, b.size))?;
                 self.insert_segment(right);
             }
         }
@@ -305,11 +355,11 @@ impl DeviceState {
     /// Undo of `segment_unmap`: the range was mapped before, so re-create it, merged with the
     /// mapped runs it touches on the same stream.
     pub fn map_range(&mut self, e: &TraceEvent) -> Result<(), String> {
-        let (start, end) = (e.addr, e.addr + e.size);
+        let (start, end) = (e.addr, add(e.addr, e.size)?);
         if self
             .segments
             .iter()
-            .any(|s| s.stream == e.stream && s.address < end && start < s.end())
+            .any(|s| s.stream == e.stream && s.address < end && i128::from(start) < s.end())
         {
             return Err(format!(
                 "range {start:#x}..{end:#x} being re-mapped overlaps a mapped segment"
@@ -318,7 +368,7 @@ impl DeviceState {
         let left = self
             .segments
             .iter()
-            .position(|s| s.stream == e.stream && s.end() == start);
+            .position(|s| s.stream == e.stream && s.end() == i128::from(start));
         let right = self
             .segments
             .iter()
@@ -328,15 +378,18 @@ impl DeviceState {
                 let right = self.segments.remove(r);
                 let l = if r < l { l - 1 } else { l };
                 let seg = &mut self.segments[l];
-                seg.total_size += e.size + right.total_size;
-                seg.active += right.active;
+                seg.total_size = add(add(seg.total_size, e.size)?, right.total_size)?;
+                seg.active = add(seg.active, right.active)?;
                 seg.blocks.extend(right.blocks);
             }
-            (Some(l), None) => self.segments[l].total_size += e.size,
+            (Some(l), None) => {
+                let seg = &mut self.segments[l];
+                seg.total_size = add(seg.total_size, e.size)?;
+            }
             (None, Some(r)) => {
                 let mut seg = self.segments.remove(r);
                 seg.address = start;
-                seg.total_size += e.size;
+                seg.total_size = add(seg.total_size, e.size)?;
                 self.insert_segment(seg);
             }
             (None, None) => self.insert_segment(SegState {

@@ -7,10 +7,10 @@
 //! here every live block carries a [`BlockView::uid`] that survives splits and merges of its
 //! segment).
 
-use pt_snap_model::{Action, BlockState, Snapshot, StackId, TraceEvent};
+use pt_snap_model::{BlockState, Snapshot, StackId, TraceEvent};
 
 use crate::state::{DeviceState, LiveBlock};
-use crate::{ReplayError, TraceRow};
+use crate::{ReplayError, TraceRow, Undone};
 
 /// A live block as the replay holds it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -88,15 +88,21 @@ pub struct Replayer<'s> {
 impl<'s> Replayer<'s> {
     /// The dump-time state of `device` (after the torch_npu workspace adaptation), with all of
     /// its events still to undo.
-    pub fn new(snapshot: &'s Snapshot, device: usize) -> Self {
+    pub fn new(
+        snapshot: &'s Snapshot,
+        device: usize,
+    ) -> Result<Self, ReplayError<std::convert::Infallible>> {
         let events: &[TraceEvent] = snapshot
             .device_traces
             .get(device)
             .map_or(&[], Vec::as_slice);
-        let mut state = DeviceState::at_dump(snapshot, device as i64);
+        let dump_state = |reason| ReplayError::DumpState { device, reason };
+        let mut state = DeviceState::at_dump(snapshot, device as i64).map_err(dump_state)?;
         let mut warnings = Vec::new();
-        let workspace = state.adapt_workspace(events, &mut warnings);
-        Replayer {
+        let workspace = state
+            .adapt_workspace(events, &mut warnings)
+            .map_err(dump_state)?;
+        Ok(Replayer {
             snapshot,
             device,
             events,
@@ -104,7 +110,7 @@ impl<'s> Replayer<'s> {
             workspace,
             warnings,
             remaining: events.len(),
-        }
+        })
     }
 
     /// Events not undone yet: the state is the one right before the event at this position.
@@ -134,6 +140,10 @@ impl<'s> Replayer<'s> {
         &self.warnings
     }
 
+    pub fn into_warnings(self) -> Vec<String> {
+        self.warnings
+    }
+
     /// Undoes the last remaining event; `None` once every event is undone.
     pub fn undo_last(&mut self) -> Option<Result<Step, ReplayError<std::convert::Infallible>>> {
         let pos = self.remaining.checked_sub(1)?;
@@ -152,19 +162,13 @@ impl<'s> Replayer<'s> {
             stack: event.frames,
             position: Some(pos),
         };
-        // The block an `alloc` undo takes out, seen before it goes (the undo finds the same one).
-        let before = match event.action {
-            Action::Alloc => self
-                .state
-                .find_block(event.addr, event.stream)
-                .map(|(s, b)| BlockView::from(&self.state.segments[s].blocks[b])),
-            _ => None,
-        };
         let undone = self
             .state
             .undo(event, id, self.workspace, &mut self.warnings);
-        let detached = match undone {
-            Ok(detached) => detached.is_some(),
+        let change = match undone {
+            Ok(Undone::None) => BlockChange::None,
+            Ok(Undone::Detached(block)) => BlockChange::Detached(BlockView::from(&block)),
+            Ok(Undone::Created(block)) => BlockChange::Created(BlockView::from(&block)),
             Err(reason) => {
                 return Some(Err(ReplayError::Inconsistent {
                     device: self.device,
@@ -178,17 +182,6 @@ impl<'s> Replayer<'s> {
             }
         };
         self.remaining = pos;
-        let change = match (event.action, before) {
-            (Action::Alloc, Some(block)) if detached => BlockChange::Detached(block),
-            (Action::FreeCompleted | Action::Free, _) => {
-                let (s, b) = self
-                    .state
-                    .find_block(event.addr, event.stream)
-                    .expect("the undo of a free just attached this block");
-                BlockChange::Created(BlockView::from(&self.state.segments[s].blocks[b]))
-            }
-            _ => BlockChange::None,
-        };
         Some(Ok(Step { row, change }))
     }
 }
@@ -197,7 +190,7 @@ impl<'s> Replayer<'s> {
 mod tests {
     use super::*;
     use crate::{replay_device, BlockRow, RowSink};
-    use pt_snap_model::{Block, Segment};
+    use pt_snap_model::{Action, Block, Segment};
 
     #[derive(Default)]
     struct Rows(Vec<TraceRow>, Vec<BlockRow>);
@@ -262,7 +255,7 @@ mod tests {
         let mut full = Rows::default();
         replay_device(&snapshot, 0, &mut full, &mut |_| {}).unwrap();
 
-        let mut replayer = Replayer::new(&snapshot, 0);
+        let mut replayer = Replayer::new(&snapshot, 0).unwrap();
         let mut rows = Vec::new();
         let mut changes = Vec::new();
         while let Some(step) = replayer.undo_last() {

@@ -250,3 +250,110 @@ fn expandable_map_and_unmap_split_and_merge_ranges() {
     assert_eq!(rows.blocks.len(), 1);
     assert_eq!(rows.blocks[0].free_event_id, 4);
 }
+
+/// Every way a replay may stop, in order: the stepwise replay and the full one must give the
+/// same answer (the audit's sharded imports panicked where the single-DB import refused).
+fn stepwise(snapshot: &Snapshot, device: usize) -> Result<usize, String> {
+    let mut replayer = Replayer::new(snapshot, device).map_err(|e| e.to_string())?;
+    let mut steps = 0;
+    while let Some(step) = replayer.undo_last() {
+        step.map_err(|e| e.to_string())?;
+        steps += 1;
+    }
+    Ok(steps)
+}
+
+fn both(snapshot: &Snapshot) -> Result<usize, String> {
+    let full = replay(snapshot, 0).map(|rows| rows.trace.iter().filter(|r| r.id >= 0).count());
+    assert_eq!(full, stepwise(snapshot, 0), "the two paths disagree");
+    full
+}
+
+#[test]
+fn frees_of_size_zero_give_the_same_answer_stepwise_and_whole() {
+    use Action::*;
+    let base = 1 << 32;
+    for size in [0, 512] {
+        let snap = Snapshot {
+            segments: vec![segment(
+                base,
+                4096,
+                vec![block(base, 4096, BlockState::Inactive)],
+            )],
+            device_traces: vec![vec![
+                event(Alloc, base, 512),
+                event(FreeRequested, base, 512),
+                event(FreeCompleted, base, size),
+            ]],
+            ..Snapshot::default()
+        };
+        let answer = both(&snap);
+        if size == 0 {
+            let err = answer.unwrap_err();
+            assert!(err.contains("no live block"), "{err}");
+        } else {
+            assert_eq!(answer, Ok(3));
+        }
+    }
+}
+
+#[test]
+fn sums_past_64_bits_fail_the_replay_instead_of_wrapping() {
+    use Action::*;
+    let base = 1 << 32;
+    let big = i64::MAX - 4095;
+    let live = |size| {
+        segment(
+            base,
+            size,
+            vec![block(base, size, BlockState::ActiveAllocated)],
+        )
+    };
+    let cases: Vec<(&str, Snapshot)> = vec![
+        // The dump's own totals: two segments whose sizes add past i64::MAX.
+        (
+            "dump-time state",
+            Snapshot {
+                segments: vec![live(big), segment(base << 8, big, vec![])],
+                device_traces: vec![vec![event(Oom, -1, 0)]],
+                ..Snapshot::default()
+            },
+        ),
+        // Undoing a free re-creates a block that pushes `allocated` (the dump's own figure,
+        // as the reference takes it) past i64::MAX.
+        (
+            "+",
+            Snapshot {
+                segments: vec![Segment {
+                    allocated_size: big,
+                    ..segment(base, 8192, vec![])
+                }],
+                device_traces: vec![vec![event(Free, base, 4096)]],
+                ..Snapshot::default()
+            },
+        ),
+        // A mapped range whose end is past i64::MAX.
+        (
+            "+",
+            Snapshot {
+                segments: vec![segment(i64::MAX - 10, 10, vec![])],
+                device_traces: vec![vec![event(SegmentMap, i64::MAX - 10, 4096)]],
+                ..Snapshot::default()
+            },
+        ),
+        // Undoing an unmap re-creates a segment: `reserved` goes past i64::MAX.
+        (
+            "+",
+            Snapshot {
+                segments: vec![segment(base, big, vec![])],
+                device_traces: vec![vec![event(SegmentUnmap, base << 8, big)]],
+                ..Snapshot::default()
+            },
+        ),
+    ];
+    for (want, snap) in cases {
+        let err = both(&snap).unwrap_err();
+        assert!(err.contains("overflows a 64-bit integer"), "{err}");
+        assert!(err.contains(want), "{err}");
+    }
+}

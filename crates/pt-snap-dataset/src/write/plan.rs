@@ -239,7 +239,11 @@ pub fn plan_device(
         ));
     }
     let count = events.len().div_ceil(events_per_slice);
-    let mut replayer = Replayer::new(snapshot, device);
+    let failed = |index: usize| {
+        WriteError::Backend(format!("Replay failed for device {device}, slice {index}"))
+    };
+    let mut replayer =
+        Replayer::new(snapshot, device).map_err(|_| failed(count.saturating_sub(1)))?;
     let mut registry = Registry {
         lifetimes: Vec::new(),
         by_uid: Vec::new(),
@@ -261,13 +265,11 @@ pub fn plan_device(
             callstacks: Vec::new(),
         };
         let mut stacks = ShardStacks::new();
-        let failed =
-            || WriteError::Backend(format!("Replay failed for device {device}, slice {index}"));
         while replayer.remaining() > start {
             let step = replayer
                 .undo_last()
                 .expect("events remain")
-                .map_err(|_| failed())?;
+                .map_err(|_| failed(index))?;
             let event = &events[step.row.position.expect("a real event")];
             let text = texts.intern(snapshot, event.frames);
             shard.events.push(Totals {
