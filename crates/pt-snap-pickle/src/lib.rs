@@ -34,6 +34,7 @@
 //! compacting [`Sink`], as the snapshot decoder does, needs far less.
 
 mod error;
+mod json;
 mod memo;
 mod op;
 mod source;
@@ -45,6 +46,7 @@ pub mod write;
 use std::io::Read;
 
 pub use error::Error;
+pub use json::load_json;
 pub use value::{Arena, Handle, Node, NodeId, Val};
 
 /// Resource bounds for one decode. The defaults accept any realistic snapshot.

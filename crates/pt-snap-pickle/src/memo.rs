@@ -81,7 +81,11 @@ impl Memo {
     /// Moves sparse entries that the dense part has grown over.
     fn absorb_sparse(&mut self) {
         let len = self.dense.len();
-        if self.sparse.first_key_value().is_none_or(|(&k, _)| k as usize >= len) {
+        if self
+            .sparse
+            .first_key_value()
+            .is_none_or(|(&k, _)| k as usize >= len)
+        {
             return;
         }
         let rest = match u32::try_from(len) {

@@ -1,7 +1,9 @@
 //! The pickle virtual machine: an iterative stack machine over the opcode stream.
 
 use std::borrow::Cow;
+use std::cell::Cell;
 use std::io::Read;
+use std::rc::Rc;
 
 use foldhash::HashMap;
 
@@ -35,6 +37,9 @@ pub(crate) struct Machine<'a, R, S: ?Sized> {
     strings: HashMap<Box<str>, NodeId>,
     /// Offset of the opcode being executed, for error messages.
     at: u64,
+    /// Where progress is counted when the opcodes are made from another input (JSON): the
+    /// bytes of that input consumed so far.
+    input_position: Option<Rc<Cell<u64>>>,
     /// The innermost protocol-4 FRAME: where it starts and the offset its declared length
     /// ends at.
     frame: Option<(u64, u64)>,
@@ -52,14 +57,25 @@ impl<'a, R: Read, S: Sink + ?Sized> Machine<'a, R, S> {
             memo: Memo::default(),
             strings: HashMap::default(),
             at: 0,
+            input_position: None,
             frame: None,
         }
+    }
+
+    /// Reports progress in bytes of the input that `reader` transcodes, read from `position`.
+    pub fn with_input_position(mut self, position: Rc<Cell<u64>>) -> Self {
+        self.input_position = Some(position);
+        self
     }
 
     pub fn run(mut self) -> Result<Pickle, Error> {
         loop {
             if self.src.take_refilled() {
-                self.sink.progress(self.src.offset());
+                let read = match &self.input_position {
+                    Some(p) => p.get(),
+                    None => self.src.offset(),
+                };
+                self.sink.progress(read);
             }
             self.at = self.src.offset();
             let Some(code) = self.src.next_byte()? else {
@@ -461,8 +477,9 @@ impl<R: Read, S: Sink + ?Sized> Machine<'_, R, S> {
     /// Live nodes allowed now: the configured cap, and no more than the bytes read so far
     /// can justify (see the crate docs' memory bound).
     fn node_limit(&self) -> usize {
-        let justified = NODES_BEFORE_INPUT
-            .saturating_add(usize::try_from(self.src.offset() / INPUT_BYTES_PER_NODE).unwrap_or(usize::MAX));
+        let justified = NODES_BEFORE_INPUT.saturating_add(
+            usize::try_from(self.src.offset() / INPUT_BYTES_PER_NODE).unwrap_or(usize::MAX),
+        );
         self.limits.max_nodes.min(MAX_NODE as usize).min(justified)
     }
 

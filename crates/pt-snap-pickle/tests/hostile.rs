@@ -199,7 +199,10 @@ fn frame_lengths_are_checked_like_cpython() {
     for dir in ["real", "upstream-pkg/snapshots", "synthetic"] {
         for e in std::fs::read_dir(root.join(dir)).expect("fixtures/ is in the repository") {
             let p = e.unwrap().path();
-            if matches!(p.extension().and_then(|x| x.to_str()), Some("pkl" | "pickle")) {
+            if matches!(
+                p.extension().and_then(|x| x.to_str()),
+                Some("pkl" | "pickle")
+            ) {
                 let bytes = std::fs::read(&p).unwrap();
                 from_slice(&bytes).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
                 seen += 1;

@@ -65,9 +65,15 @@ fn costly_inputs_stay_within_the_documented_factor() {
     thousand_dups.push(b'e');
     let cases: Vec<(&str, Vec<u8>)> = vec![
         // One node per input byte until the node rule stops it.
-        ("empty dicts", repeated(b"\x80\x04]", &thousand_dicts, 8_000, b".")),
+        (
+            "empty dicts",
+            repeated(b"\x80\x04]", &thousand_dicts, 8_000, b"."),
+        ),
         // One 16-byte list item per input byte (DUP of None), never a node.
-        ("duplicated items", repeated(b"\x80\x04]", &thousand_dups, 8_000, b".")),
+        (
+            "duplicated items",
+            repeated(b"\x80\x04]", &thousand_dups, 8_000, b"."),
+        ),
         // A memo key per five bytes, each far from the last.
         ("memo walk", {
             let mut b = b"\x80\x04N".to_vec();
