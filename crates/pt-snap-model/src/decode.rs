@@ -28,13 +28,16 @@
 //! hands out those ids for every later reference to the same list. The pickle arena only
 //! holds containers still under construction.
 
+use std::cell::Cell;
 use std::io::Read;
+use std::rc::Rc;
 
 pub use pt_snap_pickle::Limits;
 use pt_snap_pickle::{Node, Val};
 
 use crate::{Snapshot, TopLevel};
 
+mod input;
 mod prune;
 mod schema;
 mod sink;
@@ -42,6 +45,7 @@ mod tables;
 #[cfg(test)]
 mod tests;
 
+pub use input::{describe_start, Compression, Detected, InputShape, HEAD_LEN};
 use schema::{find, Decoder, Path};
 use sink::SnapshotSink;
 
@@ -66,6 +70,12 @@ pub enum DecodeError {
     /// A well-formed pickle that is not a memory snapshot (wrong top level, wrong field types).
     #[error("not a memory snapshot: {0}")]
     Schema(String),
+    /// Neither a pickle, JSON, nor a compression of either; says what the bytes look like.
+    #[error("not a pickle, a JSON document or a gzip/zstd/bzip2 stream: {0}")]
+    Unrecognized(String),
+    /// The compressed stream itself is damaged or cut short.
+    #[error("corrupt {0} stream: {1}")]
+    Compression(&'static str, String),
     #[error("read failed: {0}")]
     Io(#[from] std::io::Error),
 }
@@ -80,7 +90,8 @@ impl From<pt_snap_pickle::Error> for DecodeError {
     }
 }
 
-/// Decodes a snapshot from a reader, streaming.
+/// Decodes a snapshot from a reader, streaming: a pickle or a JSON document, either of them
+/// possibly gzip-, zstd- or bzip2-compressed, told apart by their first bytes.
 pub fn decode<R: Read>(
     reader: R,
     progress: &mut dyn FnMut(Progress),
@@ -99,8 +110,81 @@ pub fn decode_with_limits<R: Read>(
     progress: &mut dyn FnMut(Progress),
     limits: &Limits,
 ) -> Result<Snapshot, DecodeError> {
+    decode_input(reader, progress, limits).map(|(snapshot, _)| snapshot)
+}
+
+/// [`decode_with_limits`], also saying how the input was stored. Progress counts bytes of
+/// the input as given (compressed bytes for a compressed file).
+pub fn decode_input<R: Read>(
+    reader: R,
+    progress: &mut dyn FnMut(Progress),
+    limits: &Limits,
+) -> Result<(Snapshot, InputShape), DecodeError> {
+    let consumed = Rc::new(Cell::new(0));
+    let counted = input::Counted {
+        inner: reader,
+        count: Rc::clone(&consumed),
+    };
+    let (head, reader) = input::peek(counted)?;
+    match Detected::of(&head) {
+        Detected::Compressed(c) => {
+            let corrupt = |e: std::io::Error| DecodeError::Compression(c.name(), e.to_string());
+            let inner = input::decompress(c, reader).map_err(corrupt)?;
+            let (head, inner) = input::peek(inner).map_err(corrupt)?;
+            let json = match Detected::of(&head) {
+                Detected::Json => true,
+                Detected::Pickle { .. } => false,
+                Detected::Compressed(_) | Detected::Unknown => {
+                    return Err(DecodeError::Unrecognized(format!(
+                        "the {} stream holds neither: {}",
+                        c.name(),
+                        describe_start(&head)
+                    )))
+                }
+            };
+            let mut progress = |p: Progress| {
+                progress(Progress {
+                    bytes_read: consumed.get(),
+                    ..p
+                })
+            };
+            let snapshot =
+                decode_plain(inner, json, &mut progress, limits).map_err(|e| match e {
+                    DecodeError::Io(e) => corrupt(e),
+                    e => e,
+                })?;
+            let shape = InputShape {
+                compression: Some(c),
+                json,
+            };
+            Ok((snapshot, shape))
+        }
+        Detected::Unknown => Err(DecodeError::Unrecognized(describe_start(&head))),
+        kind => {
+            let json = kind == Detected::Json;
+            let snapshot = decode_plain(reader, json, progress, limits)?;
+            let shape = InputShape {
+                compression: None,
+                json,
+            };
+            Ok((snapshot, shape))
+        }
+    }
+}
+
+/// An uncompressed pickle or JSON document.
+fn decode_plain<R: Read>(
+    reader: R,
+    json: bool,
+    progress: &mut dyn FnMut(Progress),
+    limits: &Limits,
+) -> Result<Snapshot, DecodeError> {
     let mut sink = SnapshotSink::new(progress);
-    let pickle = pt_snap_pickle::load(reader, &mut sink, limits)?;
+    let pickle = if json {
+        pt_snap_pickle::load_json(reader, &mut sink, limits)?
+    } else {
+        pt_snap_pickle::load(reader, &mut sink, limits)?
+    };
     let arena = &pickle.arena;
     let mut d = Decoder {
         arena,
