@@ -45,9 +45,9 @@ pub enum Detected {
 /// Bytes enough to tell every kind apart.
 pub const HEAD_LEN: usize = 16;
 
-/// Opcodes that can begin a protocol 0 or 1 pickle (a value, a MARK, or a refused class
-/// reference, which must still be refused as a pickle rather than called unknown).
-const PROTOCOL_0_STARTS: &[u8] = b"(}])NILFSVJKMGTUXcCBiP";
+/// Opcodes that can begin a protocol 0 or 1 pickle (a value, a MARK, or a class reference,
+/// which must still be refused as an unsafe pickle rather than called unknown).
+const PROTOCOL_0_STARTS: &[u8] = b"(}])NILFSVJKMGTUXci";
 
 impl Detected {
     pub fn of(head: &[u8]) -> Detected {
