@@ -118,3 +118,14 @@ pub const CREATE_METADATA_TABLE: &str = "CREATE TABLE pt_snap_metadata (
                         importer_version TEXT NOT NULL,
                         completed_at TEXT NOT NULL
                     )";
+
+/// Our own table (not the reference's format, which readers that don't know it ignore): the
+/// events a lenient replay applied from the trace alone. Its presence says the DB was made
+/// by a lenient replay; its rows say where the numbers are approximate.
+pub const REPLAY_ISSUES_TABLE: &str = "pt_snap_x_replay_issues";
+pub const CREATE_REPLAY_ISSUES_TABLE: &str = "CREATE TABLE pt_snap_x_replay_issues (
+    device INTEGER NOT NULL,
+    event_id INTEGER NOT NULL,
+    kind TEXT NOT NULL,
+    message TEXT NOT NULL
+)";

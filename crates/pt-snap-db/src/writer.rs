@@ -230,6 +230,23 @@ impl<'c> Writer<'c> {
     }
 
     /// Builds the indexes, writes the dictionary and the metadata row, and commits.
+    /// Marks the DB as made by a lenient replay, with what it set aside: `(device,
+    /// event_id, kind, message)` rows of [`schema::REPLAY_ISSUES_TABLE`].
+    pub fn replay_issues<'r>(
+        &mut self,
+        issues: impl IntoIterator<Item = (usize, i64, &'r str, &'r str)>,
+    ) -> rusqlite::Result<()> {
+        self.conn.execute_batch(schema::CREATE_REPLAY_ISSUES_TABLE)?;
+        let mut insert = self.conn.prepare(&format!(
+            "INSERT INTO {} VALUES (?, ?, ?, ?)",
+            schema::REPLAY_ISSUES_TABLE
+        ))?;
+        for (device, event_id, kind, message) in issues {
+            insert.execute(rusqlite::params![device as i64, event_id, kind, message])?;
+        }
+        Ok(())
+    }
+
     pub fn finish(mut self, metadata: &Metadata) -> rusqlite::Result<()> {
         let mut sql = format!("PRAGMA cache_size = {INDEX_CACHE_KIB};\n");
         for &d in &self.devices {

@@ -14,7 +14,9 @@ use pt_snap_db::{
     METADATA_SCHEMA_VERSION,
 };
 use pt_snap_model::{Action, Snapshot, StackId};
-use pt_snap_replay::{BlockRow, ReplayError, RowSink, TraceRow};
+use pt_snap_replay::{BlockRow, Issue, ReplayError, RowSink, TraceRow};
+
+pub use pt_snap_replay::Mode as ReplayMode;
 use rusqlite::Connection;
 
 pub use failure::{Failure, IMPORT_FAILED_HINT, SNAPSHOT_INVALID_HINT};
@@ -36,6 +38,9 @@ pub struct ImportRequest {
     pub source_name: String,
     /// ISO-8601 UTC time stored as `completed_at` (e.g. `2026-12-02T13:21:45.664383+00:00`).
     pub completed_at: String,
+    /// Strict (the reference's replay), or lenient: events the allocator state cannot
+    /// reconcile are applied from the trace alone and listed in `pt_snap_x_replay_issues`.
+    pub replay: ReplayMode,
 }
 
 /// Where an import is after decoding (decoding reports its own
@@ -61,6 +66,8 @@ pub struct ImportSummary {
     pub frames: usize,
     /// Inconsistencies the replay tolerated, as the reference logs them.
     pub warnings: Vec<String>,
+    /// What a lenient replay set aside, by device (empty when strict).
+    pub issues: Vec<(usize, Issue)>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -96,15 +103,22 @@ pub fn import_snapshot(
     };
     let mut summary_events = Vec::new();
     let mut warnings = Vec::new();
+    let mut issues = Vec::new();
     for &device in &devices {
         let total = snapshot.device_traces[device].len();
-        let tolerated = pt_snap_replay::replay_device(snapshot, device, &mut sink, &mut |done| {
-            progress(Stage::Replaying {
-                device,
-                done,
-                total,
-            })
-        })
+        let replayed = pt_snap_replay::replay_device(
+            snapshot,
+            device,
+            request.replay,
+            &mut sink,
+            &mut |done| {
+                progress(Stage::Replaying {
+                    device,
+                    done,
+                    total,
+                })
+            },
+        )
         .map_err(|e| match e {
             ReplayError::Sink(never) => match never {},
             e @ (ReplayError::Inconsistent { .. } | ReplayError::DumpState { .. }) => {
@@ -113,7 +127,8 @@ pub fn import_snapshot(
         })?;
         sink.write(&mut writer, device, snapshot)?;
         summary_events.push(total);
-        warnings.extend(tolerated);
+        warnings.extend(replayed.warnings);
+        issues.extend(replayed.issues.into_iter().map(|issue| (device, issue)));
     }
     progress(Stage::Indexing);
     let stacks_in_order = std::mem::take(&mut sink.stacks_in_order);
@@ -129,6 +144,13 @@ pub fn import_snapshot(
         importer_version: IMPORTER_VERSION.to_owned(),
         completed_at: request.completed_at.clone(),
     };
+    if request.replay == ReplayMode::Lenient {
+        writer.replay_issues(
+            issues
+                .iter()
+                .map(|(d, i)| (*d, i.event_id, i.kind.name(), i.message.as_str())),
+        )?;
+    }
     writer.finish(&metadata)?;
     Ok(ImportSummary {
         metadata,
@@ -137,6 +159,7 @@ pub fn import_snapshot(
         callstacks: stacks_in_order.len(),
         frames,
         warnings,
+        issues,
     })
 }
 
@@ -352,6 +375,7 @@ mod tests {
             source_size: 1,
             source_name: "x.pkl".into(),
             completed_at: "2026-12-02T00:00:00+00:00".into(),
+            replay: ReplayMode::Strict,
         };
         import_snapshot(&snapshot, &conn, &request, &mut |_| {}).unwrap();
         let rows: Vec<(i64, i64, i64)> = conn

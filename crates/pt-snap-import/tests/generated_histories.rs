@@ -41,6 +41,7 @@ proptest! {
             source_size: bytes.len() as u64,
             source_name: "generated.pickle".into(),
             completed_at: "2026-12-02T00:00:00.000000+00:00".into(),
+            replay: pt_snap_import::ReplayMode::Strict,
         };
         let summary = import_snapshot(&snapshot, &conn, &request, &mut |_| {}).unwrap();
         prop_assert_eq!(summary.devices.len(), cfg.devices as usize);

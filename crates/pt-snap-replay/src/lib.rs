@@ -11,9 +11,11 @@
 //! [`RowSink`], in the order the reference writes them (events last to first, then the
 //! pre-trace blocks and synthetic segment events).
 
+mod lenient;
 mod state;
 mod stepwise;
 
+pub use lenient::{Issue, IssueKind, Mode};
 use pt_snap_model::{Action, BlockState, Snapshot, StackId, TraceEvent};
 use state::{DeviceState, LiveBlock, SegState};
 pub use stepwise::{BlockChange, BlockView, Replayer, SegmentView, Step};
@@ -106,21 +108,56 @@ impl ReplayError<std::convert::Infallible> {
     }
 }
 
+/// What a device's replay tolerated.
+#[derive(Debug, Default)]
+pub struct Replayed {
+    /// Inconsistencies the strict replay tolerates too (the reference logs them as warnings).
+    pub warnings: Vec<String>,
+    /// Events a lenient replay applied from the trace alone (always empty when strict).
+    pub issues: Vec<Issue>,
+}
+
 /// Replays the events of `device` backwards and hands every row to `sink`.
 ///
 /// `progress` is called with the number of events undone so far, every few thousand events.
 /// Negative ids (pre-trace blocks, synthetic segment events) start at -1 for every device.
-/// Returns the inconsistencies the replay tolerated (the reference logs them as warnings).
 ///
 /// This is [`Replayer`] run to the end: sharded imports step the same replay, so both paths
 /// accept and refuse the same files.
 pub fn replay_device<S: RowSink>(
     snapshot: &Snapshot,
     device: usize,
+    mode: Mode,
     sink: &mut S,
     progress: &mut dyn FnMut(usize),
-) -> Result<Vec<String>, ReplayError<S::Error>> {
-    let mut replayer = Replayer::new(snapshot, device).map_err(ReplayError::widen)?;
+) -> Result<Replayed, ReplayError<S::Error>> {
+    let mut replayer = Replayer::with_mode(snapshot, device, mode).map_err(ReplayError::widen)?;
+    if mode == Mode::Lenient {
+        // A first pass finds whether the trace takes the counters below zero before its first
+        // event; if so the dump lacked memory the trace holds, and the second pass starts
+        // that much higher.
+        let mut probe = Replayer::with_mode(snapshot, device, mode).map_err(ReplayError::widen)?;
+        while let Some(step) = probe.undo_last() {
+            step.map_err(ReplayError::widen)?;
+        }
+        let (a, b, c) = probe.totals();
+        let short = (
+            a.min(0).saturating_neg(),
+            b.min(0).saturating_neg(),
+            c.min(0).saturating_neg(),
+        );
+        if short != (0, 0, 0) {
+            let issue = Issue {
+                event_id: -1,
+                kind: IssueKind::DumpStateShort,
+                message: format!(
+                    "before the first event the trace leaves allocated {a}, active {b}, reserved {c} bytes against the dump's segments; the dump-time counters are raised by {}, {} and {} bytes so the trace starts at zero",
+                    short.0, short.1, short.2
+                ),
+            };
+            replayer.raise_totals(short, issue);
+        }
+    }
     let total = replayer.remaining();
     while let Some(step) = replayer.undo_last() {
         let step = step.map_err(ReplayError::widen)?;
@@ -149,6 +186,19 @@ pub fn replay_device<S: RowSink>(
     let (allocated, active, reserved) = replayer.totals();
     let mut next_block_id = -1;
     let mut next_event_id = -1;
+    for block in replayer.unpaired_frees() {
+        sink.block_row(&BlockRow {
+            id: next_block_id,
+            address: block.address,
+            size: block.size,
+            requested_size: block.requested_size,
+            state: block.state,
+            alloc_event_id: -1,
+            free_event_id: block.free_event_id,
+        })
+        .map_err(ReplayError::Sink)?;
+        next_block_id -= 1;
+    }
     for seg in replayer.segments() {
         for block in seg.blocks() {
             sink.block_row(&BlockRow {
@@ -182,7 +232,8 @@ pub fn replay_device<S: RowSink>(
         .map_err(ReplayError::Sink)?;
         next_event_id -= 1;
     }
-    Ok(replayer.into_warnings())
+    let (warnings, issues) = replayer.into_parts();
+    Ok(Replayed { warnings, issues })
 }
 
 /// What undoing one event did to the blocks.

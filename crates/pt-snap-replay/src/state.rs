@@ -7,13 +7,20 @@ use pt_snap_model::{Action, BlockState, Snapshot, StackId, TraceEvent};
 /// fail the import rather than wrap into negative sizes and counters.
 pub(crate) fn add(a: i64, b: i64) -> Result<i64, String> {
     a.checked_add(b)
-        .ok_or_else(|| format!("{a} + {b} overflows a 64-bit integer"))
+        .ok_or_else(|| format!("{a} + {b} {OVERFLOWS}"))
 }
 
 /// `a - b`, checked like [`add`].
 pub(crate) fn sub(a: i64, b: i64) -> Result<i64, String> {
     a.checked_sub(b)
-        .ok_or_else(|| format!("{a} - {b} overflows a 64-bit integer"))
+        .ok_or_else(|| format!("{a} - {b} {OVERFLOWS}"))
+}
+
+const OVERFLOWS: &str = "overflows a 64-bit integer";
+
+/// Whether a replay failure is one of [`add`]'s or [`sub`]'s.
+pub(crate) fn is_overflow(reason: &str) -> bool {
+    reason.ends_with(OVERFLOWS)
 }
 
 const TOO_MANY_LIFETIMES: &str = "more than 2^32 block lifetimes on one device";

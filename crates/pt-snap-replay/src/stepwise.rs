@@ -9,6 +9,7 @@
 
 use pt_snap_model::{BlockState, Snapshot, StackId, TraceEvent};
 
+use crate::lenient::{Issue, Leniency, Mode};
 use crate::state::{DeviceState, LiveBlock};
 use crate::{ReplayError, TraceRow, Undone};
 
@@ -83,14 +84,25 @@ pub struct Replayer<'s> {
     workspace: bool,
     warnings: Vec<String>,
     remaining: usize,
+    /// Present in [`Mode::Lenient`].
+    leniency: Option<Leniency>,
 }
 
 impl<'s> Replayer<'s> {
     /// The dump-time state of `device` (after the torch_npu workspace adaptation), with all of
-    /// its events still to undo.
+    /// its events still to undo, for the strict replay.
     pub fn new(
         snapshot: &'s Snapshot,
         device: usize,
+    ) -> Result<Self, ReplayError<std::convert::Infallible>> {
+        Self::with_mode(snapshot, device, Mode::Strict)
+    }
+
+    /// [`Replayer::new`] in either mode (see [`Mode`]).
+    pub fn with_mode(
+        snapshot: &'s Snapshot,
+        device: usize,
+        mode: Mode,
     ) -> Result<Self, ReplayError<std::convert::Infallible>> {
         let events: &[TraceEvent] = snapshot
             .device_traces
@@ -110,6 +122,7 @@ impl<'s> Replayer<'s> {
             workspace,
             warnings,
             remaining: events.len(),
+            leniency: (mode == Mode::Lenient).then(Leniency::default),
         })
     }
 
@@ -140,8 +153,31 @@ impl<'s> Replayer<'s> {
         &self.warnings
     }
 
-    pub fn into_warnings(self) -> Vec<String> {
-        self.warnings
+    /// What a lenient replay set aside so far (empty when strict).
+    pub fn issues(&self) -> &[Issue] {
+        self.leniency.as_ref().map_or(&[], |l| &l.issues)
+    }
+
+    /// Blocks a lenient replay saw freed but never allocated: live before the trace.
+    pub fn unpaired_frees(&self) -> Vec<BlockView> {
+        self.leniency
+            .as_ref()
+            .map_or_else(Vec::new, Leniency::still_waiting)
+    }
+
+    /// Raises the current counters (a lenient replay whose dump lacks the trace's memory).
+    pub(crate) fn raise_totals(&mut self, by: (i64, i64, i64), issue: Issue) {
+        self.state.allocated = self.state.allocated.saturating_add(by.0);
+        self.state.active = self.state.active.saturating_add(by.1);
+        self.state.reserved = self.state.reserved.saturating_add(by.2);
+        if let Some(l) = &mut self.leniency {
+            l.issues.push(issue);
+        }
+    }
+
+    pub fn into_parts(self) -> (Vec<String>, Vec<Issue>) {
+        let issues = self.leniency.map_or_else(Vec::new, |l| l.issues);
+        (self.warnings, issues)
     }
 
     /// Undoes the last remaining event; `None` once every event is undone.
@@ -165,21 +201,28 @@ impl<'s> Replayer<'s> {
         let undone = self
             .state
             .undo(event, id, self.workspace, &mut self.warnings);
+        let inconsistent = |reason| {
+            Some(Err(ReplayError::Inconsistent {
+                device: self.device,
+                event_id: id,
+                action: event.action.name(&self.snapshot.other_actions).to_owned(),
+                addr: event.addr,
+                size: event.size,
+                stream: event.stream,
+                reason,
+            }))
+        };
         let change = match undone {
             Ok(Undone::None) => BlockChange::None,
             Ok(Undone::Detached(block)) => BlockChange::Detached(BlockView::from(&block)),
             Ok(Undone::Created(block)) => BlockChange::Created(BlockView::from(&block)),
-            Err(reason) => {
-                return Some(Err(ReplayError::Inconsistent {
-                    device: self.device,
-                    event_id: id,
-                    action: event.action.name(&self.snapshot.other_actions).to_owned(),
-                    addr: event.addr,
-                    size: event.size,
-                    stream: event.stream,
-                    reason,
-                }))
-            }
+            Err(reason) => match &mut self.leniency {
+                Some(l) => match l.set_aside(&mut self.state, event, id, reason) {
+                    Ok(change) => change,
+                    Err(reason) => return inconsistent(reason),
+                },
+                None => return inconsistent(reason),
+            },
         };
         self.remaining = pos;
         Some(Ok(Step { row, change }))
@@ -253,7 +296,7 @@ mod tests {
     fn steps_give_the_rows_of_the_full_replay_and_follow_lifetimes() {
         let snapshot = snapshot();
         let mut full = Rows::default();
-        replay_device(&snapshot, 0, &mut full, &mut |_| {}).unwrap();
+        replay_device(&snapshot, 0, crate::Mode::Strict, &mut full, &mut |_| {}).unwrap();
 
         let mut replayer = Replayer::new(&snapshot, 0).unwrap();
         let mut rows = Vec::new();

@@ -66,7 +66,8 @@ fn segment(address: i64, total_size: i64, blocks: Vec<Block>) -> Segment {
 
 fn replay(snapshot: &Snapshot, device: usize) -> Result<Rows, String> {
     let mut rows = Rows::default();
-    replay_device(snapshot, device, &mut rows, &mut |_| {}).map_err(|e| e.to_string())?;
+    replay_device(snapshot, device, Mode::Strict, &mut rows, &mut |_| {})
+        .map_err(|e| e.to_string())?;
     Ok(rows)
 }
 
@@ -356,4 +357,93 @@ fn sums_past_64_bits_fail_the_replay_instead_of_wrapping() {
         assert!(err.contains("overflows a 64-bit integer"), "{err}");
         assert!(err.contains(want), "{err}");
     }
+}
+
+/// A trace with the traits of memviz-neo's test generator: no segments and no segment
+/// events, and addresses that overlap live blocks.
+fn trace_without_segments() -> Snapshot {
+    use Action::*;
+    let base = 1 << 32;
+    let mut trace = Vec::new();
+    // Blocks of 512 bytes every 256 bytes: each overlaps the one before it.
+    for i in 0..6 {
+        trace.push(event(Alloc, base + 256 * i, 512));
+        if i >= 2 {
+            let old = base + 256 * (i - 2);
+            trace.push(event(FreeRequested, old, 512));
+            trace.push(event(FreeCompleted, old, 512));
+        }
+    }
+    trace.push(event(Oom, -1, 1 << 30));
+    Snapshot {
+        device_traces: vec![trace],
+        ..Snapshot::default()
+    }
+}
+
+fn replay_lenient(snapshot: &Snapshot) -> (Rows, Replayed) {
+    let mut rows = Rows::default();
+    let replayed = replay_device(snapshot, 0, Mode::Lenient, &mut rows, &mut |_| {}).unwrap();
+    (rows, replayed)
+}
+
+#[test]
+fn a_lenient_replay_counts_what_the_trace_alone_says() {
+    let snap = trace_without_segments();
+    assert!(replay(&snap, 0).is_err(), "the strict replay refuses it");
+    let (rows, replayed) = replay_lenient(&snap);
+    // Counters from the trace alone: running sums of the events' own sizes from zero.
+    let events = &snap.device_traces[0];
+    let (mut allocated, mut active) = (0, 0);
+    let mut want = Vec::new();
+    for (id, e) in events.iter().enumerate() {
+        match e.action {
+            Action::Alloc => {
+                allocated += e.size;
+                active += e.size;
+            }
+            Action::FreeRequested => allocated -= e.size,
+            Action::FreeCompleted => active -= e.size,
+            _ => {}
+        }
+        want.push((id as i64, allocated, active, 0));
+    }
+    let mut got: Vec<_> = rows
+        .trace
+        .iter()
+        .filter(|r| r.id >= 0)
+        .map(|r| (r.id, r.allocated, r.active, r.reserved))
+        .collect();
+    got.sort();
+    assert_eq!(got, want);
+    // Every lifetime keeps both of its ends, paired by address.
+    let mut lifetimes: Vec<_> = rows
+        .blocks
+        .iter()
+        .map(|b| (b.address, b.alloc_event_id, b.free_event_id))
+        .collect();
+    lifetimes.sort();
+    let base = 1 << 32;
+    assert_eq!(lifetimes[0], (base, 0, 4));
+    assert_eq!(lifetimes[1], (base + 256, 1, 7));
+    assert_eq!(
+        lifetimes.iter().filter(|l| l.2 == -1).count(),
+        2,
+        "{lifetimes:?}"
+    );
+    // What was set aside is listed: the allocs with no segment, and the shift to zero.
+    let kinds: Vec<_> = replayed.issues.iter().map(|i| i.kind).collect();
+    assert!(kinds.contains(&IssueKind::NoSegment), "{kinds:?}");
+    assert_eq!(kinds.first(), Some(&IssueKind::DumpStateShort));
+    assert!(replayed.issues.iter().all(|i| !i.message.is_empty()));
+}
+
+#[test]
+fn a_lenient_replay_of_a_consistent_trace_is_the_strict_one() {
+    let snap = worked_example();
+    let strict = replay(&snap, 0).unwrap();
+    let (lenient, replayed) = replay_lenient(&snap);
+    assert_eq!(strict.trace, lenient.trace);
+    assert_eq!(strict.blocks, lenient.blocks);
+    assert!(replayed.issues.is_empty());
 }

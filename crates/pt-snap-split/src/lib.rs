@@ -366,9 +366,15 @@ pub fn validate(bytes: &[u8], format: Format, device: usize) -> Result<(), Strin
             "generated slice has no trace entries for device {device}"
         ));
     }
-    pt_snap_replay::replay_device(&snapshot, device, &mut Discard, &mut |_| {})
-        .map(|_| ())
-        .map_err(|_| "replay returned false".to_owned())
+    pt_snap_replay::replay_device(
+        &snapshot,
+        device,
+        pt_snap_replay::Mode::Strict,
+        &mut Discard,
+        &mut |_| {},
+    )
+    .map(|_| ())
+    .map_err(|_| "replay returned false".to_owned())
 }
 
 /// The canonical JSON of a pickled snapshot (or any pickled value): the bytes
@@ -406,7 +412,7 @@ fn json_type(v: &serde_json::Value) -> &'static str {
 
 /// Re-expresses parsed JSON as the pickle `json.load` + `pickle.dumps` would give, so JSON
 /// slices go through the same decoder and replay as pickles.
-fn json_to_pickle(value: &serde_json::Value) -> std::io::Result<Vec<u8>> {
+pub fn json_to_pickle(value: &serde_json::Value) -> std::io::Result<Vec<u8>> {
     use pt_snap_pickle::write::PickleWriter;
     use serde_json::Value as J;
     enum Task<'j> {
