@@ -282,6 +282,9 @@ fn upgrade_refreshes_outdated_copies_only() {
     let sb = Sandbox::new();
     sb.run(&["skill", "install", "pt-snap-setup", "--json"])
         .json();
+    // A deleted installed file makes the copy outdated; a file the user added does not, and
+    // upgrade keeps it (it used to delete it).
+    fs::remove_file(sb.user_skill("agents", "pt-snap-setup").join("SKILL.md")).unwrap();
     fs::write(
         sb.user_skill("agents", "pt-snap-setup").join("extra.md"),
         "x",
@@ -314,10 +317,15 @@ fn upgrade_refreshes_outdated_copies_only() {
             ),
         ]
     );
-    assert!(!sb
+    assert!(sb
         .user_skill("agents", "pt-snap-setup")
         .join("extra.md")
-        .exists());
+        .is_file());
+    assert!(sb
+        .user_skill("agents", "pt-snap-setup")
+        .join("SKILL.md")
+        .is_file());
+    assert!(report.get("warnings").is_none());
     assert!(!sb.user_skill("agents", "pt-snap-helper").exists());
 }
 
@@ -573,4 +581,241 @@ fn pt_snap_skills_dir_replaces_the_catalog() {
             empty.display()
         )
     );
+}
+
+const MANIFEST: &str = ".pt-snap-skill.json";
+
+/// Every file below `dir`, `/`-separated and sorted (hidden ones included).
+fn tree_of(dir: &Path) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for entry in fs::read_dir(&d).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                stack.push(path);
+            } else {
+                let rel = path.strip_prefix(dir).unwrap();
+                out.push(rel.to_string_lossy().into_owned());
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+#[test]
+fn install_then_uninstall_leaves_nothing_behind() {
+    let sb = Sandbox::new();
+    sb.run(&["skill", "install", "--json"]).json();
+    assert_eq!(
+        tree_of(&sb.user_skill("claude", "pt-snap-helper")),
+        [MANIFEST, "SKILL.md"]
+    );
+    let report = sb.run(&["skill", "uninstall", "--json"]).json();
+    assert_eq!(
+        keys(&report),
+        ["results", "restart_required", "restart_hint"]
+    );
+    assert!(results(&report).iter().all(|r| r.3 == "uninstalled"));
+    for host in ["agents", "claude"] {
+        let root = sb.home.join(format!(".{host}/skills"));
+        assert_eq!(tree_of(&root), Vec::<String>::new(), "{host}");
+    }
+}
+
+#[test]
+fn uninstall_leaves_a_same_named_folder_the_user_wrote() {
+    let sb = Sandbox::new();
+    let mine = sb.user_skill("claude", "pt-snap-helper");
+    fs::create_dir_all(&mine).unwrap();
+    fs::write(
+        mine.join("SKILL.md"),
+        "---\nname: pt-snap-helper\n---\nmine\n",
+    )
+    .unwrap();
+    fs::write(mine.join("notes.md"), "my notes").unwrap();
+    let listed = sb.status(&["-t", "claude", "--user"], "pt-snap-helper");
+    assert_eq!(
+        listed["locations"][0],
+        json!({
+            "host": "claude",
+            "scope": "user",
+            "path": mine.to_str().unwrap(),
+            "status": "outdated",
+            "managed": false,
+        })
+    );
+
+    let text = sb.run(&["skill", "uninstall", "pt-snap-helper"]);
+    assert_eq!(text.code, 0, "{}", text.stderr);
+    assert_eq!(
+        text.stdout,
+        format!("Kept pt-snap-helper -> {} (claude, user)\n", mine.display())
+    );
+    let warning = format!(
+        "left '{}' in place: it has no pt-snap install manifest ({MANIFEST}), so it was written \
+         by hand or by an older pt-snap; delete it yourself if it is no longer needed",
+        mine.display()
+    );
+    assert_eq!(text.stderr, format!("warning: {warning}\n"));
+    assert_eq!(tree_of(&mine), ["SKILL.md", "notes.md"]);
+
+    let report = sb
+        .run(&[
+            "skill",
+            "uninstall",
+            "pt-snap-helper",
+            "-t",
+            "claude",
+            "--json",
+        ])
+        .json();
+    assert_eq!(
+        keys(&report),
+        ["results", "restart_required", "restart_hint", "warnings"]
+    );
+    assert_eq!(report["results"][0]["action"], "kept");
+    assert_eq!(report["restart_required"], false);
+    assert_eq!(report["warnings"], json!([warning]));
+    assert_eq!(tree_of(&mine), ["SKILL.md", "notes.md"]);
+
+    // Nor does upgrade replace it.
+    let upgraded = sb.run(&["skill", "upgrade", "pt-snap-helper", "--json"]);
+    let upgraded = upgraded.json();
+    assert_eq!(upgraded["results"][1]["action"], "kept");
+    assert_eq!(upgraded["warnings"].as_array().unwrap().len(), 1);
+    assert_eq!(tree_of(&mine), ["SKILL.md", "notes.md"]);
+}
+
+#[test]
+fn uninstall_keeps_files_the_user_added_or_modified() {
+    let sb = Sandbox::new();
+    sb.run(&["skill", "install", "pt-snap-helper", "--json"])
+        .json();
+    let agents = sb.user_skill("agents", "pt-snap-helper");
+    let claude = sb.user_skill("claude", "pt-snap-helper");
+    fs::create_dir_all(agents.join("scripts")).unwrap();
+    fs::write(agents.join("scripts/mine.sh"), "echo mine").unwrap();
+    fs::write(claude.join("SKILL.md"), "my edits\n").unwrap();
+
+    let listed = sb.status(&["--user"], "pt-snap-helper");
+    assert_eq!(listed["locations"][0]["status"], "installed");
+    assert_eq!(listed["locations"][0]["managed"], true);
+    assert_eq!(
+        listed["locations"][0]["local_changes"],
+        json!(["scripts/mine.sh"])
+    );
+    assert_eq!(listed["locations"][1]["status"], "outdated");
+    assert_eq!(listed["locations"][1]["local_changes"], json!(["SKILL.md"]));
+    assert_eq!(
+        keys(&listed["locations"][2]),
+        ["host", "scope", "path", "status"]
+    );
+
+    // Upgrade does not overwrite the user's edit.
+    let upgraded = sb
+        .run(&["skill", "upgrade", "pt-snap-helper", "--json"])
+        .json();
+    assert_eq!(
+        results(&upgraded)
+            .into_iter()
+            .map(|r| r.3)
+            .collect::<Vec<_>>(),
+        ["already_installed", "kept"]
+    );
+    assert_eq!(
+        upgraded["warnings"],
+        json!([format!(
+            "left '{}' as it is: files changed since pt-snap installed it: SKILL.md (modified); \
+             'pt-snap skill install pt-snap-helper --force' replaces them",
+            claude.display()
+        )])
+    );
+    assert_eq!(
+        fs::read_to_string(claude.join("SKILL.md")).unwrap(),
+        "my edits\n"
+    );
+
+    let report = sb
+        .run(&[
+            "skill",
+            "uninstall",
+            "pt-snap-helper",
+            "-t",
+            "agents,claude",
+            "--json",
+        ])
+        .json();
+    assert_eq!(
+        results(&report)
+            .into_iter()
+            .map(|r| (r.1, r.3))
+            .collect::<Vec<_>>(),
+        [
+            ("agents".to_owned(), "uninstalled".to_owned()),
+            ("claude".to_owned(), "kept".to_owned()),
+        ]
+    );
+    assert_eq!(report["restart_required"], true);
+    assert_eq!(
+        report["warnings"],
+        json!([
+            format!(
+                "kept '{}' with 1 file(s) pt-snap did not install or that changed since: \
+                 scripts/mine.sh (added)",
+                agents.display()
+            ),
+            format!(
+                "kept '{}' with 1 file(s) pt-snap did not install or that changed since: \
+                 SKILL.md (modified)",
+                claude.display()
+            ),
+        ])
+    );
+    // The installed files and manifests are gone; the user's files are not.
+    assert_eq!(tree_of(&agents), ["scripts/mine.sh"]);
+    assert_eq!(tree_of(&claude), ["SKILL.md"]);
+    assert_eq!(
+        fs::read_to_string(claude.join("SKILL.md")).unwrap(),
+        "my edits\n"
+    );
+}
+
+#[test]
+fn an_install_without_manifest_is_left_with_a_warning() {
+    let sb = Sandbox::new();
+    sb.run(&["skill", "install", "pt-snap-setup", "-t", "codex", "--json"])
+        .json();
+    let dest = sb.user_skill("codex", "pt-snap-setup");
+    // What an older pt-snap, or the reference, leaves behind.
+    fs::remove_file(dest.join(MANIFEST)).unwrap();
+    let listed = sb.status(&["-t", "codex", "--user"], "pt-snap-setup");
+    assert_eq!(listed["locations"][0]["status"], "installed");
+    assert_eq!(listed["locations"][0]["managed"], false);
+
+    let out = sb.run(&["skill", "uninstall", "pt-snap-setup", "-t", "codex"]);
+    assert_eq!(out.code, 0);
+    assert!(
+        out.stdout.starts_with("Kept pt-snap-setup -> "),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        out.stderr
+            .starts_with(&format!("warning: left '{}' in place", dest.display())),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(tree_of(&dest), ["SKILL.md"]);
+
+    // Installing over the identical copy adopts it; uninstall then removes it.
+    let again = sb
+        .run(&["skill", "install", "pt-snap-setup", "-t", "codex", "--json"])
+        .json();
+    assert_eq!(results(&again)[0].3, "already_installed");
+    assert_eq!(tree_of(&dest), [MANIFEST, "SKILL.md"]);
+    let out = sb.run(&["skill", "uninstall", "pt-snap-setup", "-t", "codex"]);
+    assert_eq!(out.stderr, "");
+    assert!(!dest.exists());
 }

@@ -71,14 +71,16 @@ impl Skill {
         self.files.iter().map(|f| f.relative.join("/")).collect()
     }
 
+    /// The skill's files, relative to its folder, in digest order.
+    pub(crate) fn relatives(&self) -> impl Iterator<Item = &Relative> {
+        self.files.iter().map(|f| &f.relative)
+    }
+
     /// Writes the skill's files into `dir` (which must exist). Files of a catalog on disk are
     /// copied with their permissions.
     pub(crate) fn write_into(&self, dir: &Path) -> io::Result<()> {
         for file in &self.files {
-            let dest = file
-                .relative
-                .iter()
-                .fold(dir.to_path_buf(), |p, c| p.join(c));
+            let dest = tree::under(dir, &file.relative);
             if let Some(parent) = dest.parent() {
                 fs::create_dir_all(parent)?;
             }

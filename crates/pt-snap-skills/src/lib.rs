@@ -11,12 +11,19 @@
 //!   lists, installs, upgrades and uninstalls them. A copy is published by writing a staging
 //!   folder beside it and renaming it into place, so a skill folder is always either the old
 //!   copy or the complete new one.
+//! * Every copy pt-snap installs carries a hidden install manifest (`.pt-snap-skill.json`,
+//!   published by the same rename) listing the files it wrote and their digests. Uninstall
+//!   deletes only those files, and only while unchanged; upgrade keeps files the user added
+//!   and leaves copies the user changed, or that have no manifest, as they are. Whatever is
+//!   left is named in the report's warnings.
 //!
 //! The serialised forms of [`SkillListing`] and [`Report`] are the reference's JSON, keys in
-//! its order.
+//! its order, plus keys the reference does not have, written only when they have something
+//! to say (`managed` and `local_changes` of a [`Location`], `warnings` of a [`Report`]).
 
 mod catalog;
 mod frontmatter;
+mod manifest;
 mod paths;
 mod service;
 pub mod text;
@@ -139,7 +146,8 @@ impl fmt::Display for Scope {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Status {
-    /// Same files, same bytes.
+    /// Same files, same bytes (for a copy pt-snap installed: the files it installed; files the
+    /// user added do not count).
     Installed,
     /// Something is there but differs, or is not a skill (no `SKILL.md`).
     Outdated,
@@ -166,6 +174,8 @@ pub enum Action {
     AlreadyInstalled,
     NotInstalled,
     Uninstalled,
+    /// Left as it was: not installed by pt-snap, or changed by the user (see the warnings).
+    Kept,
 }
 
 impl Action {
@@ -176,6 +186,7 @@ impl Action {
             Action::AlreadyInstalled => "already_installed",
             Action::NotInstalled => "not_installed",
             Action::Uninstalled => "uninstalled",
+            Action::Kept => "kept",
         }
     }
 
@@ -188,7 +199,8 @@ impl Action {
     }
 }
 
-/// One place a skill can live, and what is there. JSON: `{host, scope, path, status}`.
+/// One place a skill can live, and what is there. JSON: `{host, scope, path, status}`, then
+/// `managed` when something is there, then `local_changes` when there are any.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Location {
     pub host: Host,
@@ -196,6 +208,14 @@ pub struct Location {
     #[serde(serialize_with = "path_string")]
     pub path: PathBuf,
     pub status: Status,
+    /// `None` when nothing is there; else whether pt-snap installed it (it has pt-snap's
+    /// install manifest), which decides what uninstall and upgrade may change.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub managed: Option<bool>,
+    /// In a managed copy, the files the user modified or added (`/`-separated, sorted):
+    /// uninstall leaves them.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub local_changes: Vec<String>,
 }
 
 /// A catalog skill with its state at the inspected locations.
@@ -224,10 +244,14 @@ pub struct MutationResult {
 }
 
 /// The outcome of an install, upgrade or uninstall.
-/// JSON: `{results, restart_required, restart_hint}` (the hint is `null` when nothing changed).
+/// JSON: `{results, restart_required, restart_hint}` (the hint is `null` when nothing changed),
+/// then `warnings` when there are any.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Report {
     pub results: Vec<MutationResult>,
+    /// What the user should know: files or folders left in place, and why. One sentence each,
+    /// without a `warning:` prefix.
+    pub warnings: Vec<String>,
 }
 
 impl Report {
@@ -247,11 +271,14 @@ impl Serialize for Report {
             results: &'a [MutationResult],
             restart_required: bool,
             restart_hint: Option<&'static str>,
+            #[serde(skip_serializing_if = "<[String]>::is_empty")]
+            warnings: &'a [String],
         }
         Json {
             results: &self.results,
             restart_required: self.restart_required(),
             restart_hint: self.restart_hint(),
+            warnings: &self.warnings,
         }
         .serialize(serializer)
     }

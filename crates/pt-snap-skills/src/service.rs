@@ -7,8 +7,9 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::catalog::{Catalog, Skill, SKILLS_DIR_ENV};
+use crate::manifest::{self, Copy, MANIFEST};
 use crate::paths::{self, occupied};
-use crate::tree;
+use crate::tree::{self, Relative};
 use crate::{
     Action, Host, Location, MutationResult, Report, Scope, SkillError, SkillListing, Status,
 };
@@ -159,18 +160,7 @@ impl Skills {
 
     /// How the copy at `dest` (a skill's own folder) compares with `skill`.
     pub fn status(&self, skill: &Skill, dest: &Path) -> Result<Status, SkillError> {
-        if !dest.join("SKILL.md").is_file() {
-            return Ok(if occupied(dest) {
-                Status::Outdated
-            } else {
-                Status::Missing
-            });
-        }
-        Ok(if tree::dir_digest(dest)? == skill.digest() {
-            Status::Installed
-        } else {
-            Status::Outdated
-        })
+        Ok(examine(skill, dest)?.status)
     }
 
     /// Every catalog skill with its status at the inspected locations.
@@ -182,23 +172,13 @@ impl Skills {
                 ListTarget::Dir(dir) => {
                     let path = custom_dir(dir, self.env.home.as_deref())?;
                     let path = paths::normalize(&path.join(skill.name()));
-                    locations.push(Location {
-                        host: Host::Custom,
-                        scope: Scope::User,
-                        status: self.status(skill, &path)?,
-                        path,
-                    });
+                    locations.push(location(skill, Host::Custom, Scope::User, path)?);
                 }
                 ListTarget::Builtin { hosts, scopes } => {
                     for &scope in scopes.as_deref().unwrap_or(&Scope::ALL) {
                         for &host in hosts.as_deref().unwrap_or(&Host::BUILTIN) {
                             let path = self.skills_root(host, scope)?.join(skill.name());
-                            locations.push(Location {
-                                host,
-                                scope,
-                                status: self.status(skill, &path)?,
-                                path,
-                            });
+                            locations.push(location(skill, host, scope, path)?);
                         }
                     }
                 }
@@ -217,7 +197,10 @@ impl Skills {
 
     /// Installs the named skills (all when `names` is empty). A copy that differs is replaced
     /// only with `force`; without it the whole operation is refused before anything is
-    /// written.
+    /// written. Replacing a copy pt-snap installed keeps the files the user added to it (unless
+    /// the new copy has a file of that name); `force` replaces everything else. A copy
+    /// already identical but without pt-snap's manifest (an older install) is adopted: written
+    /// again with one, so that uninstall can remove it later.
     pub fn install(
         &self,
         names: &[String],
@@ -234,15 +217,20 @@ impl Skills {
         }
         let mut report = Report::default();
         for job in &jobs {
-            let action = match self.status(job.skill, &job.dest)? {
-                Status::Installed => Action::AlreadyInstalled,
+            let found = examine(job.skill, &job.dest)?;
+            let action = match found.status {
+                Status::Installed => {
+                    adopt(job, &found, &mut report.warnings);
+                    Action::AlreadyInstalled
+                }
                 Status::Outdated if !force => return Err(force_replace(job)),
                 Status::Outdated => {
-                    publish(job.skill, &job.dest)?;
+                    let carried = found.copy.map(|c| c.carried(job.skill)).unwrap_or_default();
+                    publish(job.skill, &job.dest, &carried)?;
                     Action::Updated
                 }
                 Status::Missing => {
-                    publish(job.skill, &job.dest)?;
+                    publish(job.skill, &job.dest, &[])?;
                     Action::Installed
                 }
             };
@@ -252,25 +240,56 @@ impl Skills {
     }
 
     /// Replaces outdated copies of the named skills (all when empty); missing ones stay
-    /// missing. A destination that is not a skill (no `SKILL.md`) refuses the whole operation.
+    /// missing. A destination that is not a skill (no `SKILL.md`, no manifest) refuses the
+    /// whole operation. Only copies pt-snap installed are replaced, keeping the files the user
+    /// added; a copy without pt-snap's manifest, or whose installed files the user changed (or
+    /// with an added file where the new copy has one), is `kept` as it is, with a warning
+    /// (`install --force` replaces it).
     pub fn upgrade(&self, names: &[String], target: &Target) -> Result<Report, SkillError> {
         let jobs = self.jobs(names, target)?;
-        if let Some(job) = jobs.iter().find(|j| not_a_skill(&j.dest)) {
-            return Err(SkillError::Install(format!(
-                "Skill '{}' already exists at '{}' but is not an installed skill (missing \
-                 SKILL.md). Re-run install with --force to replace it.",
-                job.skill.name(),
-                job.dest.display()
-            )));
+        for job in &jobs {
+            if examine(job.skill, &job.dest)?.not_a_skill() {
+                return Err(SkillError::Install(format!(
+                    "Skill '{}' already exists at '{}' but is not an installed skill (missing \
+                     SKILL.md). Re-run install with --force to replace it.",
+                    job.skill.name(),
+                    job.dest.display()
+                )));
+            }
         }
         let mut report = Report::default();
         for job in &jobs {
-            let action = match self.status(job.skill, &job.dest)? {
-                Status::Missing => Action::NotInstalled,
-                Status::Installed => Action::AlreadyInstalled,
-                Status::Outdated => {
-                    publish(job.skill, &job.dest)?;
-                    Action::Updated
+            let found = examine(job.skill, &job.dest)?;
+            let action = match (found.status, &found.copy) {
+                (Status::Missing, _) => Action::NotInstalled,
+                (Status::Installed, _) => {
+                    adopt(job, &found, &mut report.warnings);
+                    Action::AlreadyInstalled
+                }
+                (Status::Outdated, Some(copy)) if copy.managed() => {
+                    let conflicts = copy.conflicts(job.skill);
+                    if conflicts.is_empty() {
+                        publish(job.skill, &job.dest, &copy.carried(job.skill))?;
+                        Action::Updated
+                    } else {
+                        report.warnings.push(format!(
+                            "left '{}' as it is: files changed since pt-snap installed it: {}; \
+                             'pt-snap skill install {} --force' replaces them",
+                            job.dest.display(),
+                            manifest::describe(&conflicts),
+                            job.skill.name()
+                        ));
+                        Action::Kept
+                    }
+                }
+                (Status::Outdated, copy) => {
+                    report.warnings.push(format!(
+                        "left '{}' as it is: {}; 'pt-snap skill install {} --force' replaces it",
+                        job.dest.display(),
+                        not_ours(copy.as_ref()),
+                        job.skill.name()
+                    ));
+                    Action::Kept
                 }
             };
             report.results.push(job.result(action));
@@ -348,6 +367,102 @@ impl Skills {
     }
 }
 
+/// A skill at one destination, examined.
+struct Found {
+    status: Status,
+    /// The folder measured against its manifest; `None` when nothing is there, or when it is
+    /// not a skill (no `SKILL.md` and no manifest).
+    copy: Option<Copy>,
+}
+
+impl Found {
+    /// Something is at the destination, but neither a skill nor pt-snap's.
+    fn not_a_skill(&self) -> bool {
+        self.status == Status::Outdated && self.copy.is_none()
+    }
+}
+
+/// How the folder `dest` compares with `skill`. A copy pt-snap installed is compared on the
+/// files its manifest lists; any other copy on all its files (the reference's rule).
+fn examine(skill: &Skill, dest: &Path) -> Result<Found, SkillError> {
+    if !occupied(dest) {
+        return Ok(Found {
+            status: Status::Missing,
+            copy: None,
+        });
+    }
+    let skill_md = dest.join("SKILL.md").is_file();
+    let owner = manifest::owner(dest);
+    if !skill_md && !matches!(owner, manifest::Owner::PtSnap(_)) {
+        return Ok(Found {
+            status: Status::Outdated,
+            copy: None,
+        });
+    }
+    let copy = manifest::inspect(dest, owner)?;
+    let status = if skill_md && copy.digest == skill.digest() {
+        Status::Installed
+    } else {
+        Status::Outdated
+    };
+    Ok(Found {
+        status,
+        copy: Some(copy),
+    })
+}
+
+fn location(
+    skill: &Skill,
+    host: Host,
+    scope: Scope,
+    path: PathBuf,
+) -> Result<Location, SkillError> {
+    let found = examine(skill, &path)?;
+    let managed =
+        (found.status != Status::Missing).then(|| found.copy.as_ref().is_some_and(Copy::managed));
+    let local_changes = found
+        .copy
+        .map(|c| c.local_changes().into_iter().map(|(p, _)| p).collect())
+        .unwrap_or_default();
+    Ok(Location {
+        host,
+        scope,
+        path,
+        status: found.status,
+        managed,
+        local_changes,
+    })
+}
+
+/// Why a skill folder is not pt-snap's to change.
+fn not_ours(copy: Option<&Copy>) -> String {
+    match copy.map(|c| &c.owner) {
+        Some(manifest::Owner::Unreadable(reason)) => {
+            format!("its pt-snap install manifest ({MANIFEST}) is unreadable ({reason})")
+        }
+        _ => format!(
+            "it has no pt-snap install manifest ({MANIFEST}), so it was written by hand or by \
+             an older pt-snap"
+        ),
+    }
+}
+
+/// Writes an installed-but-unmanaged copy again, identical but with pt-snap's manifest, when
+/// it is a plain folder of plain files (a failure only costs a warning: the copy is intact).
+fn adopt(job: &Job, found: &Found, warnings: &mut Vec<String>) {
+    let Some(copy) = &found.copy else { return };
+    let real_dir = job.dest.symlink_metadata().is_ok_and(|m| m.is_dir());
+    if copy.managed() || !real_dir || !copy.plain() {
+        return;
+    }
+    if let Err(e) = publish(job.skill, &job.dest, &[]) {
+        warnings.push(format!(
+            "could not add pt-snap's install manifest to '{}': {e}",
+            job.dest.display()
+        ));
+    }
+}
+
 fn found_already(jobs: &[Job], dest: &Path) -> bool {
     jobs.iter().any(|j| j.dest == dest)
 }
@@ -374,11 +489,6 @@ fn custom_dir(dir: &Path, home: Option<&Path>) -> Result<PathBuf, SkillError> {
     Ok(path)
 }
 
-/// Something is at `dest`, but it is not a skill folder.
-fn not_a_skill(dest: &Path) -> bool {
-    occupied(dest) && !dest.join("SKILL.md").is_file()
-}
-
 fn force_replace(job: &Job) -> SkillError {
     SkillError::Install(format!(
         "Skill '{}' already exists at '{}' and differs from the bundled copy. Re-run with \
@@ -388,32 +498,90 @@ fn force_replace(job: &Job) -> SkillError {
     ))
 }
 
+fn not_a_skill_to_delete(job: &Job) -> SkillError {
+    SkillError::Install(format!(
+        "Skill '{}' exists at '{}' but is not an installed skill (missing SKILL.md). \
+         Refusing to delete it.",
+        job.skill.name(),
+        job.dest.display()
+    ))
+}
+
+/// Uninstalls: only the files pt-snap's manifest lists, and only while unchanged. A copy
+/// without a usable manifest is `kept`; a copy holding the user's files loses pt-snap's files
+/// and manifest but keeps the folder and the user's files; both with a warning.
 fn remove(jobs: &[Job]) -> Result<Report, SkillError> {
-    if let Some(job) = jobs.iter().find(|j| not_a_skill(&j.dest)) {
-        return Err(SkillError::Install(format!(
-            "Skill '{}' exists at '{}' but is not an installed skill (missing SKILL.md). \
-             Refusing to delete it.",
-            job.skill.name(),
-            job.dest.display()
-        )));
+    for job in jobs {
+        if examine(job.skill, &job.dest)?.not_a_skill() {
+            return Err(not_a_skill_to_delete(job));
+        }
     }
     let mut report = Report::default();
     for job in jobs {
-        let action = if occupied(&job.dest) {
-            unpublish(&job.dest).map_err(|e| {
-                SkillError::Install(format!(
-                    "Failed to uninstall '{}' at '{}': {e}",
-                    job.skill.name(),
-                    job.dest.display()
-                ))
-            })?;
-            Action::Uninstalled
-        } else {
-            Action::NotInstalled
+        let found = examine(job.skill, &job.dest)?;
+        let action = match &found.copy {
+            _ if found.status == Status::Missing => Action::NotInstalled,
+            None => return Err(not_a_skill_to_delete(job)),
+            Some(copy) if !copy.managed() => {
+                report.warnings.push(format!(
+                    "left '{}' in place: {}; delete it yourself if it is no longer needed",
+                    job.dest.display(),
+                    not_ours(Some(copy))
+                ));
+                Action::Kept
+            }
+            Some(copy) => {
+                let fail = |e: io::Error| {
+                    SkillError::Install(format!(
+                        "Failed to uninstall '{}' at '{}': {e}",
+                        job.skill.name(),
+                        job.dest.display()
+                    ))
+                };
+                let kept = copy.local_changes();
+                if kept.is_empty() {
+                    unpublish(&job.dest).map_err(fail)?;
+                    Action::Uninstalled
+                } else {
+                    remove_installed_files(&job.dest, &copy.pristine).map_err(fail)?;
+                    report.warnings.push(format!(
+                        "kept '{}' with {} file(s) pt-snap did not install or that changed \
+                         since: {}",
+                        job.dest.display(),
+                        kept.len(),
+                        manifest::describe(&kept)
+                    ));
+                    if copy.pristine.is_empty() {
+                        Action::Kept
+                    } else {
+                        Action::Uninstalled
+                    }
+                }
+            }
         };
         report.results.push(job.result(action));
     }
     Ok(report)
+}
+
+/// Deletes pt-snap's unchanged files of the copy at `dest`, then its manifest (last, so that an
+/// interrupted uninstall can be run again), then the folders this left empty.
+fn remove_installed_files(dest: &Path, pristine: &[(Relative, PathBuf)]) -> io::Result<()> {
+    let mut folders = Vec::new();
+    for (relative, path) in pristine {
+        fs::remove_file(path)?;
+        for depth in 1..relative.len() {
+            folders.push(tree::under(dest, &relative[..depth]));
+        }
+    }
+    fs::remove_file(dest.join(MANIFEST))?;
+    // Deepest first; a folder still holding the user's files stays.
+    folders.sort_by(|a, b| (b.components().count(), b).cmp(&(a.components().count(), a)));
+    folders.dedup();
+    for folder in folders {
+        let _ = fs::remove_dir(folder);
+    }
+    Ok(())
 }
 
 /// A hidden sibling of `dest` that no other process or call can be using:
@@ -464,10 +632,12 @@ impl Drop for Staging {
     }
 }
 
-/// Installs `skill` as the folder `dest`: the files are written to a staging folder beside
-/// it, the old copy (if any) is renamed aside, the staging folder renamed into place, and
-/// only then the old copy deleted. Any failure leaves the old copy (or nothing) at `dest`.
-fn publish(skill: &Skill, dest: &Path) -> Result<(), SkillError> {
+/// Installs `skill` as the folder `dest`: the files, the `carried` files of the old copy (user
+/// files to keep, as (relative path, path in the old copy)) and the install manifest are
+/// written to a staging folder beside it, the old copy (if any) is renamed aside, the staging
+/// folder renamed into place, and only then the old copy deleted. Any failure leaves the old
+/// copy (or nothing) at `dest`.
+fn publish(skill: &Skill, dest: &Path, carried: &[(Relative, PathBuf)]) -> Result<(), SkillError> {
     let fail = |e: io::Error| {
         SkillError::Install(format!(
             "Failed to install skill at '{}': {e}",
@@ -481,6 +651,10 @@ fn publish(skill: &Skill, dest: &Path) -> Result<(), SkillError> {
     fs::create_dir(&staging_path).map_err(fail)?;
     let staging = Staging(Some(staging_path));
     skill.write_into(staging.path()).map_err(fail)?;
+    for (relative, from) in carried {
+        carry(from, &tree::under(staging.path(), relative)).map_err(fail)?;
+    }
+    manifest::write(skill, staging.path()).map_err(fail)?;
 
     let backup = occupied(dest).then(|| sibling(dest, "pt-snap-backup"));
     if let Some(backup) = &backup {
@@ -498,6 +672,26 @@ fn publish(skill: &Skill, dest: &Path) -> Result<(), SkillError> {
         let _ = remove_all(backup);
     }
     Ok(())
+}
+
+/// Copies a user's file into a new copy: a symlink as a symlink (on Unix), a file with its
+/// permissions.
+fn carry(from: &Path, to: &Path) -> io::Result<()> {
+    if let Some(parent) = to.parent() {
+        fs::create_dir_all(parent)?;
+    }
+    let meta = from.symlink_metadata()?;
+    #[cfg(unix)]
+    if meta.file_type().is_symlink() {
+        return std::os::unix::fs::symlink(fs::read_link(from)?, to);
+    }
+    if meta.is_file() || from.is_file() {
+        return fs::copy(from, to).map(drop);
+    }
+    Err(io::Error::other(format!(
+        "cannot keep '{}': not a file",
+        from.display()
+    )))
 }
 
 /// Removes the skill folder `dest`: renamed aside first so the skill disappears at once and
@@ -700,8 +894,13 @@ mod tests {
         );
         assert_eq!(status_of(&f, "alpha", &claude_only), Status::Installed);
 
-        // Upgrade replaces outdated copies and leaves missing ones missing.
+        // Upgrade replaces outdated copies and leaves missing ones missing. A file the user
+        // added is not pt-snap's: it neither makes the copy outdated nor gets deleted.
+        // (Before install manifests, upgrade replaced such a copy and deleted `extra.md`.)
         fs::write(installed.join("extra.md"), "x").unwrap();
+        assert_eq!(status_of(&f, "alpha", &claude_only), Status::Installed);
+        fs::remove_file(installed.join("ref/notes.md")).unwrap();
+        assert_eq!(status_of(&f, "alpha", &claude_only), Status::Outdated);
         let cursor = Target::Builtin {
             hosts: Some(vec![Host::Claude, Host::Cursor]),
             scope: Scope::User,
@@ -714,7 +913,9 @@ mod tests {
                 ("alpha", Host::Cursor, Action::NotInstalled),
             ]
         );
-        assert!(!installed.join("extra.md").exists());
+        assert!(installed.join("ref/notes.md").is_file());
+        assert_eq!(fs::read_to_string(installed.join("extra.md")).unwrap(), "x");
+        assert!(upgraded.warnings.is_empty());
 
         let removed = f
             .skills
@@ -969,5 +1170,401 @@ mod tests {
             .unwrap();
         assert!(listing.iter().all(|l| l.status == Status::Installed));
         assert!(listing.iter().all(|l| l.source_dir.is_none()));
+    }
+
+    fn agents_only() -> Target {
+        Target::Builtin {
+            hosts: Some(vec![Host::Agents]),
+            scope: Scope::User,
+        }
+    }
+
+    /// Every file below `dir`, `/`-separated and sorted (hidden ones included).
+    fn tree_of(dir: &Path) -> Vec<String> {
+        let mut out = Vec::new();
+        let mut stack = vec![dir.to_path_buf()];
+        while let Some(d) = stack.pop() {
+            for entry in fs::read_dir(&d).unwrap() {
+                let path = entry.unwrap().path();
+                if path.is_dir() {
+                    stack.push(path);
+                } else {
+                    let rel = path.strip_prefix(dir).unwrap();
+                    out.push(rel.to_string_lossy().replace('\\', "/"));
+                }
+            }
+        }
+        out.sort();
+        out
+    }
+
+    fn location_of(f: &Fixture, name: &str, host: Host) -> Location {
+        let target = ListTarget::Builtin {
+            hosts: Some(vec![host]),
+            scopes: Some(vec![Scope::User]),
+        };
+        let listing = f.skills.list(&target).unwrap();
+        let skill = listing.into_iter().find(|l| l.name == name).unwrap();
+        skill.locations.into_iter().next().unwrap()
+    }
+
+    #[test]
+    fn install_writes_a_manifest_of_the_installed_files() {
+        let f = fixture();
+        f.skills
+            .install(&names(&["alpha"]), &agents_only(), false)
+            .unwrap();
+        let dest = f.root.join("home/.agents/skills/alpha");
+        assert_eq!(
+            tree_of(&dest),
+            [MANIFEST, "SKILL.md", "ref/notes.md"],
+            "the manifest is part of the published folder"
+        );
+        let m: serde_json::Value =
+            serde_json::from_slice(&fs::read(dest.join(MANIFEST)).unwrap()).unwrap();
+        let alpha = &f.skills.catalog().skills()[0];
+        assert_eq!(m["format"], "pt-snap-skill-install-v1");
+        assert_eq!(m["name"], "alpha");
+        assert_eq!(m["digest"], alpha.digest());
+        let paths: Vec<&str> = m["files"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| e["path"].as_str().unwrap())
+            .collect();
+        assert_eq!(paths, ["SKILL.md", "ref/notes.md"]);
+        assert_eq!(
+            m["files"][1]["digest"],
+            tree::file_digest(&["ref".into(), "notes.md".into()], b"notes\n")
+        );
+        // The manifest does not count in the digest: the copy is installed.
+        let loc = location_of(&f, "alpha", Host::Agents);
+        assert_eq!((loc.status, loc.managed), (Status::Installed, Some(true)));
+        assert!(loc.local_changes.is_empty());
+        assert_no_leftovers(&f.root.join("home/.agents/skills"));
+    }
+
+    #[test]
+    fn a_plain_install_then_uninstall_leaves_nothing() {
+        let f = fixture();
+        f.skills.install(&[], &agents_only(), false).unwrap();
+        let report = f.skills.uninstall(&[], &agents_only()).unwrap();
+        assert_eq!(
+            actions(&report),
+            [
+                ("alpha", Host::Agents, Action::Uninstalled),
+                ("beta", Host::Agents, Action::Uninstalled),
+            ]
+        );
+        assert!(report.warnings.is_empty());
+        let root = f.root.join("home/.agents/skills");
+        assert_eq!(
+            fs::read_dir(&root).unwrap().count(),
+            0,
+            "{:?}",
+            tree_of(&root)
+        );
+    }
+
+    #[test]
+    fn uninstall_leaves_a_same_named_folder_the_user_wrote() {
+        let f = fixture();
+        let dest = f.root.join("home/.agents/skills/alpha");
+        fs::create_dir_all(&dest).unwrap();
+        fs::write(dest.join("SKILL.md"), "---\nname: alpha\n---\nmine\n").unwrap();
+        fs::write(dest.join("notes.txt"), "my notes").unwrap();
+        let loc = location_of(&f, "alpha", Host::Agents);
+        assert_eq!((loc.status, loc.managed), (Status::Outdated, Some(false)));
+
+        let report = f
+            .skills
+            .uninstall(&names(&["alpha"]), &agents_only())
+            .unwrap();
+        assert_eq!(actions(&report), [("alpha", Host::Agents, Action::Kept)]);
+        assert!(!report.restart_required());
+        assert_eq!(
+            report.warnings,
+            [format!(
+                "left '{}' in place: it has no pt-snap install manifest ({MANIFEST}), so it was \
+                 written by hand or by an older pt-snap; delete it yourself if it is no longer \
+                 needed",
+                dest.display()
+            )]
+        );
+        assert_eq!(tree_of(&dest), ["SKILL.md", "notes.txt"]);
+        let json = serde_json::to_value(&report).unwrap();
+        assert_eq!(json["results"][0]["action"], "kept");
+        assert_eq!(json["warnings"][0], report.warnings[0].as_str());
+
+        // uninstall_everywhere (no --target) is just as careful.
+        let report = f.skills.uninstall_everywhere(&names(&["alpha"])).unwrap();
+        assert_eq!(actions(&report), [("alpha", Host::Agents, Action::Kept)]);
+        assert_eq!(tree_of(&dest), ["SKILL.md", "notes.txt"]);
+    }
+
+    #[test]
+    fn uninstall_keeps_files_the_user_added_and_drops_the_installed_ones() {
+        let f = fixture();
+        f.skills
+            .install(&names(&["alpha"]), &agents_only(), false)
+            .unwrap();
+        let dest = f.root.join("home/.agents/skills/alpha");
+        fs::write(dest.join("mine.md"), "mine").unwrap();
+        fs::write(dest.join("ref/also-mine.md"), "mine too").unwrap();
+        fs::write(dest.join(".DS_Store"), "").unwrap();
+        let loc = location_of(&f, "alpha", Host::Agents);
+        assert_eq!((loc.status, loc.managed), (Status::Installed, Some(true)));
+        assert_eq!(loc.local_changes, ["mine.md", "ref/also-mine.md"]);
+
+        let report = f
+            .skills
+            .uninstall(&names(&["alpha"]), &agents_only())
+            .unwrap();
+        assert_eq!(
+            actions(&report),
+            [("alpha", Host::Agents, Action::Uninstalled)]
+        );
+        assert!(report.restart_required());
+        assert_eq!(
+            report.warnings,
+            [format!(
+                "kept '{}' with 2 file(s) pt-snap did not install or that changed since: \
+                 mine.md (added), ref/also-mine.md (added)",
+                dest.display()
+            )]
+        );
+        assert_eq!(tree_of(&dest), [".DS_Store", "mine.md", "ref/also-mine.md"]);
+        // What is left is the user's: no longer a skill, and never deleted silently.
+        assert!(f
+            .skills
+            .uninstall(&names(&["alpha"]), &agents_only())
+            .is_err());
+        assert_eq!(tree_of(&dest), [".DS_Store", "mine.md", "ref/also-mine.md"]);
+    }
+
+    #[test]
+    fn uninstall_keeps_an_installed_file_the_user_modified() {
+        let f = fixture();
+        f.skills
+            .install(&names(&["alpha"]), &agents_only(), false)
+            .unwrap();
+        let dest = f.root.join("home/.agents/skills/alpha");
+        fs::write(dest.join("ref/notes.md"), "my edits\n").unwrap();
+        let loc = location_of(&f, "alpha", Host::Agents);
+        assert_eq!((loc.status, loc.managed), (Status::Outdated, Some(true)));
+        assert_eq!(loc.local_changes, ["ref/notes.md"]);
+
+        let report = f
+            .skills
+            .uninstall(&names(&["alpha"]), &agents_only())
+            .unwrap();
+        assert_eq!(
+            actions(&report),
+            [("alpha", Host::Agents, Action::Uninstalled)]
+        );
+        assert_eq!(
+            report.warnings,
+            [format!(
+                "kept '{}' with 1 file(s) pt-snap did not install or that changed since: \
+                 ref/notes.md (modified)",
+                dest.display()
+            )]
+        );
+        assert_eq!(tree_of(&dest), ["ref/notes.md"]);
+        assert_eq!(
+            fs::read_to_string(dest.join("ref/notes.md")).unwrap(),
+            "my edits\n"
+        );
+
+        // Every installed file modified: nothing of pt-snap's is left to delete but the manifest.
+        f.skills
+            .install(&names(&["beta"]), &agents_only(), false)
+            .unwrap();
+        let beta = f.root.join("home/.agents/skills/beta");
+        fs::write(beta.join("SKILL.md"), "mine").unwrap();
+        fs::write(beta.join("ref/notes.md"), "mine").unwrap();
+        let report = f
+            .skills
+            .uninstall(&names(&["beta"]), &agents_only())
+            .unwrap();
+        assert_eq!(actions(&report), [("beta", Host::Agents, Action::Kept)]);
+        assert_eq!(tree_of(&beta), ["SKILL.md", "ref/notes.md"]);
+    }
+
+    #[test]
+    fn an_install_without_manifest_is_left_with_a_warning_until_adopted() {
+        let f = fixture();
+        f.skills
+            .install(&names(&["alpha"]), &agents_only(), false)
+            .unwrap();
+        let dest = f.root.join("home/.agents/skills/alpha");
+        // What an older pt-snap (or the reference) leaves: the same files, no manifest.
+        fs::remove_file(dest.join(MANIFEST)).unwrap();
+        let loc = location_of(&f, "alpha", Host::Agents);
+        assert_eq!((loc.status, loc.managed), (Status::Installed, Some(false)));
+
+        let report = f
+            .skills
+            .uninstall(&names(&["alpha"]), &agents_only())
+            .unwrap();
+        assert_eq!(actions(&report), [("alpha", Host::Agents, Action::Kept)]);
+        assert_eq!(report.warnings.len(), 1);
+        assert!(report.warnings[0].contains("no pt-snap install manifest"));
+        assert_eq!(tree_of(&dest), ["SKILL.md", "ref/notes.md"]);
+
+        // An unreadable manifest is no manifest either.
+        fs::write(dest.join(MANIFEST), "{ not json").unwrap();
+        let report = f
+            .skills
+            .uninstall(&names(&["alpha"]), &agents_only())
+            .unwrap();
+        assert_eq!(actions(&report), [("alpha", Host::Agents, Action::Kept)]);
+        assert!(
+            report.warnings[0].contains("is unreadable"),
+            "{:?}",
+            report.warnings
+        );
+        assert!(dest.join("SKILL.md").is_file());
+
+        // Installing over an identical copy adopts it (no restart: same files); then
+        // uninstall removes it.
+        let report = f
+            .skills
+            .install(&names(&["alpha"]), &agents_only(), false)
+            .unwrap();
+        assert_eq!(
+            actions(&report),
+            [("alpha", Host::Agents, Action::AlreadyInstalled)]
+        );
+        assert!(!report.restart_required());
+        assert_eq!(location_of(&f, "alpha", Host::Agents).managed, Some(true));
+        f.skills
+            .uninstall(&names(&["alpha"]), &agents_only())
+            .unwrap();
+        assert!(!dest.exists());
+    }
+
+    #[test]
+    fn upgrade_keeps_added_files_and_leaves_changed_or_foreign_copies() {
+        let f = fixture();
+        let every = Target::Builtin {
+            hosts: Some(Host::BUILTIN.to_vec()),
+            scope: Scope::User,
+        };
+        f.skills.install(&names(&["alpha"]), &every, false).unwrap();
+        let at = |host: &str| f.root.join(format!("home/.{host}/skills/alpha"));
+        // agents: an added file; claude: a modified installed file; cursor: an added file
+        // where the new version has one; codex: written by hand (no manifest).
+        fs::write(at("agents").join("mine.md"), "mine").unwrap();
+        fs::write(at("claude").join("ref/notes.md"), "edited\n").unwrap();
+        fs::write(at("cursor").join("ref/new.md"), "mine").unwrap();
+        fs::remove_dir_all(at("codex")).unwrap();
+        fs::create_dir_all(at("codex")).unwrap();
+        fs::write(at("codex").join("SKILL.md"), "hand written").unwrap();
+
+        // A new version of the skill: SKILL.md changes, ref/new.md appears.
+        let catalog = f.root.join("catalog");
+        fs::write(
+            catalog.join("alpha/SKILL.md"),
+            "---\nname: alpha\ndescription: Alpha skill. More.\n---\n# alpha v2\n",
+        )
+        .unwrap();
+        fs::write(catalog.join("alpha/ref/new.md"), "new\n").unwrap();
+        let v2 = Skills::new(
+            Catalog::from_dir(&catalog).unwrap(),
+            f.skills.environment().clone(),
+        );
+        let report = v2.upgrade(&names(&["alpha"]), &every).unwrap();
+        assert_eq!(
+            actions(&report),
+            [
+                ("alpha", Host::Agents, Action::Updated),
+                ("alpha", Host::Claude, Action::Kept),
+                ("alpha", Host::Cursor, Action::Kept),
+                ("alpha", Host::Codex, Action::Kept),
+            ]
+        );
+        assert_eq!(
+            tree_of(&at("agents")),
+            [
+                MANIFEST,
+                "SKILL.md",
+                "mine.md",
+                "ref/new.md",
+                "ref/notes.md"
+            ]
+        );
+        assert_eq!(
+            fs::read_to_string(at("agents").join("mine.md")).unwrap(),
+            "mine"
+        );
+        assert!(fs::read_to_string(at("agents").join("SKILL.md"))
+            .unwrap()
+            .contains("v2"));
+        let hint = "'pt-snap skill install alpha --force' replaces";
+        assert_eq!(
+            report.warnings,
+            [
+                format!(
+                    "left '{}' as it is: files changed since pt-snap installed it: \
+                     ref/notes.md (modified); {hint} them",
+                    at("claude").display()
+                ),
+                format!(
+                    "left '{}' as it is: files changed since pt-snap installed it: \
+                     ref/new.md (added); {hint} them",
+                    at("cursor").display()
+                ),
+                format!(
+                    "left '{}' as it is: it has no pt-snap install manifest ({MANIFEST}), so it \
+                     was written by hand or by an older pt-snap; {hint} it",
+                    at("codex").display()
+                ),
+            ]
+        );
+        assert_eq!(
+            fs::read_to_string(at("claude").join("ref/notes.md")).unwrap(),
+            "edited\n"
+        );
+        assert_eq!(
+            fs::read_to_string(at("cursor").join("ref/new.md")).unwrap(),
+            "mine"
+        );
+        assert_eq!(tree_of(&at("codex")), ["SKILL.md"]);
+        let agents = v2
+            .list(&ListTarget::Builtin {
+                hosts: Some(vec![Host::Agents]),
+                scopes: Some(vec![Scope::User]),
+            })
+            .unwrap();
+        assert_eq!(agents[0].locations[0].status, Status::Installed);
+        assert_eq!(agents[0].locations[0].local_changes, ["mine.md"]);
+
+        // install --force is the explicit way to replace them; files the user added to a
+        // copy pt-snap installed are still kept unless the new copy has a file there.
+        fs::write(at("claude").join("mine.md"), "mine").unwrap();
+        let forced = v2.install(&names(&["alpha"]), &every, true).unwrap();
+        assert_eq!(
+            actions(&forced),
+            [
+                ("alpha", Host::Agents, Action::AlreadyInstalled),
+                ("alpha", Host::Claude, Action::Updated),
+                ("alpha", Host::Cursor, Action::Updated),
+                ("alpha", Host::Codex, Action::Updated),
+            ]
+        );
+        assert_eq!(
+            fs::read_to_string(at("claude").join("ref/notes.md")).unwrap(),
+            "notes\n"
+        );
+        assert!(at("claude").join("mine.md").is_file());
+        assert_eq!(
+            fs::read_to_string(at("cursor").join("ref/new.md")).unwrap(),
+            "new\n"
+        );
+        assert_eq!(
+            tree_of(&at("codex")),
+            [MANIFEST, "SKILL.md", "ref/new.md", "ref/notes.md"]
+        );
     }
 }

@@ -1,6 +1,7 @@
 //! `pt-snap skill list|install|upgrade|uninstall`: the agent skills shipped in the binary
 //! (spec §12). Their JSON is not enveloped: `{skills}` and `{results, restart_required,
-//! restart_hint}`, as in the reference.
+//! restart_hint}`, as in the reference, plus `warnings` when there are any (files or folders
+//! that uninstall or upgrade left in place); in text mode those go to stderr as `warning: …`.
 
 use std::path::Path;
 
@@ -281,6 +282,9 @@ fn print_report(report: &Report, json: bool) {
         println!();
         println!("{RESTART_HINT}");
     }
+    for warning in &report.warnings {
+        eprintln!("warning: {warning}");
+    }
 }
 
 fn action_label(item: &MutationResult) -> &'static str {
@@ -291,6 +295,7 @@ fn action_label(item: &MutationResult) -> &'static str {
         Action::Installed => "Installed",
         Action::NotInstalled => "Not installed",
         Action::Uninstalled => "Uninstalled",
+        Action::Kept => "Kept",
     }
 }
 
