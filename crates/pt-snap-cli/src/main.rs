@@ -10,6 +10,7 @@ mod error;
 mod focus;
 mod output;
 mod progress;
+mod stale;
 
 use std::process::ExitCode;
 

@@ -15,6 +15,7 @@ use crate::error::{CliError, CliResult};
 use crate::focus::{self, FocusRecord, FocusState, Source};
 use crate::output;
 use crate::progress::ImportProgress;
+use crate::stale;
 
 const OPTION_HINT: &str = "Check the import options with 'pt-snap import --help'.";
 
@@ -42,6 +43,12 @@ pub fn run(args: &ImportArgs) -> CliResult {
         .ok_or_else(|| CliError::snapshot_invalid("Snapshot file name is not valid UTF-8"))?
         .to_owned();
     let target = out_dir.join(format!("{name}.db"));
+    // Before anything else, so that a reused target also loses them.
+    for w in stale::clean(&target, stale::Artifacts::Db) {
+        if !args.json {
+            eprintln!("warning: {w}");
+        }
+    }
 
     // Hashing and decoding are both one pass over the file: when the target cannot be
     // reused anyway, run them side by side on two cores.
@@ -223,24 +230,27 @@ fn build_and_publish(
     json: bool,
 ) -> CliResult<pt_snap_import::ImportSummary> {
     let dir = target.parent().expect("target is in a directory");
+    let cannot_create = |e: std::io::Error| {
+        CliError::import_failed(format!(
+            "Snapshot import backend failed: cannot create a file in {}: {e}",
+            dir.display()
+        ))
+    };
+    let target_name = target.file_name().unwrap_or_default().to_string_lossy();
+    // Marks the temp file as this live process's (see `stale`); declared first, so dropped
+    // last: the lock is given up only once the temp file is gone.
+    let owner = stale::Owner::acquire(dir, &target_name).map_err(cannot_create)?;
     let mut builder = tempfile::Builder::new();
     // A temp file is private (0600) by default, and the rename would publish the DB so;
     // a DB is created like any file (0666 less the umask), as SQLite and the reference do.
     #[cfg(unix)]
     builder.permissions(std::os::unix::fs::PermissionsExt::from_mode(0o666));
     let tmp = builder
-        .prefix(&format!(
-            ".{}.",
-            target.file_name().unwrap_or_default().to_string_lossy()
-        ))
+        .prefix(&format!(".{target_name}.{}", owner.token()))
+        .rand_bytes(0)
         .suffix(".tmp")
         .tempfile_in(dir)
-        .map_err(|e| {
-            CliError::import_failed(format!(
-                "Snapshot import backend failed: cannot create a file in {}: {e}",
-                dir.display()
-            ))
-        })?;
+        .map_err(cannot_create)?;
     // The file is removed on any early return: `tmp` deletes it when dropped.
     let file = File::open(source).map_err(|e| CliError::from(Failure::backend(e)))?;
     let size = file.metadata().map(|m| m.len()).unwrap_or(0);
@@ -258,6 +268,7 @@ fn build_and_publish(
         source_size: size,
         source_name: name.to_owned(),
         completed_at: crate::clock::now_utc_iso(),
+        replay: pt_snap_import::ReplayMode::Strict,
     };
     let summary = {
         let conn = rusqlite::Connection::open(tmp.path())?;

@@ -29,6 +29,7 @@ use crate::error::{CliError, CliResult};
 use crate::focus::{self, FocusRecord, FocusState, Source};
 use crate::output;
 use crate::progress::ImportProgress;
+use crate::stale;
 
 /// Which dataset an import builds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -103,6 +104,13 @@ pub fn run(args: &ImportArgs, kind: Kind, source: &Path, device: Option<i64>) ->
             Kind::Native => "Dataset output must be canonical and non-symlink.",
             Kind::Msinsight => "Compatible output must be canonical and non-symlink.",
         }));
+    }
+    // First, so that a dataset an interrupted `--force` had moved away is back before the
+    // target is looked at.
+    for w in stale::clean(&target, stale::Artifacts::Dataset) {
+        if !args.json {
+            eprintln!("warning: {w}");
+        }
     }
     let sha256 = hash_file(source, b"")?;
     let outcome = match kind {
@@ -484,8 +492,12 @@ fn build(
     let parent = target.parent().expect("target is in a directory");
     fs::create_dir_all(parent).map_err(backend)?;
     let target_name = target.file_name().unwrap_or_default().to_string_lossy();
+    // Marks the staging and recovery directories as this live process's (see `stale`);
+    // declared first, so dropped last: the lock is given up only once they are gone.
+    let mut owner = stale::Owner::acquire(parent, &target_name).map_err(backend)?;
     let stage = tempfile::Builder::new()
-        .prefix(&format!(".{target_name}.stage-"))
+        .prefix(&format!(".{target_name}.stage-{}", owner.token()))
+        .rand_bytes(0)
         .tempdir_in(parent)
         .map_err(backend)?;
     let artifact = stage.path().join("artifact");
@@ -559,7 +571,12 @@ fn build(
             "Snapshot source changed while import was running; existing artifact preserved.",
         ));
     }
-    publish(&artifact, target, matches!(publish_as, Publish::Replace))?;
+    publish(
+        &artifact,
+        target,
+        matches!(publish_as, Publish::Replace),
+        &mut owner,
+    )?;
     Ok(Outcome {
         metadata,
         reused: false,
@@ -625,10 +642,16 @@ fn write_shards(
         .collect()
 }
 
-/// Moves the staged `artifact` to `target`. With `replace`, the old tree first goes to a
-/// recovery directory; it comes back if the new one cannot be put in place, and is removed
-/// once it is.
-fn publish(artifact: &Path, target: &Path, replace: bool) -> CliResult<()> {
+/// Moves the staged `artifact` to `target`. With `replace`, the old tree first goes to the
+/// recovery directory `.<target>.recovery-<T>/previous`; it comes back if the new one cannot be
+/// put in place, and once it is, it is renamed `discard` (from then on a leftover of a killed
+/// import is garbage, see `stale`) and removed.
+fn publish(
+    artifact: &Path,
+    target: &Path,
+    replace: bool,
+    owner: &mut stale::Owner,
+) -> CliResult<()> {
     let parent = target.parent().expect("target is in a directory");
     let failed = |e: std::io::Error| {
         CliError::import_failed(format!(
@@ -645,26 +668,31 @@ fn publish(artifact: &Path, target: &Path, replace: bool) -> CliResult<()> {
         return fs::rename(artifact, target).map_err(failed);
     }
     let target_name = target.file_name().unwrap_or_default().to_string_lossy();
-    let recovery = tempfile::Builder::new()
-        .prefix(&format!(".{target_name}.recovery-"))
-        .tempdir_in(parent)
-        .map_err(failed)?;
-    let previous = recovery.path().join("previous");
-    fs::rename(target, &previous).map_err(failed)?;
-    if let Err(e) = fs::rename(artifact, target) {
-        if let Err(back) = fs::rename(&previous, target) {
-            // Keep the evidence: the recovery directory is not removed.
-            let kept = recovery.keep();
-            return Err(CliError::import_failed(format!(
-                "Dataset publication failed; directory rollback also failed: {back}. Recovery directory: {}.",
-                kept.display()
-            )));
-        }
+    let recovery = parent.join(format!(".{target_name}.recovery-{}", owner.token()));
+    fs::create_dir(&recovery).map_err(failed)?;
+    let previous = recovery.join("previous");
+    if let Err(e) = fs::rename(target, &previous) {
+        let _ = fs::remove_dir(&recovery);
         return Err(failed(e));
     }
-    recovery.close().map_err(|e| {
-        CliError::import_failed(format!(
-            "Dataset publication committed but recovery cleanup failed: {e}"
-        ))
-    })
+    if let Err(e) = fs::rename(artifact, target) {
+        if let Err(back) = fs::rename(&previous, target) {
+            // Keep the evidence: the recovery directory is not removed, and its lock file is
+            // left for the next import of the target, which restores it.
+            owner.keep_lock_file();
+            return Err(CliError::import_failed(format!(
+                "Dataset publication failed; directory rollback also failed: {back}. Recovery directory: {}.",
+                recovery.display()
+            )));
+        }
+        let _ = fs::remove_dir(&recovery);
+        return Err(failed(e));
+    }
+    fs::rename(&previous, recovery.join("discard"))
+        .and_then(|()| fs::remove_dir_all(&recovery))
+        .map_err(|e| {
+            CliError::import_failed(format!(
+                "Dataset publication committed but recovery cleanup failed: {e}"
+            ))
+        })
 }
