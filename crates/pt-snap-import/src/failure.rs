@@ -11,6 +11,8 @@ use crate::ImportError;
 pub const SNAPSHOT_INVALID_HINT: &str = "Provide a trusted existing .pkl or .pickle snapshot file.";
 pub const IMPORT_FAILED_HINT: &str =
     "Confirm the pickle is trusted and replayable, then retry with --force if needed.";
+/// For a trace the strict replay cannot reconcile (the message names the first such event).
+pub const REPLAY_FAILED_HINT: &str = "The trace contradicts the allocator state at the event named. To import it anyway, retry with --lenient: such events are then applied from the trace alone, the numbers are approximate, and each one is listed in the table pt_snap_x_replay_issues.";
 
 /// An import failure as reported: `code` is `SNAPSHOT_INVALID` or `IMPORT_FAILED`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -71,9 +73,13 @@ impl From<DecodeError> for Failure {
 impl From<ImportError> for Failure {
     fn from(e: ImportError) -> Self {
         match e {
-            ImportError::DeviceWithoutEvents { .. } | ImportError::Replay(_) => {
+            ImportError::DeviceWithoutEvents { .. } => {
                 Self::import_failed(format!("Snapshot import backend reported failure: {e}"))
             }
+            ImportError::Replay(_) => Failure {
+                hint: REPLAY_FAILED_HINT,
+                ..Self::import_failed(format!("Snapshot import backend reported failure: {e}"))
+            },
             ImportError::Sqlite(e) => Self::backend(e),
         }
     }

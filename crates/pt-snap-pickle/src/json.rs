@@ -121,14 +121,18 @@ struct Transcoder<R> {
 
 impl<R: Read> Read for Transcoder<R> {
     fn read(&mut self, dst: &mut [u8]) -> io::Result<usize> {
-        while self.out_pos == self.out.len() {
+        if self.out_pos == self.out.len() {
             self.out.clear();
             self.out_pos = 0;
-            if self.expect == Expect::Done {
-                return Ok(0);
+            // Fill the caller's whole buffer when the input allows: a call per token would
+            // make the machine refill (and report progress) every few bytes.
+            while self.out.len() < dst.len() && self.expect != Expect::Done {
+                self.step()
+                    .map_err(|s| io::Error::new(ErrorKind::InvalidData, s))?;
             }
-            self.step()
-                .map_err(|s| io::Error::new(ErrorKind::InvalidData, s))?;
+            // Read once per fill: the machine's own errors are placed at the JSON text read
+            // so far, within one buffer of where they arose.
+            self.consumed.set(self.offset());
         }
         let n = dst.len().min(self.out.len() - self.out_pos);
         dst[..n].copy_from_slice(&self.out[self.out_pos..self.out_pos + n]);
@@ -192,7 +196,6 @@ impl<R: Read> Transcoder<R> {
 
     fn bump(&mut self) {
         self.pos += 1;
-        self.consumed.set(self.offset());
     }
 
     fn next_byte(&mut self) -> Result<Option<u8>, Syntax> {

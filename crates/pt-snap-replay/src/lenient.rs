@@ -109,8 +109,12 @@ impl Leniency {
         let key = (e.addr, e.stream);
         Ok(match e.action {
             Action::Alloc => {
-                let view = match self.waiting.get_mut(&key).and_then(Vec::pop) {
-                    Some(w) => w.view,
+                let view = match self.take_waiting(key, e.size) {
+                    Some(view) => BlockView {
+                        size: e.size,
+                        requested_size: e.size,
+                        ..view
+                    },
                     // Allocated here and never freed in the trace: live at the end.
                     None => BlockView {
                         uid: state.take_uid()?,
@@ -121,15 +125,18 @@ impl Leniency {
                         free_event_id: -1,
                     },
                 };
-                state.active = state.active.saturating_sub(view.size);
+                // The trace alone: the alloc's own size, whatever its free said.
+                state.active = state.active.saturating_sub(e.size);
                 if view.state == BlockState::ActiveAllocated {
-                    state.allocated = state.allocated.saturating_sub(view.size);
+                    state.allocated = state.allocated.saturating_sub(e.size);
                 }
                 BlockChange::Detached(view)
             }
             Action::FreeRequested => {
-                if let Some(w) = self.waiting.get_mut(&key).and_then(|v| v.last_mut()) {
-                    w.view.state = BlockState::ActiveAllocated;
+                if let Some(waiting) = self.waiting.get_mut(&key) {
+                    if let Some(i) = matching(waiting, e.size) {
+                        waiting[i].view.state = BlockState::ActiveAllocated;
+                    }
                 }
                 state.allocated = state.allocated.saturating_add(e.size);
                 BlockChange::None
@@ -165,6 +172,13 @@ impl Leniency {
         })
     }
 
+    /// The waiting block at `key` that an event of `size` belongs to.
+    fn take_waiting(&mut self, key: (i64, i64), size: i64) -> Option<BlockView> {
+        let waiting = self.waiting.get_mut(&key)?;
+        let i = matching(waiting, size)?;
+        Some(waiting.remove(i).view)
+    }
+
     /// Freed blocks whose alloc never came: they were live before the trace, in address
     /// order like the strict replay's pre-trace blocks.
     pub fn still_waiting(&self) -> Vec<BlockView> {
@@ -172,6 +186,16 @@ impl Leniency {
         blocks.sort_by_key(|b| (b.address, b.uid));
         blocks
     }
+}
+
+/// Which of the blocks waiting at one address an event of `size` pairs with: the latest
+/// freed of that size (blocks at one address nest, so the latest undone is the innermost),
+/// else the latest freed.
+fn matching(waiting: &[Waiting], size: i64) -> Option<usize> {
+    waiting
+        .iter()
+        .rposition(|w| w.view.size == size)
+        .or_else(|| waiting.len().checked_sub(1))
 }
 
 fn classify(state: &DeviceState, e: &TraceEvent, reason: &str) -> IssueKind {

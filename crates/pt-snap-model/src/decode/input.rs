@@ -122,10 +122,11 @@ pub fn describe_start(head: &[u8]) -> String {
     }
 }
 
+/// The first bytes of a stream, and the stream from its start again.
+pub(crate) type Peeked<R> = (Vec<u8>, io::Chain<io::Cursor<Vec<u8>>, R>);
+
 /// Reads up to [`HEAD_LEN`] bytes, and a reader that still yields them first.
-pub(crate) fn peek<R: Read>(
-    mut reader: R,
-) -> io::Result<(Vec<u8>, io::Chain<io::Cursor<Vec<u8>>, R>)> {
+pub(crate) fn peek<R: Read>(mut reader: R) -> io::Result<Peeked<R>> {
     let mut head = Vec::with_capacity(HEAD_LEN);
     while head.len() < HEAD_LEN {
         let mut chunk = [0; HEAD_LEN];

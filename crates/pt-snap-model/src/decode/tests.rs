@@ -381,7 +381,10 @@ fn unsafe_and_corrupt_pickles_keep_their_category() {
         e.to_string(),
         "Unsafe pickle: global 'collections.OrderedDict' is not allowed. Only basic Python types are permitted for security."
     );
-    assert!(matches!(decode_slice(b""), Err(DecodeError::Unrecognized(_))));
+    assert!(matches!(
+        decode_slice(b""),
+        Err(DecodeError::Unrecognized(_))
+    ));
     assert!(matches!(
         decode_slice(b"\x80\x04}"),
         Err(DecodeError::Pickle(_))
