@@ -120,34 +120,30 @@ impl DatasetPlan<'_> {
             )))
         };
         for (plan, shard) in self.shards() {
-            let events = &self.snapshot.device_traces[plan.device]
-                [shard.start_position..=shard.end_position];
-            let bad_totals = |t: &plan::Totals| t.allocated < 0 || t.active < 0 || t.reserved < 0;
-            let bad_event = events
-                .iter()
-                .zip(&shard.events)
-                .any(|(e, t)| e.action.code().is_none() || e.size < 0 || bad_totals(t))
-                || shard
-                    .boundary
-                    .iter()
-                    .any(|b| b.size < 0 || bad_totals(&b.totals));
-            if bad_event {
+            if self.bad_event_values(plan, shard) {
                 return invalid(shard, "event_values: invalid native event/scalar/callstack");
             }
-            let bad_block = shard.blocks.iter().any(|&(i, _)| {
-                let l = &plan.lifetimes[i as usize];
-                let alloc = l.alloc_event.unwrap_or(-1);
-                let free = l.free_event.unwrap_or(-1);
-                l.size < 0
-                    || l.requested_size < 0
-                    || l.requested_size > l.size
-                    || !(free == -1 || (free >= 0 && (alloc == -1 || free >= alloc)))
-            });
-            if bad_block {
+            if bad_block_values(plan, shard) {
                 return invalid(shard, "block_identity: unfinalized/invalid block");
             }
         }
         Ok(())
+    }
+
+    /// An unknown action, or a negative size or total, in a shard's events or boundary: what
+    /// the reader's `event_values` check refuses, in either layout.
+    fn bad_event_values(&self, plan: &plan::DevicePlan, shard: &plan::Shard) -> bool {
+        let events =
+            &self.snapshot.device_traces[plan.device][shard.start_position..=shard.end_position];
+        let bad_totals = |t: &plan::Totals| t.allocated < 0 || t.active < 0 || t.reserved < 0;
+        events
+            .iter()
+            .zip(&shard.events)
+            .any(|(e, t)| e.action.code().is_none() || e.size < 0 || bad_totals(t))
+            || shard
+                .boundary
+                .iter()
+                .any(|b| b.size < 0 || bad_totals(&b.totals))
     }
 
     fn check_msinsight(&self) -> Result<(), WriteError> {
@@ -169,6 +165,20 @@ impl DatasetPlan<'_> {
                     return Err(WriteError::Backend(
                         "msinsight compatibility does not support OOM/unknown actions".into(),
                     ));
+                }
+                // The reader validates an export's values as a native dataset's (a fuzzed
+                // negative size was written, then refused on reading).
+                if self.bad_event_values(plan, shard) {
+                    return Err(WriteError::Backend(format!(
+                        "Invalid dataset: {}: event_values: invalid scalar type or negative byte metric",
+                        shard.file()
+                    )));
+                }
+                if bad_block_values(plan, shard) {
+                    return Err(WriteError::Backend(format!(
+                        "Invalid dataset: {}: block_identity: unfinalized/invalid block",
+                        shard.file()
+                    )));
                 }
             }
         }
@@ -309,4 +319,18 @@ pub fn manifest_json<T: serde::Serialize>(manifest: &T) -> String {
 /// Whether an action is one of the eight an msinsight export may hold.
 fn msinsight_action(action: Action) -> bool {
     action.code().is_some_and(|c| c <= 7)
+}
+
+/// A block of the shard with a negative size, a request above its size, or a free before its
+/// alloc: what the reader's `block_identity` check refuses.
+fn bad_block_values(plan: &plan::DevicePlan, shard: &plan::Shard) -> bool {
+    shard.blocks.iter().any(|&(i, _)| {
+        let l = &plan.lifetimes[i as usize];
+        let alloc = l.alloc_event.unwrap_or(-1);
+        let free = l.free_event.unwrap_or(-1);
+        l.size < 0
+            || l.requested_size < 0
+            || l.requested_size > l.size
+            || !(free == -1 || (free >= 0 && (alloc == -1 || free >= alloc)))
+    })
 }
