@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use clap::Args;
-use pt_snap_query::{python, Interrupt, WorkLimits};
+use pt_snap_query::{python, Interrupt, QueryError, WorkLimits};
 
 use crate::error::{CliError, CliResult};
 
@@ -107,18 +107,36 @@ fn limit_error(message: String) -> CliError {
     )
 }
 
+/// The time limit of `query` and the reports when neither `--timeout` nor
+/// `PT_SNAP_QUERY_TIMEOUT` gives one: a database is input, and a hostile or pathological
+/// one (a bad plan forced by planner statistics, a huge self-join) must not run for ever.
+/// Ten minutes is about 200 times the slowest query the reference answers on a 1M-event
+/// database (`allocator_gap`, `report peak-memory`: 2.8 s), so legitimate queries on
+/// snapshots two orders of magnitude larger still fit, and it is about as long as an agent
+/// host lets one tool call run. `--timeout 0` (or ≤ 0, or the variable) removes it.
+pub const DEFAULT_TIMEOUT_S: f64 = 600.0;
+
 /// One deadline for a whole command, however many statements it runs.
 #[derive(Debug, Clone, Copy)]
 pub struct Deadline {
-    /// The effective timeout in seconds, as reported in `timeout_s`.
+    /// The timeout the user gave (`--timeout`, else the environment), as reported in
+    /// `timeout_s`: `None` when none was given (the default limit still applies) or when
+    /// it was ≤ 0 (no limit at all).
     pub seconds: Option<f64>,
+    /// The limit in force: the user's, the default, or none.
+    limit: Option<f64>,
     at: Option<Instant>,
 }
 
 impl Deadline {
-    /// Starts the clock: an explicit `--timeout` wins (≤ 0 disables), else the environment.
+    /// Starts the clock: an explicit `--timeout` wins (≤ 0 disables every limit), else the
+    /// environment (likewise), else [`DEFAULT_TIMEOUT_S`].
     pub fn start(explicit: Option<f64>) -> CliResult<Deadline> {
-        let seconds = match explicit {
+        Self::start_with_default(explicit, DEFAULT_TIMEOUT_S)
+    }
+
+    fn start_with_default(explicit: Option<f64>, default: f64) -> CliResult<Deadline> {
+        let given = match explicit {
             Some(s) => Some(s),
             None => match std::env::var(ENV_TIMEOUT) {
                 Ok(raw) if !raw.trim().is_empty() => Some(parse_float(&raw).ok_or_else(|| {
@@ -132,10 +150,15 @@ impl Deadline {
                 })?),
                 _ => None,
             },
-        }
-        .filter(|s| *s > 0.0);
-        let at = seconds.map(|s| Instant::now() + Duration::from_secs_f64(s.min(1e9)));
-        Ok(Deadline { seconds, at })
+        };
+        let (seconds, limit) = match given {
+            Some(s) if s > 0.0 => (Some(s), Some(s)),
+            // ≤ 0 (or NaN): the user asked for no limit, the default's included.
+            Some(_) => (None, None),
+            None => (None, Some(default)),
+        };
+        let at = limit.map(|s| Instant::now() + Duration::from_secs_f64(s.min(1e9)));
+        Ok(Deadline { seconds, limit, at })
     }
 
     pub fn expired(&self) -> bool {
@@ -145,7 +168,7 @@ impl Deadline {
     /// Fails with `QUERY_TIMEOUT` once the deadline has passed.
     pub fn check(&self) -> CliResult<()> {
         if self.expired() {
-            return Err(CliError::query(pt_snap_query::QueryError::Timeout, self));
+            return Err(self.timeout_error());
         }
         Ok(())
     }
@@ -154,6 +177,38 @@ impl Deadline {
     pub fn interrupt(&self) -> Option<Interrupt> {
         let at = self.at?;
         Some(Arc::new(move || Instant::now() >= at))
+    }
+
+    /// `QUERY_TIMEOUT`: the reference's message for the user's limit; for the default one,
+    /// a message that says so and how to raise or remove it.
+    pub fn timeout_error(&self) -> CliError {
+        let hint =
+            "Retry with a higher --timeout, or tighten -n / filters so the query does less work.";
+        let (message, hint) = match (self.seconds, self.limit) {
+            (None, Some(limit)) => (
+                format!(
+                    "{} (the default limit, applied because neither --timeout nor \
+                     {ENV_TIMEOUT} was given)",
+                    QueryError::timeout_message(limit)
+                ),
+                format!(
+                    "Raise the limit with --timeout <seconds> or {ENV_TIMEOUT}, disable it with \
+                     --timeout 0, or tighten -n / filters so the query does less work."
+                ),
+            ),
+            (seconds, _) => (
+                format!(
+                    "Query timed out after {} seconds",
+                    seconds.map_or("None".into(), python::float_repr)
+                ),
+                hint.to_owned(),
+            ),
+        };
+        CliError {
+            hint: Some(hint),
+            ..CliError::new("QUERY_TIMEOUT", message, None)
+        }
+        .with_text_prefix("Error executing query: ")
     }
 }
 
@@ -165,4 +220,58 @@ fn parse_float(raw: &str) -> Option<f64> {
         return None;
     }
     t.replace('_', "").parse::<f64>().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The user's limit is reported; the default is not (`timeout_s` stays null), and
+    /// `--timeout 0` removes both.
+    #[test]
+    fn the_default_applies_only_without_a_timeout() {
+        let d = Deadline::start_with_default(None, 600.0).unwrap();
+        if std::env::var_os(ENV_TIMEOUT).is_none() {
+            assert_eq!((d.seconds, d.limit), (None, Some(600.0)));
+            assert!(d.interrupt().is_some());
+        }
+        let d = Deadline::start_with_default(Some(2.5), 600.0).unwrap();
+        assert_eq!((d.seconds, d.limit), (Some(2.5), Some(2.5)));
+        for off in [0.0, -1.0, f64::NAN] {
+            let d = Deadline::start_with_default(Some(off), 600.0).unwrap();
+            assert_eq!((d.seconds, d.limit), (None, None));
+            assert!(d.interrupt().is_none() && !d.expired());
+        }
+    }
+
+    /// When the default fires, the message says it was the default and how to change it.
+    #[test]
+    fn the_default_limit_explains_itself() {
+        let d = Deadline::start_with_default(None, 1e-9).unwrap();
+        if std::env::var_os(ENV_TIMEOUT).is_some() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(2));
+        assert!(d.interrupt().is_some_and(|f| f()));
+        let e = d.check().unwrap_err();
+        assert_eq!(e.code, "QUERY_TIMEOUT");
+        assert!(e
+            .message
+            .starts_with("Query timed out after 1e-09 seconds (the default limit"));
+        assert!(e.message.contains("--timeout"), "{}", e.message);
+        let hint = e.hint.unwrap();
+        assert!(
+            hint.contains("--timeout 0") && hint.contains(ENV_TIMEOUT),
+            "{hint}"
+        );
+
+        let d = Deadline::start_with_default(Some(1e-6), 600.0).unwrap();
+        std::thread::sleep(Duration::from_millis(2));
+        let e = d.check().unwrap_err();
+        assert_eq!(e.message, "Query timed out after 1e-06 seconds");
+        assert_eq!(
+            e.hint.as_deref(),
+            Some("Retry with a higher --timeout, or tighten -n / filters so the query does less work.")
+        );
+    }
 }

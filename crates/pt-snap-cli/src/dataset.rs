@@ -74,15 +74,13 @@ pub fn error(e: ReadError, deadline: Option<&Deadline>) -> CliError {
             Some("Use 'pt-snap query --list --json' to list available templates."),
         ),
         ReadError::Failed(m) => CliError::new("QUERY_FAILED", m, Some(query_hint)),
-        ReadError::Timeout => CliError::new(
-            "QUERY_TIMEOUT",
-            format!(
-                "Query timed out after {} seconds",
-                deadline
-                    .and_then(|d| d.seconds)
-                    .map_or("None".into(), pt_snap_query::python::float_repr)
+        ReadError::Timeout => match deadline {
+            Some(d) => d.timeout_error().with_text_prefix("Error: "),
+            None => CliError::new(
+                "QUERY_TIMEOUT",
+                "Query timed out after None seconds",
+                Some("Retry with a higher --timeout, or tighten -n / filters so the query does less work."),
             ),
-            Some("Retry with a higher --timeout, or tighten -n / filters so the query does less work."),
-        ),
+        },
     }
 }

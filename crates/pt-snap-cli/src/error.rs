@@ -119,14 +119,7 @@ impl CliError {
                     Some("Pass --device with an id present in the database, or omit it to use the first device."),
                 )
             }
-            Q::Timeout => Self::new(
-                e.code(),
-                format!(
-                    "Query timed out after {} seconds",
-                    deadline.seconds.map_or("None".into(), pt_snap_query::python::float_repr)
-                ),
-                Some("Retry with a higher --timeout, or tighten -n / filters so the query does less work."),
-            ),
+            Q::Timeout => deadline.timeout_error(),
             Q::Failed(m) => Self::new(
                 e.code(),
                 m.clone(),

@@ -9,13 +9,18 @@
 //! [`Writer`] fills a fresh database in one transaction, indexes last. [`SnapshotDb`] reads
 //! one (ours or the reference's) without ever writing.
 
+mod check;
 mod metadata;
 mod reader;
 pub mod schema;
 mod writer;
 
+pub use check::{check_format_objects, is_format_object};
 pub use metadata::{Metadata, MetadataProblem, METADATA_SCHEMA_VERSION};
-pub use reader::{sqlite_message, CallstackLayout, DeviceBounds, OpenError, SnapshotDb};
+pub use reader::{
+    file_uri, open_readonly_connection, sqlite_message, CallstackLayout, DeviceBounds, OpenError,
+    SnapshotDb,
+};
 pub use rusqlite;
 pub use writer::{ActionValue, BlockRecord, TraceRecord, Writer};
 

@@ -4,6 +4,7 @@ use std::path::Path;
 
 use rusqlite::{Connection, OpenFlags};
 
+use crate::check::check_format_objects;
 use crate::{Metadata, MetadataProblem};
 
 /// How callstacks are stored (spec §5.1).
@@ -59,14 +60,10 @@ pub struct SnapshotDb {
 }
 
 impl SnapshotDb {
-    /// Opens a database file read-only; no statement run through it can write.
+    /// Opens a database file read-only ([`open_readonly_connection`]); no statement run
+    /// through it can write, and nothing is created beside the file.
     pub fn open_readonly(path: &Path) -> Result<Self, OpenError> {
-        let conn = Connection::open_with_flags(
-            path,
-            OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
-        )?;
-        conn.execute_batch("PRAGMA query_only = 1")?;
-        Self::from_connection(conn)
+        Self::from_connection(open_readonly_connection(path)?)
     }
 
     /// Opens a database image held in memory (a dropped `.db` file in the browser), read-only.
@@ -80,7 +77,7 @@ impl SnapshotDb {
     pub fn from_reader(image: impl std::io::Read, len: usize) -> Result<Self, OpenError> {
         let mut conn = Connection::open_in_memory()?;
         conn.deserialize_read_exact(rusqlite::MAIN_DB, image, len, true)?;
-        conn.execute_batch("PRAGMA query_only = 1")?;
+        conn.execute_batch("PRAGMA query_only = 1; PRAGMA trusted_schema = 0")?;
         Self::from_connection(conn)
     }
 
@@ -91,7 +88,10 @@ impl SnapshotDb {
         Ok(f(&image))
     }
 
-    /// Wraps an open connection (e.g. a deserialized in-memory DB) after checking its schema.
+    /// Wraps an open connection (e.g. a deserialized in-memory DB) after checking its schema:
+    /// a `dictionary` table (the reference's test), then every object the format defines
+    /// must be the plain table it defines ([`check_format_objects`]), so that no query
+    /// evaluates SQL the file brought along.
     pub fn from_connection(conn: Connection) -> Result<Self, OpenError> {
         let tables: Vec<String> = {
             let mut stmt = conn
@@ -111,6 +111,7 @@ impl SnapshotDb {
                     .into(),
             ));
         }
+        check_format_objects(&conn).map_err(OpenError::SchemaInvalid)?;
         let mut devices: Vec<i64> = tables
             .iter()
             .filter_map(|t| t.strip_prefix("trace_entry_")?.parse().ok())
@@ -135,6 +136,25 @@ impl SnapshotDb {
 
     pub fn metadata(&self) -> rusqlite::Result<Result<Metadata, MetadataProblem>> {
         Metadata::read(&self.conn)
+    }
+
+    /// How many events a lenient replay applied from the trace alone, or `None` when the DB
+    /// comes from a strict replay (every DB of the reference's, and ours without
+    /// `--lenient`).
+    pub fn lenient_replay_issues(&self) -> rusqlite::Result<Option<i64>> {
+        let lenient: bool = self.conn.query_row(
+            "SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?)",
+            [crate::schema::REPLAY_ISSUES_TABLE],
+            |r| r.get(0),
+        )?;
+        if !lenient {
+            return Ok(None);
+        }
+        let sql = format!(
+            "SELECT count(*) FROM {}",
+            crate::schema::REPLAY_ISSUES_TABLE
+        );
+        self.conn.query_row(&sql, [], |r| r.get(0)).map(Some)
     }
 
     /// Real-event id bounds of every device.
@@ -203,6 +223,69 @@ impl SnapshotDb {
             _ => Err("trace tables have mixed or unknown callstack layouts".to_owned()),
         })
     }
+}
+
+/// Opens a database file for reading only, as every reader of a standalone SnapshotDB does
+/// (the analyzer and its split-scan connections, `focus`, `overview`, `metadata`, the
+/// import's reuse check): `SQLITE_OPEN_READ_ONLY`, `query_only`, and `trusted_schema`
+/// off (SQL stored in the file may call no function that is not innocuous).
+///
+/// A read-only connection to a WAL-mode database still creates the `-wal` and `-shm` files
+/// beside it, and cannot remove them when it closes. So when the header says WAL (bytes 18
+/// and 19 are 2) and there is no `-wal` file with content, the file is opened `immutable`:
+/// no locks and no side files, which is exact since everything committed is in the main
+/// file. When a non-empty `-wal` exists, the database has commits that are not yet
+/// checkpointed into the main file (or a writer is at work): `immutable` would read a stale
+/// or torn image, so it is opened normally, and the side files are the writer's.
+pub fn open_readonly_connection(path: &Path) -> rusqlite::Result<Connection> {
+    let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    let conn = if is_wal_without_log(path) {
+        Connection::open_with_flags(
+            format!("{}?mode=ro&immutable=1", file_uri(path)),
+            flags | OpenFlags::SQLITE_OPEN_URI,
+        )?
+    } else {
+        Connection::open_with_flags(path, flags)?
+    };
+    conn.execute_batch("PRAGMA query_only = 1; PRAGMA trusted_schema = 0")?;
+    Ok(conn)
+}
+
+/// The header says WAL mode, and no `-wal` file holds frames.
+fn is_wal_without_log(path: &Path) -> bool {
+    use std::io::Read;
+    let mut header = [0u8; 20];
+    let wal = std::fs::File::open(path)
+        .and_then(|mut f| f.read_exact(&mut header))
+        .is_ok()
+        && header.starts_with(b"SQLite format 3\0")
+        && header[18] == 2
+        && header[19] == 2;
+    if !wal {
+        return false;
+    }
+    let mut log = path.as_os_str().to_owned();
+    log.push("-wal");
+    !std::fs::metadata(&log).is_ok_and(|m| m.len() > 0)
+}
+
+/// `file:` URI of a path (SQLite's URI filenames): every byte but unreserved characters and
+/// `/` percent-encoded, so `?`, `#`, `%` and spaces in names stay part of the path.
+pub fn file_uri(path: &Path) -> String {
+    let mut uri = String::from("file:");
+    let bytes = path.as_os_str().as_encoded_bytes();
+    if bytes.starts_with(b"//") {
+        // `file://host/...` would read as an authority: an empty one first.
+        uri.push_str("//");
+    }
+    for &b in bytes {
+        if b.is_ascii_alphanumeric() || b"-._~/".contains(&b) {
+            uri.push(char::from(b));
+        } else {
+            uri.push_str(&format!("%{b:02X}"));
+        }
+    }
+    uri
 }
 
 fn schema_error(e: rusqlite::Error) -> OpenError {

@@ -236,7 +236,8 @@ impl<'c> Writer<'c> {
         &mut self,
         issues: impl IntoIterator<Item = (usize, i64, &'r str, &'r str)>,
     ) -> rusqlite::Result<()> {
-        self.conn.execute_batch(schema::CREATE_REPLAY_ISSUES_TABLE)?;
+        self.conn
+            .execute_batch(schema::CREATE_REPLAY_ISSUES_TABLE)?;
         let mut insert = self.conn.prepare(&format!(
             "INSERT INTO {} VALUES (?, ?, ?, ?)",
             schema::REPLAY_ISSUES_TABLE

@@ -21,6 +21,15 @@ pub enum QueryError {
 }
 
 impl QueryError {
+    /// The `QUERY_TIMEOUT` message for a limit of `seconds`, as the reference words it
+    /// (`Query timed out after 1e-06 seconds`); the CLI and the browser app both say it.
+    pub fn timeout_message(seconds: f64) -> String {
+        format!(
+            "Query timed out after {} seconds",
+            crate::python::float_repr(seconds)
+        )
+    }
+
     /// The reference's error code.
     pub fn code(&self) -> &'static str {
         match self {

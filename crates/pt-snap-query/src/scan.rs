@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread;
 
-use pt_snap_db::rusqlite::{self, Connection, OpenFlags};
+use pt_snap_db::rusqlite::{self, Connection};
 
 use crate::engine::{interrupted, Interrupt};
 use crate::functions;
@@ -106,7 +106,11 @@ fn split_totals(
                 s.spawn(move || {
                     let result = (|| {
                         let conn = open_part(path, &interrupt, &failed)?;
-                        if identity(&conn, &scan.table)? != *expected {
+                        // Another file (replaced since the analyzer opened it) must pass the
+                        // same schema check before a statement reads it.
+                        if pt_snap_db::check_format_objects(&conn).is_err()
+                            || identity(&conn, &scan.table)? != *expected
+                        {
                             return Ok(None);
                         }
                         totals(&conn, statement, range).map(Some)
@@ -151,18 +155,15 @@ fn totals(conn: &Connection, statement: &str, (lo, hi): (i64, i64)) -> rusqlite:
     conn.query_row(statement, [lo, hi], |r| r.get(0))
 }
 
-/// A read-only connection like the analyzer's own: `query_only`, the SQL functions, and
-/// the same interrupt, so `--timeout` stops every part.
+/// A read-only connection like the analyzer's own, opened the same way
+/// ([`pt_snap_db::open_readonly_connection`]: `query_only`, no side files beside a WAL-mode
+/// file), with the SQL functions and the same interrupt, so `--timeout` stops every part.
 fn open_part(
     path: &Path,
     interrupt: &Arc<Mutex<Option<Interrupt>>>,
     failed: &Arc<AtomicBool>,
 ) -> rusqlite::Result<Connection> {
-    let mut conn = Connection::open_with_flags(
-        path,
-        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
-    )?;
-    conn.execute_batch("PRAGMA query_only = 1")?;
+    let mut conn = pt_snap_db::open_readonly_connection(path)?;
     functions::register(&conn)?;
     let (interrupt, failed) = (Arc::clone(interrupt), Arc::clone(failed));
     conn.progress_handler(
@@ -205,7 +206,8 @@ mod tests {
     }
 
     fn analyzer_connection(path: &Path) -> Connection {
-        let conn = Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY).unwrap();
+        let conn =
+            Connection::open_with_flags(path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY).unwrap();
         functions::register(&conn).unwrap();
         conn
     }
@@ -261,6 +263,40 @@ mod tests {
         );
         let serial = main.query_row(&scan().statement(false), [], |r| r.get::<_, String>(0));
         assert!(serial.is_err_and(|e| is_interrupt(&e)));
+    }
+
+    /// The parts' connections open a WAL-mode file as the analyzer does: nothing is created
+    /// beside it.
+    #[test]
+    fn parts_leave_no_side_files_beside_a_wal_database() {
+        let (dir, path) = database(20_000);
+        {
+            let conn = Connection::open(&path).unwrap();
+            let mode: String = conn
+                .query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))
+                .unwrap();
+            assert_eq!(mode, "wal");
+        }
+        let names = || {
+            let mut v: Vec<String> = std::fs::read_dir(dir.path())
+                .unwrap()
+                .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+                .collect();
+            v.sort();
+            v
+        };
+        assert_eq!(names(), ["t.db"]);
+        let main = pt_snap_db::open_readonly_connection(&path).unwrap();
+        functions::register(&main).unwrap();
+        let one_pass: String = main
+            .query_row(&scan().statement(false), [], |r| r.get(0))
+            .unwrap();
+        let expected = identity(&main, "t").unwrap();
+        let none = Arc::new(Mutex::new(None));
+        let split = split_totals(&main, &path, &scan(), &none, expected, 3).unwrap();
+        assert_eq!(split.as_deref(), Some(one_pass.as_str()));
+        drop(main);
+        assert_eq!(names(), ["t.db"]);
     }
 
     /// Too small a table for parts: one pass.

@@ -102,6 +102,31 @@ fn not_a_database_is_refused() {
     );
 }
 
+/// A database image whose format tables are views (the browser opens images) is refused
+/// before any template can evaluate them.
+#[test]
+fn an_image_with_a_view_for_a_table_is_refused() {
+    use pt_snap_query::rusqlite::Connection;
+    let mut conn = Connection::open_in_memory().unwrap();
+    let image = std::fs::read(db_path()).unwrap();
+    conn.deserialize_read_exact("main", image.as_slice(), image.len(), false)
+        .unwrap();
+    conn.execute_batch(
+        "ALTER TABLE callstack RENAME TO callstack_real;
+         CREATE VIEW callstack AS WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c)
+         SELECT x AS id, 'a' AS callstack FROM c;",
+    )
+    .unwrap();
+    let hostile = conn.serialize("main").unwrap().to_vec();
+    match Analyzer::from_bytes(&hostile) {
+        Err(pt_snap_query::OpenError::SchemaInvalid(m)) => {
+            assert!(m.contains("'callstack' is a view"), "{m}")
+        }
+        Err(e) => panic!("{e}"),
+        Ok(_) => panic!("a view was accepted"),
+    }
+}
+
 #[test]
 fn an_interrupt_stops_the_statement() {
     let a = analyzer();

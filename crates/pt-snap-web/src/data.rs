@@ -4,13 +4,41 @@
 //! only plain results.
 
 use std::cell::RefCell;
+use std::sync::Arc;
 
-use pt_snap_query::{registry, Analyzer, QueryError, QueryRequest, TimelineRequest};
+use pt_snap_query::{registry, Analyzer, Interrupt, QueryError, QueryRequest, TimelineRequest};
 use pt_snap_report::{memory_tree, peak_memory, Metric, PeakRequest, TreeRequest};
 use serde_json::{Map, Value as Json};
 
 thread_local! {
     static ANALYZER: RefCell<Option<Analyzer>> = const { RefCell::new(None) };
+}
+
+/// How long one question (a template, a report, the timeline, a console statement) may run.
+/// Queries run on the page thread, which freezes while they do: a database is input, and
+/// one crafted to make a query run for ever must not hang the tab. A minute is far above
+/// what any view needs on a database a browser can hold (seconds for a 1M-event one).
+const LIMIT_S: f64 = 60.0;
+
+/// The deadline of a question starting now, polled by SQLite's progress handler through
+/// the analyzer's interrupt (the CLI's mechanism; `Date.now()` is the page's clock).
+fn deadline() -> Interrupt {
+    let at = js_sys::Date::now() + LIMIT_S * 1000.0;
+    Arc::new(move || js_sys::Date::now() >= at)
+}
+
+/// The CLI's `QUERY_TIMEOUT`, for this app's limit.
+fn timed_out() -> Failure {
+    Failure::new("QUERY_TIMEOUT", QueryError::timeout_message(LIMIT_S))
+}
+
+/// A SQLite failure: a timeout when the deadline interrupted it, else `code`.
+fn sqlite_failure(e: &rusqlite::Error, code: &str) -> Failure {
+    if e.sqlite_error_code() == Some(rusqlite::ErrorCode::OperationInterrupted) {
+        timed_out()
+    } else {
+        Failure::new(code, pt_snap_db::sqlite_message(e))
+    }
 }
 
 /// A failure shown to people: the CLI's error code and message.
@@ -37,7 +65,10 @@ impl From<pt_snap_import::Failure> for Failure {
 
 impl From<QueryError> for Failure {
     fn from(e: QueryError) -> Self {
-        Failure::new(e.code(), e.to_string())
+        match e {
+            QueryError::Timeout => timed_out(),
+            e => Failure::new(e.code(), e.to_string()),
+        }
     }
 }
 
@@ -73,10 +104,11 @@ pub fn open(
     let schema = |e: pt_snap_db::OpenError| Failure::new("DATABASE_SCHEMA_INVALID", e.to_string());
     let len = image.length() as usize;
     let analyzer = Analyzer::from_reader(JsBytes { image, at: 0 }, len).map_err(schema)?;
+    analyzer.set_interrupt(Some(deadline()));
     let db = analyzer.db();
     let bounds = db
         .bounds()
-        .map_err(|e| schema(e.into()))?
+        .map_err(|e| sqlite_failure(&e, "DATABASE_SCHEMA_INVALID"))?
         .into_iter()
         .map(|b| (b.device, b.events))
         .collect();
@@ -86,8 +118,9 @@ pub fn open(
             Err("No import metadata (a database from an older importer; still queryable).".into())
         }
         Ok(Err(problem)) => Err(format!("Import metadata is not valid: {problem:?}")),
-        Err(e) => Err(e.to_string()),
+        Err(e) => Err(sqlite_failure(&e, "QUERY_FAILED").message),
     };
+    analyzer.set_interrupt(None);
     let opened = Opened {
         name: name.to_owned(),
         imported,
@@ -144,9 +177,15 @@ pub fn with_image<T>(f: impl FnOnce(&[u8]) -> T) -> Option<T> {
     ANALYZER.with(|a| a.borrow_mut().as_mut()?.with_image(f).ok())
 }
 
+/// Asks the open database one question, under a deadline of [`LIMIT_S`].
 fn with<T>(f: impl FnOnce(&Analyzer) -> Result<T, Failure>) -> Result<T, Failure> {
     ANALYZER.with(|a| match a.borrow().as_ref() {
-        Some(analyzer) => f(analyzer),
+        Some(analyzer) => {
+            analyzer.set_interrupt(Some(deadline()));
+            let answer = f(analyzer);
+            analyzer.set_interrupt(None);
+            answer
+        }
         None => Err(Failure::new("DATABASE_NOT_OPEN", "No database is open.")),
     })
 }
@@ -317,8 +356,7 @@ pub fn run_template(
 pub fn run_sql(sql: &str, cap: usize) -> Result<Table, Failure> {
     with(|a| {
         let conn = a.db().conn();
-        let failed =
-            |e: rusqlite::Error| Failure::new("QUERY_FAILED", pt_snap_db::sqlite_message(&e));
+        let failed = |e: rusqlite::Error| sqlite_failure(&e, "QUERY_FAILED");
         let mut stmt = conn.prepare(sql).map_err(failed)?;
         // The connection is query_only already; refusing here gives a clearer message.
         if !stmt.readonly() {
@@ -382,4 +420,14 @@ pub fn templates() -> Vec<(String, String, String)> {
             )
         })
         .collect()
+}
+
+/// How many events a lenient replay applied from the trace alone; `None` for a strict
+/// database (the reference's, and ours by default).
+pub fn lenient_replay_issues() -> Result<Option<i64>, Failure> {
+    with(|a| {
+        a.db()
+            .lenient_replay_issues()
+            .map_err(|e| sqlite_failure(&e, "QUERY_FAILED"))
+    })
 }

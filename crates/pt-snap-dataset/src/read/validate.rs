@@ -211,8 +211,14 @@ fn stamp(path: &Path) -> Option<Stamp> {
     })
 }
 
+/// Bumped when validation learns a new check, so that datasets vouched for without it are
+/// validated again (entries without the field read as 0).
+const VALIDATION_VERSION: u32 = 1;
+
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 struct CacheEntry {
+    #[serde(default)]
+    validation_version: u32,
     manifest_sha256: String,
     members: Vec<(String, Stamp, String)>,
     fingerprint: String,
@@ -304,7 +310,8 @@ impl Dataset {
         }
         let key = root.display().to_string();
         if let Some(hit) = cache.entries.get(&key) {
-            let same = hit.manifest_sha256 == manifest_sha
+            let same = hit.validation_version == VALIDATION_VERSION
+                && hit.manifest_sha256 == manifest_sha
                 && hit.members.len() == stamps.len()
                 && hit
                     .members
@@ -366,6 +373,7 @@ impl Dataset {
             cache.store(
                 &root,
                 CacheEntry {
+                    validation_version: VALIDATION_VERSION,
                     manifest_sha256: manifest_sha,
                     members,
                     fingerprint: fingerprint.clone(),
@@ -505,6 +513,15 @@ fn check_schema(
     Ok(())
 }
 
+/// The check every SnapshotDB reader makes ([`pt_snap_db::check_format_objects`]: format
+/// objects are plain tables with no generated column and no trigger), after the reference's
+/// own shape checks above so that their messages stay first. `PRAGMA table_info`, which those
+/// use, does not list generated columns.
+fn check_format_objects(conn: &Connection, file: &str) -> Result<(), ReadError> {
+    pt_snap_db::check_format_objects(conn)
+        .map_err(|m| invalid(ContractError::new(file, "schema", m)))
+}
+
 fn table_names(conn: &Connection, file: &str) -> Result<BTreeSet<String>, ReadError> {
     let mut stmt = conn
         .prepare("SELECT name FROM sqlite_master WHERE type IN ('table','view')")
@@ -637,16 +654,6 @@ fn validate_native_shards(root: &Path, m: &ValidManifest) -> Result<i64, ReadErr
         for s in &d.slices {
             let file = s.file.as_str();
             let conn = open_shard(root, file, false)?;
-            let qc: Vec<String> = {
-                let mut st = conn.prepare("PRAGMA quick_check").map_err(sql_err(file))?;
-                let v = st
-                    .query_map([], |r| r.get(0))
-                    .map_err(sql_err(file))?
-                    .collect::<Result<_, _>>()
-                    .map_err(sql_err(file))?;
-                v
-            };
-            need(qc == ["ok"], file, "sqlite", "integrity check failed")?;
             let tables = table_names(&conn, file)?;
             need(
                 device_tables(&tables, d.device_id),
@@ -704,6 +711,19 @@ fn validate_native_shards(root: &Path, m: &ValidManifest) -> Result<i64, ReadErr
                 "extension",
                 "invalid reference schema",
             )?;
+            check_format_objects(&conn, file)?;
+            // After the schema checks: `quick_check` computes every column of every row,
+            // generated ones included, which is what they must rule out first.
+            let qc: Vec<String> = {
+                let mut st = conn.prepare("PRAGMA quick_check").map_err(sql_err(file))?;
+                let v = st
+                    .query_map([], |r| r.get(0))
+                    .map_err(sql_err(file))?
+                    .collect::<Result<_, _>>()
+                    .map_err(sql_err(file))?;
+                v
+            };
+            need(qc == ["ok"], file, "sqlite", "integrity check failed")?;
             check_dictionary(
                 &conn,
                 &trace,
@@ -901,6 +921,7 @@ fn validate_compatibility_shards(root: &Path, m: &ValidManifest) -> Result<i64, 
             check_schema(&conn, &trace, &TRACE_V1, file)?;
             check_schema(&conn, &block, &BLOCK, file)?;
             check_schema(&conn, "dictionary", &DICTIONARY, file)?;
+            check_format_objects(&conn, file)?;
             check_dictionary(&conn, &trace, &block, false, file, "")?;
             let (count, low, high) = real_span(&conn, &trace, file)?;
             need(
