@@ -87,6 +87,10 @@ pub struct ImportArgs {
     /// single-db (default).
     #[arg(long)]
     pub format: Option<String>,
+    /// Import a trace the allocator replay cannot reconcile: such events are applied from
+    /// the trace alone and listed in pt_snap_x_replay_issues (numbers are approximate).
+    #[arg(long)]
+    pub lenient: bool,
     /// Emit machine-readable JSON.
     #[arg(long)]
     pub json: bool,

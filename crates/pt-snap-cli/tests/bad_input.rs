@@ -55,9 +55,6 @@ fn code(envelope: &Value) -> &str {
     envelope["error"]["code"].as_str().unwrap()
 }
 
-/// One `alloc` event (pickled by CPython, protocol 4).
-const OK_PICKLE: &[u8] = b"\x80\x04\x95g\x00\x00\x00\x00\x00\x00\x00}\x94(\x8c\x08segments\x94]\x94\x8c\rdevice_traces\x94]\x94]\x94}\x94(\x8c\x06action\x94\x8c\x05alloc\x94\x8c\x04addr\x94M\x00\x10\x8c\x04size\x94M\x00\x02\x8c\x06stream\x94K\x00\x8c\x06frames\x94]\x94uaau.";
-
 /// `{"device_traces": [[{"action": "free_completed", "addr": 4096, …}]]}`: nothing to free.
 const UNREPLAYABLE: &[u8] = b"\x80\x04\x95p\x00\x00\x00\x00\x00\x00\x00}\x94(\x8c\x08segments\x94]\x94\x8c\x0ddevice_traces\x94]\x94]\x94}\x94(\x8c\x06action\x94\x8c\x0efree_completed\x94\x8c\x04addr\x94M\x00\x10\x8c\x04size\x94M\x00\x02\x8c\x06stream\x94K\x00\x8c\x06frames\x94]\x94uaau.";
 
@@ -116,14 +113,15 @@ fn code_in_a_pickle_is_refused_not_run() {
 #[test]
 fn bad_paths_are_snapshot_invalid() {
     let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("x.txt"), OK_PICKLE).unwrap();
+    std::fs::write(dir.path().join("x.txt"), b"just some notes\n").unwrap();
     std::fs::create_dir(dir.path().join("d.pkl")).unwrap();
     for (arg, message) in [
         ("nope.pkl", "Snapshot file does not exist: nope.pkl"),
         ("d.pkl", "Snapshot path is not a file: d.pkl"),
         (
             "x.txt",
-            "Snapshot suffix must be .pkl or .pickle, got '.txt'",
+            "Snapshot suffix must be .pkl or .pickle, got '.txt' (and the content is no \
+             snapshot either: it starts with the text \"just some no\")",
         ),
     ] {
         let out = pt_snap(dir.path(), &["import", arg, "--json"]);
@@ -133,6 +131,31 @@ fn bad_paths_are_snapshot_invalid() {
         assert_eq!(env["error"]["code"], "SNAPSHOT_INVALID");
         assert_eq!(env["error"]["message"], message);
     }
+}
+
+#[test]
+fn a_snapshot_is_known_by_its_content_whatever_its_name() {
+    let dir = tempfile::tempdir().unwrap();
+    // A pickle (PROTO 4) named like anything else is imported; so is the same file under
+    // the reference's suffix.
+    let real = std::fs::read(repo_root().join("fixtures/synthetic/synth_small_1dev.pkl")).unwrap();
+    for name in ["snapshot.bin", "snapshot.pkl"] {
+        std::fs::write(dir.path().join(name), &real).unwrap();
+        let out = pt_snap(dir.path(), &["import", name, "--no-focus", "--json"]);
+        assert!(
+            out.status.success(),
+            "{name}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    // A ZIP archive (what torch.save writes) is named as such, whatever it is called.
+    let env = refused("model.pkl", b"PK\x03\x04\x14\x00\x00\x00");
+    assert_eq!(code(&env), "IMPORT_FAILED");
+    let message = env["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("it is a ZIP archive (torch.save writes those"),
+        "{message}"
+    );
 }
 
 #[test]

@@ -2,11 +2,12 @@
 //! publication (a failed import never leaves a partial DB and never harms an existing one).
 
 use std::fs::{self, File};
-use std::io::BufReader;
+use std::io::{BufReader, Read};
 use std::path::{Path, PathBuf};
 
 use pt_snap_db::{Metadata, SnapshotDb, IMPORT_FORMAT_VERSION};
-use pt_snap_import::{Failure, ImportRequest};
+use pt_snap_import::{Failure, ImportRequest, ReplayMode};
+use pt_snap_model::decode::{describe_start, Detected, HEAD_LEN};
 use serde_json::{json, Value};
 
 use super::import_dataset::Kind as DatasetKind;
@@ -53,8 +54,14 @@ pub fn run(args: &ImportArgs) -> CliResult {
     // Hashing and decoding are both one pass over the file: when the target cannot be
     // reused anyway, run them side by side on two cores.
     let hashed = hash_in_background(&source);
+    let replay = if args.lenient {
+        ReplayMode::Lenient
+    } else {
+        ReplayMode::Strict
+    };
     let build = |reason: &'static str, sha256: Box<dyn FnOnce() -> CliResult<String>>| {
-        let summary = build_and_publish(&source, &target, &name, device, sha256, args.json)?;
+        let summary =
+            build_and_publish(&source, &target, &name, device, replay, sha256, args.json)?;
         if !args.json {
             for w in &summary.warnings {
                 eprintln!("warning: {w}");
@@ -68,7 +75,7 @@ pub fn run(args: &ImportArgs) -> CliResult {
         build("forced", Box::new(hashed))?
     } else {
         let sha = hashed()?;
-        match reusable(&target, &sha, device) {
+        match reusable(&target, &sha, device, replay) {
             Ok(metadata) => (metadata, None),
             Err(reason) => build(reason, Box::new(move || Ok(sha)))?,
         }
@@ -94,8 +101,11 @@ pub fn run(args: &ImportArgs) -> CliResult {
         })
     };
 
+    let lenient = SnapshotDb::open_readonly(&target)
+        .map_err(CliError::from)
+        .and_then(|db| super::metadata::LenientReplay::of(&db))?;
     if args.json {
-        output::print_json(&output::envelope(vec![
+        let mut out = output::envelope(vec![
             ("db_path", json!(target.display().to_string())),
             ("device_id", json!(device)),
             ("reused", json!(reused)),
@@ -111,8 +121,13 @@ pub fn run(args: &ImportArgs) -> CliResult {
                 "focus_source",
                 json!(focus_state.as_ref().map(|_| "project")),
             ),
-        ]));
+        ]);
+        super::metadata::LenientReplay::annotate(&lenient, &mut out);
+        output::print_json(&out);
     } else {
+        if let Some(r) = &lenient {
+            eprintln!("warning: {}", r.line());
+        }
         match miss {
             None => println!("Reused: {}", target.display()),
             Some(reason) => {
@@ -143,6 +158,12 @@ fn validate_options(args: &ImportArgs) -> CliResult<(Option<i64>, Option<Dataset
         ));
     }
     let sliced = args.events_per_slice.is_some();
+    if args.lenient && (sliced || args.format.as_deref().is_some_and(|f| f != "single-db")) {
+        return Err(CliError::invalid_parameter(
+            "--lenient applies to single-db imports: sharded datasets are made by the strict replay only.",
+            OPTION_HINT,
+        ));
+    }
     match args.format.as_deref() {
         Some("msinsight" | "compatibility-v1") => Ok((args.device, Some(DatasetKind::Msinsight))),
         None if sliced => Ok((args.device, Some(DatasetKind::Native))),
@@ -160,7 +181,10 @@ fn validate_options(args: &ImportArgs) -> CliResult<(Option<i64>, Option<Dataset
     }
 }
 
-/// The source must be an existing regular file named `.pkl`/`.pickle`; returns its absolute path.
+/// The source must be an existing regular file that is a snapshot by its content (a pickle
+/// with PROTO 2-5, JSON, or gzip/zstd/bzip2), or else one named `.pkl`/`.pickle` (the
+/// reference's rule, kept for protocol 0/1 pickles, which have no magic bytes); returns its
+/// absolute path.
 fn check_source(path: &Path) -> CliResult<PathBuf> {
     if !path.exists() {
         return Err(CliError::snapshot_invalid(format!(
@@ -174,12 +198,22 @@ fn check_source(path: &Path) -> CliResult<PathBuf> {
             path.display()
         )));
     }
+    let mut head = Vec::with_capacity(HEAD_LEN);
+    File::open(path)
+        .and_then(|f| f.take(HEAD_LEN as u64).read_to_end(&mut head))
+        .map_err(|e| CliError::from(Failure::backend(e)))?;
     let suffix = path
         .extension()
         .map(|e| format!(".{}", e.to_string_lossy()))
         .unwrap_or_default();
-    if !Failure::suffix_accepted(&suffix) {
-        return Err(Failure::bad_suffix(&suffix).into());
+    if !Detected::of(&head).is_certain() && !Failure::suffix_accepted(&suffix) {
+        let mut failure = Failure::bad_suffix(&suffix);
+        failure.message = format!(
+            "{} (and the content is no snapshot either: {})",
+            failure.message,
+            describe_start(&head)
+        );
+        return Err(failure.into());
     }
     focus::absolute(path)
 }
@@ -203,8 +237,22 @@ fn hash_file(path: &Path) -> CliResult<String> {
 
 /// The reference's reuse rule (§5.2) for an existing target without `--force`: the
 /// existing metadata when the DB can be reused as is, else the cache-miss reason.
-fn reusable(target: &Path, sha256: &str, device: Option<i64>) -> Result<Metadata, &'static str> {
+fn reusable(
+    target: &Path,
+    sha256: &str,
+    device: Option<i64>,
+    replay: ReplayMode,
+) -> Result<Metadata, &'static str> {
     let db = SnapshotDb::open_readonly(target).map_err(|_| "database_invalid")?;
+    // A lenient DB answers a lenient import only, and a strict one a strict import: the
+    // same bytes give different numbers.
+    let lenient = db
+        .lenient_replay_issues()
+        .map_err(|_| "database_invalid")?
+        .is_some();
+    if lenient != (replay == ReplayMode::Lenient) {
+        return Err("replay_mode_changed");
+    }
     let metadata = db
         .metadata()
         .map_err(|_| "database_invalid")?
@@ -226,6 +274,7 @@ fn build_and_publish(
     target: &Path,
     name: &str,
     device: Option<i64>,
+    replay: ReplayMode,
     sha256: Box<dyn FnOnce() -> CliResult<String>>,
     json: bool,
 ) -> CliResult<pt_snap_import::ImportSummary> {
@@ -268,7 +317,7 @@ fn build_and_publish(
         source_size: size,
         source_name: name.to_owned(),
         completed_at: crate::clock::now_utc_iso(),
-        replay: pt_snap_import::ReplayMode::Strict,
+        replay,
     };
     let summary = {
         let conn = rusqlite::Connection::open(tmp.path())?;

@@ -34,6 +34,46 @@ pub fn status(db: &SnapshotDb) -> CliResult<Value> {
     })
 }
 
+/// The mark of a DB made by a lenient replay (`import --lenient`): its numbers are
+/// approximate where the trace contradicted the allocator state. Every command that shows
+/// a DB's numbers says so, under `replay` in JSON and on a line of its own in text.
+pub struct LenientReplay {
+    pub issues: i64,
+}
+
+impl LenientReplay {
+    /// `None` for a DB of the strict replay (the reference's, and ours by default).
+    pub fn of(db: &SnapshotDb) -> CliResult<Option<LenientReplay>> {
+        Ok(db
+            .lenient_replay_issues()?
+            .map(|issues| LenientReplay { issues }))
+    }
+
+    pub fn to_json(&self) -> Value {
+        json!({
+            "mode": "lenient",
+            "issues": self.issues,
+            "issues_table": pt_snap_db::schema::REPLAY_ISSUES_TABLE,
+        })
+    }
+
+    pub fn line(&self) -> String {
+        format!(
+            "Lenient replay: {} event(s) could not be reconciled with the allocator state and were \
+             applied from the trace alone; the numbers are approximate (see table {}).",
+            self.issues,
+            pt_snap_db::schema::REPLAY_ISSUES_TABLE
+        )
+    }
+
+    /// Adds the mark to a JSON object, if there is one.
+    pub fn annotate(this: &Option<LenientReplay>, out: &mut Value) {
+        if let (Some(r), Some(o)) = (this, out.as_object_mut()) {
+            o.insert("replay".into(), r.to_json());
+        }
+    }
+}
+
 /// `{status, reason, metadata}` of a dataset: from its manifest (native) or its `ptSnap`
 /// attestation (msinsight).
 pub fn dataset_status(ds: &Dataset) -> Value {
@@ -44,11 +84,12 @@ pub fn dataset_status(ds: &Dataset) -> Value {
 pub fn run(db_path: Option<&Path>, json: bool) -> CliResult {
     let resolved = focus::resolve_required(db_path)?;
     let absolute = focus::absolute(&resolved.db_path)?;
-    let (path, status) = match crate::dataset::open(&absolute)? {
-        Some(ds) => (absolute, dataset_status(&ds)),
+    let (path, status, lenient) = match crate::dataset::open(&absolute)? {
+        Some(ds) => (absolute, dataset_status(&ds), None),
         None => {
             let (db, path, _) = focus::open_db(db_path)?;
-            (path, status(&db)?)
+            let lenient = LenientReplay::of(&db)?;
+            (path, status(&db)?, lenient)
         }
     };
     if json {
@@ -57,8 +98,13 @@ pub fn run(db_path: Option<&Path>, json: bool) -> CliResult {
         for (k, v) in status.as_object().expect("status is an object") {
             out.insert(k.clone(), v.clone());
         }
-        crate::output::print_json(&Value::Object(out));
+        let mut out = Value::Object(out);
+        LenientReplay::annotate(&lenient, &mut out);
+        crate::output::print_json(&out);
         return Ok(());
+    }
+    if let Some(r) = &lenient {
+        println!("{}", r.line());
     }
     println!("Database: {}", path.display());
     println!("Status: {}", status["status"].as_str().unwrap_or(""));

@@ -18,6 +18,7 @@ pub fn run(db_path: Option<&Path>, json: bool) -> CliResult {
     let (db, path, source) = focus::open_db(db_path)?;
     let bounds = db.bounds()?;
     let status = metadata::status(&db)?;
+    let lenient = metadata::LenientReplay::of(&db)?;
     if json {
         let devices: Vec<_> = bounds
             .iter()
@@ -29,13 +30,18 @@ pub fn run(db_path: Option<&Path>, json: bool) -> CliResult {
                 })
             })
             .collect();
-        output::print_json(&output::envelope(vec![
+        let mut out = output::envelope(vec![
             ("db_path", json!(path.display().to_string())),
             ("focus_source", json!(source.name())),
             ("devices", json!(devices)),
             ("import_metadata", status),
-        ]));
+        ]);
+        metadata::LenientReplay::annotate(&lenient, &mut out);
+        output::print_json(&out);
         return Ok(());
+    }
+    if let Some(r) = &lenient {
+        println!("{}", r.line());
     }
     println!("Database: {}", path.display());
     println!("Focus source: {}", source.name());

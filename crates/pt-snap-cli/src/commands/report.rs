@@ -9,6 +9,7 @@ use pt_snap_report::{
 
 use crate::budget::Deadline;
 use crate::cli::{MemoryTreeArgs, MetricArg, PeakMemoryArgs, ReportCommand, TreeFormat};
+use crate::commands::metadata::LenientReplay;
 use crate::error::{CliError, CliResult};
 use crate::focus;
 use crate::output;
@@ -42,6 +43,7 @@ fn peak(a: &PeakMemoryArgs) -> CliResult {
         end_id: a.end_id,
     };
     let absolute = focus::absolute(&resolved.db_path)?;
+    let mut lenient = None;
     let mut report = if let Some(ds) = crate::dataset::open(&absolute).map_err(prefixed)? {
         // A dataset: both queries charged to one work budget.
         deadline.check().map_err(prefixed)?;
@@ -64,13 +66,19 @@ fn peak(a: &PeakMemoryArgs) -> CliResult {
             }
         })?;
         analyzer.set_interrupt(deadline.interrupt());
+        lenient = LenientReplay::of(analyzer.db())?;
         peak_memory(&analyzer, &request).map_err(|e| report_error(e, &deadline))?
     };
     deadline.check().map_err(prefixed)?;
     report.timeout_s = deadline.seconds;
     if a.json {
-        output::print_json(&report.to_json());
+        let mut out = report.to_json();
+        LenientReplay::annotate(&lenient, &mut out);
+        output::print_json(&out);
     } else {
+        if let Some(r) = &lenient {
+            println!("{}", r.line());
+        }
         print!("{}", report.to_text());
     }
     Ok(())
@@ -114,16 +122,22 @@ fn tree(a: &MemoryTreeArgs) -> CliResult {
         .map(|(analyzer, _)| analyzer)
         .map_err(|e| e.with_text_prefix("Error: "))?;
     analyzer.set_interrupt(deadline.interrupt());
+    let lenient = LenientReplay::of(analyzer.db())?;
     let tree = memory_tree(&analyzer, &request)
         .map_err(|e| CliError::query(e, &deadline).with_text_prefix("Error: "))?;
     deadline.check()?;
     let incomplete =
         |e: pt_snap_report::IncompleteTree| CliError::new("INVALID_PARAMETER", e.to_string(), None);
     if a.json {
-        output::print_json(&tree.to_json(deadline.seconds));
+        let mut out = tree.to_json(deadline.seconds);
+        LenientReplay::annotate(&lenient, &mut out);
+        output::print_json(&out);
     } else if a.format == TreeFormat::Html {
         println!("{}", tree.to_html().map_err(incomplete)?);
     } else {
+        if let Some(r) = &lenient {
+            println!("{}", r.line());
+        }
         print!("{}", tree.to_text().map_err(incomplete)?);
     }
     Ok(())

@@ -1,0 +1,191 @@
+//! `import --lenient`: traces the strict replay refuses, imported with every inconsistency
+//! listed and every output saying the numbers are approximate.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+use serde_json::{json, Value};
+
+fn pt_snap(dir: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_pt-snap"))
+        .args(args)
+        .current_dir(dir)
+        .env("HOME", dir)
+        .env_remove("PT_SNAP_DB_PATH")
+        .output()
+        .unwrap()
+}
+
+fn ok_json(dir: &Path, args: &[&str]) -> Value {
+    let out = pt_snap(dir, args);
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// A trace with the traits of memviz-neo's test generator (`scripts/gen_test_data.py`): no
+/// segments, no segment events, and blocks placed at addresses that overlap live ones.
+/// Returns the snapshot and the running `(allocated, active)` totals the trace alone gives.
+fn generated_rank(seed: u64, events: usize) -> (Value, Vec<(i64, i64)>) {
+    let mut x = seed;
+    let mut next = move || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    };
+    let frames = |name: &str| json!([{"filename": "train.py", "line": 7, "name": name}]);
+    let mut live: Vec<(i64, i64)> = Vec::new();
+    let mut trace = Vec::new();
+    let mut totals = Vec::new();
+    let (mut allocated, mut active) = (0, 0);
+    while trace.len() < events {
+        if live.len() < 4 || next() % 3 != 0 {
+            // A 256-byte grid with sizes up to 1 KiB: neighbours overlap.
+            let addr = 0x7f00_0000_0000 + 256 * (next() % 64) as i64;
+            let size = 256 * (1 + (next() % 4) as i64);
+            trace.push(
+                json!({"action": "alloc", "addr": addr, "size": size, "stream": 0,
+                              "frames": frames("forward")}),
+            );
+            allocated += size;
+            active += size;
+            totals.push((allocated, active));
+            live.push((addr, size));
+        } else {
+            let (addr, size) = live.remove((next() % live.len() as u64) as usize);
+            for action in ["free_requested", "free_completed"] {
+                trace.push(
+                    json!({"action": action, "addr": addr, "size": size, "stream": 0,
+                                  "frames": frames("backward")}),
+                );
+                if action == "free_requested" {
+                    allocated -= size;
+                } else {
+                    active -= size;
+                }
+                totals.push((allocated, active));
+            }
+        }
+    }
+    (json!({"segments": [], "device_traces": [trace]}), totals)
+}
+
+#[test]
+fn a_trace_the_strict_replay_refuses_imports_leniently_and_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let (snapshot, totals) = generated_rank(7, 400);
+    std::fs::write(dir.path().join("rank0.json"), snapshot.to_string()).unwrap();
+
+    // Strict: refused, naming the event and offering --lenient.
+    let out = pt_snap(
+        dir.path(),
+        &["import", "rank0.json", "--no-focus", "--json"],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    let env: Value = serde_json::from_slice(&out.stderr).unwrap();
+    assert_eq!(env["error"]["code"], "IMPORT_FAILED");
+    let message = env["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("replay of device 0 failed at event"),
+        "{message}"
+    );
+    assert!(
+        env["error"]["hint"].as_str().unwrap().contains("--lenient"),
+        "{env}"
+    );
+    assert!(!dir.path().join("rank0.json.db").exists());
+
+    // Lenient: imported, with the issues counted and listed.
+    let imported = ok_json(
+        dir.path(),
+        &["import", "rank0.json", "--lenient", "--no-focus", "--json"],
+    );
+    let issues = imported["replay"]["issues"].as_i64().unwrap();
+    assert!(issues > 0, "{imported}");
+    assert_eq!(imported["replay"]["mode"], "lenient");
+    let db = dir.path().join("rank0.json.db");
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    let listed: i64 = conn
+        .query_row("SELECT count(*) FROM pt_snap_x_replay_issues", [], |r| {
+            r.get(0)
+        })
+        .unwrap();
+    assert_eq!(listed, issues);
+    let kinds: Vec<String> = conn
+        .prepare("SELECT DISTINCT kind FROM pt_snap_x_replay_issues ORDER BY kind")
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    assert!(kinds.contains(&"no_segment".to_owned()), "{kinds:?}");
+    // The counters are the trace's own running sums.
+    let mut stmt = conn
+        .prepare("SELECT allocated, active FROM trace_entry_0 WHERE id >= 0 ORDER BY id")
+        .unwrap();
+    let rows: Vec<(i64, i64)> = stmt
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    assert_eq!(rows, totals);
+    drop(stmt);
+    drop(conn);
+
+    // Everything that shows the numbers says they are approximate.
+    let db_arg = db.to_str().unwrap();
+    for args in [
+        vec!["metadata", db_arg, "--json"],
+        vec!["overview", db_arg, "--json"],
+        vec!["report", "peak-memory", db_arg, "--json"],
+    ] {
+        let out = ok_json(dir.path(), &args);
+        assert_eq!(out["replay"]["issues"], issues, "{args:?}: {out}");
+    }
+    let text = pt_snap(dir.path(), &["report", "peak-memory", db_arg]);
+    assert!(String::from_utf8_lossy(&text.stdout).starts_with("Lenient replay: "));
+    let peak = ok_json(
+        dir.path(),
+        &["query", db_arg, "--template-use", "memory_peak", "--json"],
+    );
+    let max_allocated = totals.iter().map(|t| t.0).max().unwrap();
+    assert_eq!(peak["rows"][0]["peak_allocated"], max_allocated, "{peak}");
+
+    // A strict import does not reuse the lenient DB, and its failure leaves it in place.
+    let out = pt_snap(
+        dir.path(),
+        &["import", "rank0.json", "--no-focus", "--json"],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    assert!(db.exists());
+    let again = ok_json(
+        dir.path(),
+        &["import", "rank0.json", "--lenient", "--no-focus", "--json"],
+    );
+    assert_eq!(again["reused"], true);
+}
+
+#[test]
+fn lenient_is_for_single_database_imports() {
+    let dir = tempfile::tempdir().unwrap();
+    let (snapshot, _) = generated_rank(3, 50);
+    std::fs::write(dir.path().join("r.json"), snapshot.to_string()).unwrap();
+    let out = pt_snap(
+        dir.path(),
+        &[
+            "import",
+            "r.json",
+            "--lenient",
+            "--events-per-slice",
+            "10",
+            "--json",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    let env: Value = serde_json::from_slice(&out.stderr).unwrap();
+    assert_eq!(env["error"]["code"], "INVALID_PARAMETER");
+}
