@@ -2,12 +2,15 @@
 // compare the peaks with the CLI's memory_peak, use every view (timeline zoom/pan/select,
 // memory tree, active blocks, leak candidates, freed lifetimes, templates, SQL), follow deep
 // links, download the .db and check it with the CLI, refuse bad and hostile files with the
-// CLI's code and message, cancel a running import, and never request anything outside the
-// served origin. Screenshots of every view go to target/web/.
+// CLI's code and message, take files by their content (gzip-compressed JSON, a pickle named
+// .txt), offer a lenient import when the strict replay refuses a trace and mark its database,
+// cancel a running import, and never request anything outside the served origin.
+// Screenshots of every view go to target/web/.
 import { createRequire } from 'node:module';
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
+import zlib from 'node:zlib';
 import os from 'node:os';
 import path from 'node:path';
 
@@ -20,7 +23,8 @@ const expected = read('expected-peak.json').rows[0];
 const cliErrors = {
   hostile: read('expected-hostile.json').error,
   truncated: read('expected-truncated.json').error,
-  suffix: read('expected-suffix.json').error,
+  zip: read('expected-zip.json').error,
+  overlapStrict: read('expected-overlap-strict.json').error,
   notDb: read('expected-not-a-db.json').error,
 };
 const cliBin = path.join(root, 'target/debug/pt-snap');
@@ -64,6 +68,14 @@ async function peaks(p = page) {
   eq(await v('peak-allocated'), expected.peak_allocated, 'peak_allocated');
   eq(await v('peak-active'), expected.peak_active, 'peak_active');
   eq(await v('peak-reserved'), expected.peak_reserved, 'peak_reserved');
+}
+/** The peak cards show `want` (a memory_peak row) once they have caught up. */
+async function peaksAre(p, want, what) {
+  const values = () => p.evaluate(() => ['allocated', 'active', 'reserved'].map((n) => Number(document.querySelector(`[data-testid=peak-${n}]`)?.dataset.value)));
+  const expect = ['allocated', 'active', 'reserved'].map((n) => want[`peak_${n}`]);
+  await p.waitForFunction((e) => ['allocated', 'active', 'reserved'].every((n, i) => document.querySelector(`[data-testid=peak-${n}]`)?.dataset.value === String(e[i])), expect, { timeout: 10000 })
+    .catch(() => {});
+  eq(JSON.stringify(await values()), JSON.stringify(expect), `${what} peaks (allocated, active, reserved)`);
 }
 const shot = (name, p = page) => p.screenshot({ path: path.join(out, `${name}.png`), fullPage: true });
 const tab = async (key) => { await page.click(`[data-testid=tab-${key}]`); await page.waitForFunction((k) => location.hash.includes(`view=${k}`), key); };
@@ -316,15 +328,84 @@ await check('bad and hostile files: the CLI code and message, page still works',
   };
   await expectError('hostile.pkl', cliErrors.hostile, 'hostile pickle');
   await shot('13-hostile');
-  await page.click('[data-testid=error] button');
+  await page.click('[data-testid=dismiss-error]');
   await expectError('truncated.pkl', cliErrors.truncated, 'truncated pickle');
-  await page.click('[data-testid=error] button');
-  await expectError('snapshot.txt', cliErrors.suffix, 'wrong suffix');
-  await page.click('[data-testid=error] button');
+  await page.click('[data-testid=dismiss-error]');
+  await expectError('x.pt', cliErrors.zip, 'a ZIP archive named .pt');
+  ok(cliErrors.zip.message.includes('ZIP archive'), `the CLI's refusal does not name a ZIP archive: ${cliErrors.zip.message}`);
+  await shot('13-zip');
+  await page.click('[data-testid=dismiss-error]');
   await expectError('not-a.db', cliErrors.notDb, 'not a database');
   // The file that was open stays open and answers.
   await tab('overview');
   await peaks();
+});
+
+await check('files by content: gzip-compressed JSON (CLI peaks, its own SHA-256), a pickle named .txt', async () => {
+  const p = await ctx.newPage();
+  watch(p);
+  await p.goto(url);
+  await p.waitForSelector('[data-testid=file-input]', { state: 'attached' });
+  const gz = zlib.gzipSync(fs.readFileSync(path.join(out, 'synth.json')));
+  fs.writeFileSync(path.join(out, 'synth.json.gz'), gz);
+  await p.setInputFiles('[data-testid=file-input]', path.join(out, 'synth.json.gz'));
+  await p.waitForFunction(() => document.querySelector('.opened strong')?.textContent === 'synth.json.gz', null, { timeout: 120000 });
+  for (const device of [0, 1]) {
+    const want = read(`expected-synth-peak-${device}.json`).rows[0];
+    await p.selectOption('[data-testid=device-select]', String(device));
+    await p.waitForFunction((d) => location.hash.includes(`device=${d}`), device);
+    await peaksAre(p, want, `synth.json.gz device ${device}`);
+  }
+  // The digest is of the file as given (compressed), as the CLI's is.
+  const meta = await p.textContent('[data-testid=metadata]');
+  ok(meta.includes(createHash('sha256').update(gz).digest('hex')), `metadata lacks the .gz file's SHA-256: ${meta}`);
+  ok(meta.includes(`${gz.length} bytes`), `metadata lacks the .gz file's size: ${meta}`);
+  eq(await p.$('[data-testid=lenient-notice]'), null, 'lenient notice on a strict import');
+  await shot('18-json-gz', p);
+  // A pickle's magic bytes are enough, whatever the name.
+  await p.setInputFiles('[data-testid=file-input]', path.join(out, 'snapshot.txt'));
+  await p.waitForFunction(() => document.querySelector('.opened strong')?.textContent === 'snapshot.txt', null, { timeout: 120000 });
+  await p.selectOption('[data-testid=device-select]', '0');
+  await peaks(p);
+  await p.close();
+});
+
+await check('strict replay refuses a trace: the lenient offer imports it, and the page says so', async () => {
+  const p = await ctx.newPage();
+  watch(p);
+  await p.goto(url);
+  await p.waitForSelector('[data-testid=file-input]', { state: 'attached' });
+  // A strict failure of another kind offers nothing.
+  await p.setInputFiles('[data-testid=file-input]', path.join(out, 'truncated.pkl'));
+  await p.waitForSelector('[data-testid=error]', { timeout: 60000 });
+  eq(await p.$('[data-testid=lenient-offer]'), null, 'lenient offer for a truncated pickle');
+  await p.setInputFiles('[data-testid=file-input]', path.join(out, 'overlap.json'));
+  await p.waitForFunction((m) => document.querySelector('[data-testid=error-message]')?.textContent === m, cliErrors.overlapStrict.message, { timeout: 60000 });
+  eq(await p.textContent('[data-testid=error-code]'), cliErrors.overlapStrict.code, 'strict failure code');
+  await p.waitForSelector('[data-testid=lenient-offer]');
+  ok((await p.textContent('[data-testid=lenient-offer]')).includes('applied from the trace alone'), 'the offer says what lenient means');
+  await shot('19-lenient-offer', p);
+  await p.click('[data-testid=import-lenient]');
+  await p.waitForFunction(() => document.querySelector('.opened strong')?.textContent === 'overlap.json', null, { timeout: 120000 });
+  eq(await p.$('[data-testid=error]'), null, 'error left after the lenient import');
+  const issues = read('expected-overlap-lenient.json').replay.issues;
+  ok(issues > 0, 'the CLI found no replay issues');
+  await p.waitForSelector('[data-testid=lenient-notice]');
+  eq(Number(await p.getAttribute('[data-testid=lenient-notice]', 'data-value')), issues, 'issues in the notice');
+  ok((await p.textContent('[data-testid=lenient-notice]')).includes(`${issues} events could not be reconciled`), 'notice text');
+  eq(await p.$('[data-testid=lenient-notice] button'), null, 'the notice cannot be dismissed');
+  await peaksAre(p, read('expected-overlap-peak.json').rows[0], 'lenient');
+  await shot('20-lenient-notice', p);
+  // The downloaded database is lenient for the CLI too.
+  const [dl] = await Promise.all([p.waitForEvent('download'), p.click('[data-testid=download-db]')]);
+  const file = path.join(out, 'downloaded-lenient.db');
+  await dl.saveAs(file);
+  eq(JSON.parse(execFileSync(cliBin, ['metadata', file, '--json'])).replay?.issues, issues, 'CLI metadata of the downloaded db');
+  // The notice stays with that database only.
+  await p.setInputFiles('[data-testid=file-input]', path.join(out, 'fixture.pkl'));
+  await p.waitForFunction(() => document.querySelector('.opened strong')?.textContent === 'fixture.pkl', null, { timeout: 120000 });
+  await p.waitForSelector('[data-testid=lenient-notice]', { state: 'detached' });
+  await p.close();
 });
 
 await check('a CLI-made .db opens with the same peaks', async () => {

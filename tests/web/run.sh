@@ -7,7 +7,8 @@ cd "$(dirname "$0")/../.."
 root=$PWD
 [ -f dist/index.html ] || { echo "tests/web: dist/ missing; run scripts/web-build" >&2; exit 1; }
 [ -d tests/browser/node_modules/playwright-core ] || tests/browser/setup.sh
-[ -x target/debug/pt-snap ] || cargo build -q -p pt-snap-cli
+# The CLI's answers are the expected values: the current CLI's, not a stale binary's.
+cargo build -q -p pt-snap-cli
 out=target/web
 mkdir -p "$out"
 
@@ -29,11 +30,36 @@ printf '\x80\x02cos\nsystem\nq\x00X\x02\x00\x00\x00idq\x01\x85q\x02Rq\x03.' > "$
 target/debug/pt-snap import "$out/hostile.pkl" --no-focus --json 2> "$out/expected-hostile.json" >/dev/null && { echo "hostile pickle was accepted" >&2; exit 1; }
 printf 'this is not a database, just some text\n' > "$out/not-a.db"
 target/debug/pt-snap query "$out/not-a.db" --template-use memory_peak --json 2> "$out/expected-not-a-db.json" >/dev/null && { echo "not-a.db was opened" >&2; exit 1; }
-# A pickle cut short, and a snapshot under a suffix the importer refuses.
+# A pickle cut short; a pickle named .txt (taken by its content); a ZIP (torch.save's) named
+# .pt, refused by name and content.
 head -c 20000 "$fixture" > "$out/truncated.pkl"
 target/debug/pt-snap import "$out/truncated.pkl" --no-focus --json 2> "$out/expected-truncated.json" >/dev/null && { echo "truncated pickle was accepted" >&2; exit 1; }
 cp "$fixture" "$out/snapshot.txt"
-target/debug/pt-snap import "$out/snapshot.txt" --no-focus --json 2> "$out/expected-suffix.json" >/dev/null && { echo "a .txt snapshot was accepted" >&2; exit 1; }
+printf 'PK\x03\x04\x14\x00\x00\x00\x08\x00archive/data.pkl' > "$out/x.pt"
+target/debug/pt-snap import "$out/x.pt" --no-focus --json 2> "$out/expected-zip.json" >/dev/null && { echo "a ZIP archive was accepted" >&2; exit 1; }
+# A JSON snapshot (the test drops it gzip-compressed), on both its devices.
+cp fixtures/synthetic/synth_small_2dev.json "$out/synth.json"
+rm -f "$out/synth.json.db"
+target/debug/pt-snap import "$out/synth.json" --no-focus --json >/dev/null
+for d in 0 1; do
+  target/debug/pt-snap query "$out/synth.json.db" --device $d --template-use memory_peak --json > "$out/expected-synth-peak-$d.json"
+done
+# 512-byte allocations every 256 bytes and no segments: the strict replay refuses the trace,
+# the lenient one imports it and lists the events it could not reconcile.
+python3 - "$out/overlap.json" <<'PY'
+import json, sys
+base, events = 0x7f0000000000, []
+for i in range(8):
+    events.append({"action": "alloc", "addr": base + 256 * i, "size": 512, "stream": 0, "frames": []})
+for i in range(8):
+    for action in ("free_requested", "free_completed"):
+        events.append({"action": action, "addr": base + 256 * i, "size": 512, "stream": 0, "frames": []})
+json.dump({"segments": [], "device_traces": [events]}, open(sys.argv[1], "w"))
+PY
+rm -f "$out/overlap.json.db"
+target/debug/pt-snap import "$out/overlap.json" --no-focus --json 2> "$out/expected-overlap-strict.json" >/dev/null && { echo "the overlapping trace was accepted by the strict replay" >&2; exit 1; }
+target/debug/pt-snap import "$out/overlap.json" --no-focus --json --lenient > "$out/expected-overlap-lenient.json"
+target/debug/pt-snap query "$out/overlap.json.db" --template-use memory_peak --json > "$out/expected-overlap-peak.json"
 # Large enough (33 MB) that its import is still running when the test cancels it.
 [ -f "$out/big.pickle" ] || cargo run -q --release -p pt-snap-gen -- --seed 7 --events 300000 --out "$out/big.pickle" >/dev/null
 

@@ -6,7 +6,7 @@ use leptos::prelude::*;
 use wasm_bindgen::JsCast;
 use web_sys::{DragEvent, HtmlInputElement};
 
-use crate::data::{Failure, Opened};
+use crate::data::{self, Failure, Opened};
 use crate::fmt;
 use crate::lists;
 use crate::loader;
@@ -264,14 +264,17 @@ pub fn App() -> impl IntoView {
             <div class="file-actions">
                 <OpenedName/>
                 <label class="button primary" for="file-input">"Open file…"</label>
+                // Only a hint for the file dialog: files are recognised by content, whatever
+                // their name.
                 <input id="file-input" data-testid="file-input" class="visually-hidden" type="file"
-                    accept=".pkl,.pickle,.db" on:change=on_pick/>
+                    accept=".pkl,.pickle,.json,.gz,.zst,.bz2,.db" on:change=on_pick/>
                 <Show when=move || state.opened.with(|o| o.as_ref().is_some_and(|o| o.imported))>
                     <button class="button" data-testid="download-db" on:click=move |_| {
                         if let Some(o) = state.opened.get_untracked() { loader::download(&o.name) }
                     }>"Download .db"</button>
                 </Show>
             </div>
+            <LenientNotice/>
         </header>
         <StatusStrip/>
         <main>
@@ -282,7 +285,7 @@ pub fn App() -> impl IntoView {
             }}
         </main>
         <div class="drop-overlay" class:visible=move || dragging.get() aria-hidden="true">
-            <div>"Drop a .pkl / .pickle snapshot or a SnapshotDB .db"</div>
+            <div>"Drop a snapshot (pickle or JSON, plain or gzip/zstd/bzip2) or a SnapshotDB .db"</div>
         </div>
     }
 }
@@ -311,34 +314,76 @@ fn OpenedName() -> impl IntoView {
     }
 }
 
+/// Says, for as long as the database is open, that its numbers come from a lenient replay.
+#[component]
+fn LenientNotice() -> impl IntoView {
+    let state = expect_context::<AppState>();
+    // Read once per opened database (the generation changes with it).
+    let issues = Memo::new(move |_| {
+        if state.generation() == 0 {
+            return None;
+        }
+        data::lenient_replay_issues().ok().flatten()
+    });
+    move || {
+        issues.get().map(|n| {
+            let events = if n == 1 {
+                "1 event".to_owned()
+            } else {
+                format!("{} events", fmt::grouped(n))
+            };
+            view! {
+                <div class="lenient-notice" role="note" data-testid="lenient-notice" data-value=n.to_string()>
+                    <strong>"Lenient replay: "</strong>
+                    {format!("{events} could not be reconciled with the allocator state and were applied from the trace alone; the numbers are approximate.")}
+                    <span class="muted">
+                        " Each is listed in the table " <code>"pt_snap_x_replay_issues"</code> " (SQL tab)."
+                    </span>
+                </div>
+            }
+        })
+    }
+}
+
 #[component]
 fn StatusStrip() -> impl IntoView {
     let state = expect_context::<AppState>();
     move || {
         match state.status.get() {
-        Status::Idle => ().into_any(),
-        Status::Reading(name) => view! {
-            <div class="status" role="status">{format!("Opening {name}…")}</div>
-        }
-        .into_any(),
-        Status::Importing { name, stage, bytes, total, events, replay } => {
-            let (value, detail) = match (stage.as_str(), replay) {
-                ("replaying", Some((device, done, of))) => (
-                    if of > 0.0 { done / of } else { 1.0 },
-                    format!("replaying device {device}: {} / {} events", fmt::grouped(done as i64), fmt::grouped(of as i64)),
-                ),
-                ("decoding", _) => (
-                    if total > 0.0 { bytes / total } else { 0.0 },
-                    format!(
-                        "decoding: {} of {} read, {} events",
-                        fmt::bytes(bytes as i64),
-                        fmt::bytes(total as i64),
-                        fmt::grouped(events as i64)
+            Status::Idle => ().into_any(),
+            Status::Reading(name) => view! {
+                <div class="status" role="status">{format!("Opening {name}…")}</div>
+            }
+            .into_any(),
+            Status::Importing {
+                name,
+                stage,
+                bytes,
+                total,
+                events,
+                replay,
+            } => {
+                let (value, detail) = match (stage.as_str(), replay) {
+                    ("replaying", Some((device, done, of))) => (
+                        if of > 0.0 { done / of } else { 1.0 },
+                        format!(
+                            "replaying device {device}: {} / {} events",
+                            fmt::grouped(done as i64),
+                            fmt::grouped(of as i64)
+                        ),
                     ),
-                ),
-                (other, _) => (1.0, other.to_owned()),
-            };
-            view! {
+                    ("decoding", _) => (
+                        if total > 0.0 { bytes / total } else { 0.0 },
+                        format!(
+                            "decoding: {} of {} read, {} events",
+                            fmt::bytes(bytes as i64),
+                            fmt::bytes(total as i64),
+                            fmt::grouped(events as i64)
+                        ),
+                    ),
+                    (other, _) => (1.0, other.to_owned()),
+                };
+                view! {
                 <div class="status" role="status" data-testid="import-progress">
                     <span>{format!("Importing {name} — {detail}")}</span>
                     <progress max="1" value=value.to_string()></progress>
@@ -346,16 +391,42 @@ fn StatusStrip() -> impl IntoView {
                 </div>
             }
             .into_any()
+            }
+            Status::Failed(f) => {
+                let dismiss = move || {
+                    view! {
+                        <button class="button" data-testid="dismiss-error"
+                            on:click=move |_| state.status.set(Status::Idle)>"Dismiss"</button>
+                    }
+                };
+                // A trace the strict replay cannot reconcile can still be imported, approximately:
+                // offered on a row of its own, beside the dismissal.
+                let actions = if loader::lenient_retry_possible(&f) {
+                    view! {
+                        <div class="lenient-offer" data-testid="lenient-offer">
+                            <button class="button primary" data-testid="import-lenient"
+                                on:click=move |_| loader::import_leniently(state)>"Import leniently"</button>
+                            <span>
+                                "Approximate: events the allocator replay cannot reconcile are applied from "
+                                "the trace alone and listed (table " <code>"pt_snap_x_replay_issues"</code> ")."
+                            </span>
+                            {dismiss()}
+                        </div>
+                    }
+                    .into_any()
+                } else {
+                    dismiss().into_any()
+                };
+                view! {
+                    <div class="status error" role="alert" data-testid="error">
+                        <code data-testid="error-code">{f.code.clone()}</code>
+                        <span data-testid="error-message">{f.message.clone()}</span>
+                        {actions}
+                    </div>
+                }
+                .into_any()
+            }
         }
-        Status::Failed(f) => view! {
-            <div class="status error" role="alert" data-testid="error">
-                <code data-testid="error-code">{f.code.clone()}</code>
-                <span data-testid="error-message">{f.message.clone()}</span>
-                <button class="button" on:click=move |_| state.status.set(Status::Idle)>"Dismiss"</button>
-            </div>
-        }
-        .into_any(),
-    }
     }
 }
 
@@ -366,13 +437,14 @@ fn Welcome() -> impl IntoView {
         <section class="welcome">
             <h2>"Drop a snapshot anywhere on this page"</h2>
             <p>
-                "A " <code>".pkl"</code> " / " <code>".pickle"</code> " from "
-                <code>"torch.cuda.memory._dump_snapshot()"</code> " (or torch_npu's) is imported into a SQLite "
-                "SnapshotDB right here, in a background worker. A " <code>".db"</code>
-                " made by " <code>"pt-snap import"</code> " or pt-snap-cli 0.4.1 opens directly."
+                "A snapshot from " <code>"torch.cuda.memory._dump_snapshot()"</code>
+                " (or torch_npu's) — the pickle, or the same data as JSON, either one plain or "
+                "gzip-, zstd- or bzip2-compressed — is imported into a SQLite SnapshotDB right here, "
+                "in a background worker. A " <code>".db"</code> " made by " <code>"pt-snap import"</code>
+                " or pt-snap-cli 0.4.1 opens directly. Files are recognised by their content, whatever their name."
             </p>
             <p class="muted">
-                "Nothing leaves this tab: no upload, no network request. The pickle is read by a decoder that "
+                "Nothing leaves this tab: no upload, no network request. A pickle is read by a decoder that "
                 "refuses anything that could run code."
             </p>
             <div class="welcome-actions">

@@ -1,4 +1,5 @@
-//! Getting a file in: `.db` images are opened on the page; pickles go to the import worker.
+//! Getting a file in, routed by its first bytes (`sniff.rs`): SQLite images are opened on the
+//! page; snapshots (pickle, JSON, gzip/zstd/bzip2 of either) go to the import worker.
 //! The worker is started ahead of time so its wasm is ready when a file arrives, and replaced
 //! on cancel (terminating is the only way to stop a running import).
 
@@ -12,18 +13,31 @@ use web_sys::{Blob, File, FilePropertyBag, MessageEvent, Response, Worker};
 
 use crate::app::{AppState, Status};
 use crate::data::{self, Failure};
+use crate::sniff::{self, Route};
+
+/// One import for the worker: the file and whether its replay is lenient.
+#[derive(Clone)]
+struct Job {
+    file: File,
+    lenient: bool,
+}
 
 struct WorkerSlot {
     worker: Worker,
     ready: bool,
-    /// A file chosen before the worker could take it (messages sent earlier are lost).
-    pending: Option<File>,
+    /// A job given before the worker could take it (messages sent earlier are lost).
+    pending: Option<Job>,
     _on_message: Closure<dyn FnMut(MessageEvent)>,
     _on_error: Closure<dyn FnMut(web_sys::ErrorEvent)>,
 }
 
 thread_local! {
     static WORKER: RefCell<Option<WorkerSlot>> = const { RefCell::new(None) };
+    /// The last import sent, so a strict one the replay refused can be run again leniently.
+    static LAST_JOB: RefCell<Option<Job>> = const { RefCell::new(None) };
+    /// Bumped by every file chosen: a file whose first bytes arrive after a later choice is
+    /// dropped.
+    static CHOICE: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
 }
 
 pub fn start_worker(state: AppState) {
@@ -86,8 +100,8 @@ fn on_worker_message(state: AppState, msg: JsValue) {
                 slot.ready = true;
                 slot.pending.take()
             });
-            if let Some(file) = pending {
-                send(&file);
+            if let Some(job) = pending {
+                send(&job);
             }
         }
         "progress" => {
@@ -107,6 +121,7 @@ fn on_worker_message(state: AppState, msg: JsValue) {
             }
         }
         "done" => {
+            LAST_JOB.with(|l| l.borrow_mut().take());
             let image = Uint8Array::new(&get(&msg, "db"));
             let name = get(&msg, "name").as_string().unwrap_or_default();
             let warnings = js_sys::Array::from(&get(&msg, "warnings"))
@@ -123,11 +138,12 @@ fn on_worker_message(state: AppState, msg: JsValue) {
     }
 }
 
-fn send(file: &File) {
+fn send(job: &Job) {
     WORKER.with(|w| {
         if let Some(slot) = w.borrow().as_ref() {
             let msg = Object::new();
-            let _ = Reflect::set(&msg, &"file".into(), file);
+            let _ = Reflect::set(&msg, &"file".into(), &job.file);
+            let _ = Reflect::set(&msg, &"lenient".into(), &job.lenient.into());
             if let Err(e) = slot.worker.post_message(&msg) {
                 web_sys::console::error_1(&e);
             }
@@ -182,53 +198,115 @@ async fn fetch_file(url: &str, name: &str) -> Result<File, String> {
         .map_err(js)
 }
 
+/// Opens or imports `file`, by what its first bytes say it is (see [`sniff::route`]).
 pub fn load(state: AppState, file: File) {
     state.sample.set(false);
+    let choice = CHOICE.with(|c| {
+        c.set(c.get() + 1);
+        c.get()
+    });
     let name = file.name();
-    let lower = name.to_ascii_lowercase();
-    let suffix = lower
-        .rfind('.')
-        .map_or(String::new(), |i| name[i..].to_owned());
-    if lower.ends_with(".db") {
-        state.status.set(Status::Reading(name.clone()));
-        leptos::task::spawn_local(async move {
-            match JsFuture::from(file.array_buffer()).await {
-                Ok(buf) => finish_open(state, &name, &Uint8Array::new(&buf), false, Vec::new()),
-                Err(e) => state.status.set(Status::Failed(Failure::new(
-                    "DATABASE_SCHEMA_INVALID",
-                    format!("Cannot read {name}: {e:?}"),
-                ))),
+    state.status.set(Status::Reading(name.clone()));
+    leptos::task::spawn_local(async move {
+        let head = match read_head(&file).await {
+            Ok(head) => head,
+            Err(e) => {
+                state.status.set(Status::Failed(
+                    pt_snap_import::Failure::backend(format!("cannot read {name}: {e}")).into(),
+                ));
+                return;
             }
-        });
-    } else if lower.ends_with(".pkl") || lower.ends_with(".pickle") {
-        state.status.set(Status::Importing {
-            name,
-            stage: "starting".into(),
-            bytes: 0.0,
-            total: file.size(),
-            events: 0.0,
-            replay: None,
-        });
-        let ready = WORKER.with(|w| {
-            let mut slot = w.borrow_mut();
-            match slot.as_mut() {
-                Some(s) if s.ready => true,
-                Some(s) => {
-                    s.pending = Some(file.clone());
-                    false
-                }
-                None => false,
-            }
-        });
-        if ready {
-            send(&file);
+        };
+        if CHOICE.with(|c| c.get()) != choice {
+            return;
         }
-    } else {
-        // The CLI's words for a snapshot with the wrong suffix (the page also opens `.db`).
-        state.status.set(Status::Failed(
-            pt_snap_import::Failure::bad_suffix(&suffix).into(),
-        ));
+        match sniff::route(&name, &head) {
+            Route::Database => open_db(state, file).await,
+            Route::Import => import(
+                state,
+                Job {
+                    file,
+                    lenient: false,
+                },
+            ),
+            Route::Refuse { suffix, content } => {
+                // The CLI's words for a file that is no snapshot by name or content (the
+                // page also opens SQLite databases).
+                let mut failure = pt_snap_import::Failure::bad_suffix(&suffix);
+                failure.message = sniff::refusal(&failure.message, &content);
+                state.status.set(Status::Failed(failure.into()));
+            }
+        }
+    });
+}
+
+/// The file's first [`sniff::HEAD_LEN`] bytes (fewer for a shorter file).
+async fn read_head(file: &File) -> Result<Vec<u8>, String> {
+    let js = |e: JsValue| e.as_string().unwrap_or_else(|| format!("{e:?}"));
+    let end = (sniff::HEAD_LEN as f64).min(file.size());
+    let slice = file.slice_with_f64_and_f64(0.0, end).map_err(js)?;
+    let buf = JsFuture::from(slice.array_buffer()).await.map_err(js)?;
+    Ok(Uint8Array::new(&buf).to_vec())
+}
+
+async fn open_db(state: AppState, file: File) {
+    let name = file.name();
+    match JsFuture::from(file.array_buffer()).await {
+        Ok(buf) => finish_open(state, &name, &Uint8Array::new(&buf), false, Vec::new()),
+        Err(e) => state.status.set(Status::Failed(Failure::new(
+            "DATABASE_SCHEMA_INVALID",
+            format!("Cannot read {name}: {e:?}"),
+        ))),
     }
+}
+
+fn import(state: AppState, job: Job) {
+    state.status.set(Status::Importing {
+        name: job.file.name(),
+        stage: "starting".into(),
+        bytes: 0.0,
+        total: job.file.size(),
+        events: 0.0,
+        replay: None,
+    });
+    LAST_JOB.with(|l| *l.borrow_mut() = Some(job.clone()));
+    let ready = WORKER.with(|w| {
+        let mut slot = w.borrow_mut();
+        match slot.as_mut() {
+            Some(s) if s.ready => true,
+            Some(s) => {
+                s.pending = Some(job.clone());
+                false
+            }
+            None => false,
+        }
+    });
+    if ready {
+        send(&job);
+    }
+}
+
+/// Whether the failure shown is a strict import's replay refusal that a lenient import of the
+/// same file could get past.
+pub fn lenient_retry_possible(failure: &Failure) -> bool {
+    sniff::is_replay_inconsistency(&failure.message)
+        && LAST_JOB.with(|l| l.borrow().as_ref().is_some_and(|j| !j.lenient))
+}
+
+/// Imports the file of the last (strict) import again, with the lenient replay.
+pub fn import_leniently(state: AppState) {
+    let Some(file) = LAST_JOB.with(|l| l.borrow().as_ref().map(|j| j.file.clone())) else {
+        return;
+    };
+    CHOICE.with(|c| c.set(c.get() + 1));
+    state.sample.set(false);
+    import(
+        state,
+        Job {
+            file,
+            lenient: true,
+        },
+    );
 }
 
 fn finish_open(

@@ -14,6 +14,9 @@ mod fmt;
 mod lists;
 #[cfg(target_arch = "wasm32")]
 mod loader;
+// Plain logic (no browser API), so it is built and unit-tested natively too.
+#[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
+mod sniff;
 #[cfg(target_arch = "wasm32")]
 mod timeline;
 #[cfg(target_arch = "wasm32")]

@@ -1,11 +1,12 @@
-//! The Web Worker that imports a snapshot pickle: the File is read in slices (never whole),
-//! decoded, replayed into an in-memory SQLite database, and the database image is transferred
+//! The Web Worker that imports a snapshot (a pickle or JSON, possibly gzip/zstd/bzip2
+//! compressed): the File is read in slices (never whole), decoded, replayed into an in-memory SQLite database, and the database image is transferred
 //! back to the page. It blocks its own thread for the whole import on purpose: the page
 //! cancels by terminating the worker, which no cooperative flag could do faster.
 //!
 //! Protocol (plain JS objects):
 //! * worker → page `{type: "ready"}` once it can take work (earlier messages would be lost);
-//! * page → worker `{file: File}`;
+//! * page → worker `{file: File, lenient: bool}` (`lenient`: the replay applies events it
+//!   cannot reconcile from the trace alone and lists them, as `pt-snap import --lenient`);
 //! * worker → page `{type: "progress", stage, bytes, total, events, device, done, of}`;
 //! * worker → page `{type: "done", db: ArrayBuffer, name, warnings: [..]}` (db transferred);
 //! * worker → page `{type: "error", code, message}` with the CLI's code and message.
@@ -27,7 +28,7 @@ mod imp {
     use std::io::{self, Read};
 
     use js_sys::{Array, Object, Promise, Reflect, Uint8Array};
-    use pt_snap_import::{ImportRequest, Stage};
+    use pt_snap_import::{ImportRequest, ReplayMode, Stage};
     use sha2::{Digest, Sha256};
     use wasm_bindgen::prelude::*;
     use wasm_bindgen_futures::JsFuture;
@@ -52,18 +53,22 @@ mod imp {
             let file: Option<File> = Reflect::get(&ev.data(), &"file".into())
                 .ok()
                 .and_then(|f| f.dyn_into().ok());
+            let replay = match get(&ev.data(), "lenient").as_bool() {
+                Some(true) => ReplayMode::Lenient,
+                _ => ReplayMode::Strict,
+            };
             wasm_bindgen_futures::spawn_local(async move {
                 let reply = match file {
                     // The image goes straight from SQLite into the message's buffer (one
                     // copy, not two: at 1 GB the worker's 4 GiB wasm memory cannot hold a
                     // third); it and the database are freed before the message is posted.
                     Some(file) => {
-                        match import(&scope, &file)
-                            .await
-                            .and_then(|(mut conn, warnings)| {
+                        match import(&scope, &file, replay).await.and_then(
+                            |(mut conn, warnings)| {
                                 let image = conn.serialize(rusqlite::MAIN_DB).map_err(backend)?;
                                 Ok(done(&image, &file.name(), &warnings))
-                            }) {
+                            },
+                        ) {
                             Ok(reply) => reply,
                             Err((code, message)) => error(code, &message),
                         }
@@ -83,6 +88,7 @@ mod imp {
     async fn import(
         scope: &DedicatedWorkerGlobalScope,
         file: &File,
+        replay: ReplayMode,
     ) -> Result<(rusqlite::Connection, Vec<String>), Failure> {
         let total = file.size();
         let digest = hash_beside(scope, file);
@@ -117,6 +123,7 @@ mod imp {
             source_size: total as u64,
             source_name: file.name(),
             completed_at: now_utc_iso(),
+            replay,
         };
         let conn = rusqlite::Connection::open_in_memory().map_err(backend)?;
         let mut last_done = 0usize;
@@ -147,8 +154,9 @@ mod imp {
         Ok((conn, summary.warnings))
     }
 
-    /// The rest of the file through the reader's hasher: the digest covers the whole file,
-    /// as the CLI's does, even bytes after the pickle's STOP.
+    /// The rest of the file through the reader's hasher: the digest covers the whole file as
+    /// given, as the CLI's does: compressed bytes for a compressed file, and even bytes after
+    /// the pickle's STOP.
     fn hash_here(mut reader: FileChunks) -> Result<String, Failure> {
         io::copy(&mut reader, &mut io::sink()).map_err(backend)?;
         let hasher = reader.hasher.take().unwrap_or_default();
