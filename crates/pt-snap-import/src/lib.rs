@@ -121,9 +121,10 @@ pub fn import_snapshot(
         )
         .map_err(|e| match e {
             ReplayError::Sink(never) => match never {},
-            e @ (ReplayError::Inconsistent { .. } | ReplayError::DumpState { .. }) => {
-                ImportError::Replay(e.to_string())
+            e @ ReplayError::Inconsistent { .. } => {
+                ImportError::Replay(format!("{e}{}", all_inconsistencies(snapshot, device)))
             }
+            e @ ReplayError::DumpState { .. } => ImportError::Replay(e.to_string()),
         })?;
         sink.write(&mut writer, device, snapshot)?;
         summary_events.push(total);
@@ -161,6 +162,43 @@ pub fn import_snapshot(
         warnings,
         issues,
     })
+}
+
+/// What a failed strict replay could not say by itself: it runs from the dump backwards and
+/// stops at the latest event it cannot reconcile, so a lenient pass (run only on failure)
+/// counts them all and names the earliest, where the trace first went wrong.
+fn all_inconsistencies(snapshot: &Snapshot, device: usize) -> String {
+    struct Discard;
+    impl RowSink for Discard {
+        type Error = std::convert::Infallible;
+        fn trace_row(&mut self, _: &TraceRow) -> Result<(), Self::Error> {
+            Ok(())
+        }
+        fn block_row(&mut self, _: &BlockRow) -> Result<(), Self::Error> {
+            Ok(())
+        }
+    }
+    let Ok(replayed) = pt_snap_replay::replay_device(
+        snapshot,
+        device,
+        ReplayMode::Lenient,
+        &mut Discard,
+        &mut |_| {},
+    ) else {
+        return String::new();
+    };
+    let events: Vec<i64> = replayed
+        .issues
+        .iter()
+        .map(|i| i.event_id)
+        .filter(|&id| id >= 0)
+        .collect();
+    match (events.len(), events.iter().min()) {
+        (0 | 1, _) | (_, None) => String::new(),
+        (n, Some(first)) => format!(
+            " (the replay runs backwards from the dump; this is the latest of {n} events it cannot reconcile, the earliest being event {first})"
+        ),
+    }
 }
 
 /// Writes the callstacks in id order, numbering frames by first encounter (stacks in id
