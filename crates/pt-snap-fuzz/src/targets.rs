@@ -1,0 +1,501 @@
+//! The fuzz targets, one function each, shared by `fuzz/fuzz_targets/*.rs` (cargo-fuzz) and
+//! the stable runner (`pt-snap-fuzz`): one way to run each.
+//!
+//! Each function takes arbitrary bytes and must return, whatever they are; errors are
+//! expected answers, not findings. The returned string names the path the input took (the
+//! stage that refused it and its message, or what succeeded) and is the runner's feedback.
+//! Work is kept small — row windows of 20, at most two devices, at most 16 shards per
+//! device — so one input runs in milliseconds.
+
+use std::io::{self, Read};
+use std::path::{Path, PathBuf};
+
+use pt_snap_dataset::read::{Dataset, ValidationCache};
+use pt_snap_dataset::write::{self, Layout};
+use pt_snap_db::{Metadata, SnapshotDb, METADATA_SCHEMA_VERSION};
+use pt_snap_import::{ImportRequest, ReplayMode};
+use pt_snap_pickle::{Arena, KeepAll, Limits, Node, Val};
+use pt_snap_query::{registry, Analyzer, QueryRequest, TimelineRequest};
+use pt_snap_report::{Metric, PeakRequest, TreeRequest};
+use rusqlite::Connection;
+use sha2::{Digest, Sha256};
+
+/// A fuzz target.
+pub struct Target {
+    /// The name used by `scripts/fuzz`, the runner and `fuzz/fuzz_targets/<name>.rs`.
+    pub name: &'static str,
+    pub about: &'static str,
+    pub run: fn(&[u8]) -> String,
+    /// File name endings of the fixtures used as seeds.
+    pub seed_suffixes: &'static [&'static str],
+    /// The most memory (bytes) an input of `n` bytes may take, when the code under test
+    /// documents such a bound; the runner reports inputs that exceed it.
+    pub memory_bound: Option<fn(usize) -> u64>,
+}
+
+const PICKLES: &[&str] = &[".pkl", ".pickle"];
+const JSON: &[&str] = &[".json"];
+
+pub static TARGETS: &[Target] = &[
+    Target {
+        name: "pickle_decode",
+        about: "pt_snap_pickle::load with KeepAll (then a walk of the object graph), and \
+                pt_snap_model::decode (the compacting streaming decoder) reading in odd-sized slices",
+        run: pickle_decode,
+        seed_suffixes: PICKLES,
+        memory_bound: Some(pickle_memory_bound),
+    },
+    Target {
+        name: "import_query",
+        about: "decode → pt_snap_import into an in-memory SQLite → every query template \
+                (required event ids: first, last, peak, -1), the timeline, and both reports \
+                (peak-memory per metric, memory-tree as text/JSON/HTML) on up to two devices",
+        run: import_query,
+        seed_suffixes: PICKLES,
+        memory_bound: None,
+    },
+    Target {
+        name: "dataset_write",
+        about: "decode → pt_snap_dataset::write plan with a small events-per-slice → check → \
+                shards, manifest (native; msinsight for half the inputs it accepts) in a temp dir → \
+                read back with Dataset::open (full validation)",
+        run: dataset_write,
+        seed_suffixes: PICKLES,
+        memory_bound: None,
+    },
+    Target {
+        name: "json_decode",
+        about: "JSON snapshots: pt_snap_pickle::load_json with KeepAll (then a walk of the \
+                object graph), and pt_snap_model::decode (which detects JSON by its first bytes) \
+                reading in odd-sized slices; seeds are fuzz/seeds/json_decode/",
+        run: json_decode,
+        seed_suffixes: JSON,
+        memory_bound: Some(pickle_memory_bound),
+    },
+];
+
+/// Not a fuzz target: misbehaves on purpose so the runner's limits can be tested
+/// (`tests/runner.rs`). Never listed, found by name only.
+pub static SELFTEST: Target = Target {
+    name: "_selftest",
+    about: "misbehaves as its input says: panic, hang, alloc (8 GiB at once), rss (touch \
+            512 MiB), stack (unbounded recursion), abort; anything else returns",
+    run: selftest,
+    seed_suffixes: &[],
+    memory_bound: None,
+};
+
+pub fn find(name: &str) -> Option<&'static Target> {
+    TARGETS.iter().chain([&SELFTEST]).find(|t| t.name == name)
+}
+
+fn selftest(data: &[u8]) -> String {
+    fn recurse(n: u64, pad: &mut [u8; 256]) -> u64 {
+        pad[n as usize % 256] = n as u8;
+        if n == u64::MAX {
+            return 0;
+        }
+        let mut inner = [0u8; 256];
+        recurse(std::hint::black_box(n + 1), &mut inner) + u64::from(pad[0])
+    }
+    match data {
+        b"panic" => panic!("selftest panic"),
+        b"hang" => loop {
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        },
+        b"alloc" => format!("{}", std::hint::black_box(vec![1u8; 8 << 30]).len()),
+        b"rss" => format!("{}", std::hint::black_box(vec![1u8; 512 << 20]).len()),
+        b"stack" => format!("{}", recurse(0, &mut [0; 256])),
+        b"abort" => std::process::abort(),
+        _ => "ok".to_owned(),
+    }
+}
+
+/// `pt-snap-pickle`'s documented bound (crate docs, "Hostile input"): 64 bytes of heap
+/// per input byte plus 192 MiB; 64 MiB more for the process around it.
+pub fn pickle_memory_bound(n: usize) -> u64 {
+    64 * n as u64 + (192 << 20) + (64 << 20)
+}
+
+/// Hands out `bytes` at most `slice` bytes per `read`, so opcodes and payloads straddle
+/// reads (as the browser worker's sliced file reads make them).
+struct Slices<'a> {
+    bytes: &'a [u8],
+    slice: usize,
+}
+
+impl Read for Slices<'_> {
+    fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
+        let n = out.len().min(self.slice).min(self.bytes.len());
+        out[..n].copy_from_slice(&self.bytes[..n]);
+        self.bytes = &self.bytes[n..];
+        Ok(n)
+    }
+}
+
+/// A deterministic number from the input, to vary settings per input.
+fn mix(data: &[u8]) -> u64 {
+    data.iter().take(256).fold(data.len() as u64, |h, &b| {
+        (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3)
+    })
+}
+
+/// An error message cut to 240 bytes (some echo long stretches of the input).
+fn short(e: &dyn std::fmt::Display) -> String {
+    let mut s = e.to_string();
+    if s.len() > 240 {
+        let mut end = 240;
+        while !s.is_char_boundary(end) {
+            end -= 1;
+        }
+        s.truncate(end);
+    }
+    s
+}
+
+/// `2^k` bucket of `n`, so outcomes differ by magnitude, not by exact counts.
+fn log2(n: usize) -> u32 {
+    usize::BITS - n.leading_zeros()
+}
+
+/// Visits every node reachable from `root` once (iteratively: depth is unbounded) and
+/// returns how many there were.
+fn walk(arena: &Arena, root: Val) -> usize {
+    let mut seen = vec![false; arena.capacity_used()];
+    let mut todo = vec![root];
+    let mut count = 0;
+    while let Some(v) = todo.pop() {
+        let Val::Ref(id) = arena.resolve(v) else {
+            continue;
+        };
+        if std::mem::replace(&mut seen[id.index()], true) {
+            continue;
+        }
+        count += 1;
+        match &arena[id] {
+            Node::List(items) | Node::Set(items) => todo.extend(items),
+            Node::Tuple(items) | Node::FrozenSet(items) => todo.extend(items.iter()),
+            Node::Dict(items) => todo.extend(items.iter().flat_map(|(k, v)| [*k, *v])),
+            Node::Str(s) => count += usize::from(s.is_empty()),
+            Node::Bytes(_) | Node::ByteArray(_) | Node::BigInt(_) | Node::Handle(_) => {}
+        }
+    }
+    count
+}
+
+/// KeepAll decode through `load` (a pickle or JSON loader), summarised.
+fn keep_all(
+    loaded: Result<pt_snap_pickle::Pickle, pt_snap_pickle::Error>,
+    input_len: usize,
+) -> String {
+    match loaded {
+        Ok(p) => {
+            assert!(p.bytes_read <= input_len as u64, "read past the input");
+            let root = match p.arena.resolve(p.root) {
+                Val::Ref(id) => p.arena[id].type_name(),
+                v => p.arena.type_name(v),
+            };
+            format!("ok {root} nodes~2^{}", log2(walk(&p.arena, p.root)))
+        }
+        Err(e) => format!("err {}", short(&e)),
+    }
+}
+
+/// `pt_snap_model::decode`, reading `data` in slices of a size chosen by the input.
+fn model_decode(data: &[u8]) -> String {
+    let slice = [1, 7, 4096, 1 << 16][(mix(data) % 4) as usize];
+    match pt_snap_model::decode(Slices { bytes: data, slice }, &mut |_| {}) {
+        Ok(s) => format!(
+            "ok {:?} devices={} events~2^{} stacks~2^{}",
+            s.layout,
+            s.device_traces.len(),
+            log2(s.device_traces.iter().map(Vec::len).sum()),
+            log2(s.stacks.stack_count()),
+        ),
+        Err(e) => format!("err {}", short(&e)),
+    }
+}
+
+/// Target `pickle_decode`.
+pub fn pickle_decode(data: &[u8]) -> String {
+    let plain = keep_all(
+        pt_snap_pickle::load(data, &mut KeepAll, &Limits::default()),
+        data.len(),
+    );
+    format!("load: {plain} | decode: {}", model_decode(data))
+}
+
+/// Target `json_decode`.
+pub fn json_decode(data: &[u8]) -> String {
+    let plain = keep_all(
+        pt_snap_pickle::load_json(data, &mut KeepAll, &Limits::default()),
+        data.len(),
+    );
+    format!("load_json: {plain} | decode: {}", model_decode(data))
+}
+
+fn request(data: &[u8], name: &str, replay: ReplayMode) -> ImportRequest {
+    ImportRequest {
+        device: None,
+        source_sha256: pt_snap_import::sha256_hex(data).expect("hashing a slice cannot fail"),
+        source_size: data.len() as u64,
+        source_name: name.to_owned(),
+        completed_at: "2026-01-01T00:00:00.000000+00:00".to_owned(),
+        replay,
+    }
+}
+
+/// Target `import_query`.
+pub fn import_query(data: &[u8]) -> String {
+    let snapshot = match pt_snap_model::decode_slice(data) {
+        Ok(s) => s,
+        Err(e) => return format!("decode: {}", short(&e)),
+    };
+    // The strict replay (the reference's) for most inputs, the lenient one for a quarter.
+    let replay = if mix(data) % 4 == 3 {
+        ReplayMode::Lenient
+    } else {
+        ReplayMode::Strict
+    };
+    let conn = Connection::open_in_memory().expect("in-memory SQLite");
+    let summary = match pt_snap_import::import_snapshot(
+        &snapshot,
+        &conn,
+        &request(data, "fuzz.pickle", replay),
+        &mut |_| {},
+    ) {
+        Ok(s) => s,
+        Err(e) => return format!("import: {}", short(&e)),
+    };
+    drop(snapshot);
+    let db = SnapshotDb::from_connection(conn).expect("an imported database has its schema");
+    let analyzer = Analyzer::new(db).expect("an imported database opens");
+    let mut outcome = format!(
+        "imported {replay:?} devices={} events~2^{} warnings={}",
+        summary.devices.len(),
+        log2(summary.events.iter().sum()),
+        summary.warnings.len().min(3)
+    );
+    for &device in analyzer.devices().iter().take(2) {
+        let mut events = vec![-1];
+        if let Ok(Some((first, last))) = analyzer.db().device_bounds(device) {
+            events.extend([first, last]);
+        }
+        if let Ok(peak) = analyzer.run(&QueryRequest::new("memory_peak").device(device)) {
+            if let Some(id) = peak.get(0, "peak_active_event_id").and_then(|v| v.as_i64()) {
+                events.push(id);
+            }
+        }
+        events.sort_unstable();
+        events.dedup();
+        for (i, template) in registry::all().iter().enumerate() {
+            let c = &template.contract;
+            let ids: &[i64] = if c.has_parameter("event_id") {
+                &events
+            } else {
+                &[0]
+            };
+            for (j, &event) in ids.iter().enumerate() {
+                let mut req = QueryRequest::new(&c.name)
+                    .device(device)
+                    .max_rows(20)
+                    .exact_total((i + j) % 2 == 0);
+                if c.has_parameter("event_id") {
+                    req = req.param("event_id", event);
+                }
+                if c.has_parameter("stack_bytes") && j % 2 == 1 {
+                    req = req.param("stack_bytes", 64);
+                }
+                match analyzer.run(&req) {
+                    Ok(o) => {
+                        let _ = o.rows_json();
+                    }
+                    Err(e) => outcome.push_str(&format!(" | {}: {}", c.name, short(&e))),
+                }
+            }
+        }
+        let mut timeline = TimelineRequest::new(16);
+        timeline.device = Some(device);
+        if let Err(e) = analyzer.timeline(&timeline) {
+            outcome.push_str(&format!(" | timeline: {}", short(&e)));
+        }
+        for metric in [Metric::Active, Metric::Allocated, Metric::Reserved] {
+            let req = PeakRequest {
+                device: Some(device),
+                metric,
+                limit: 5,
+                stack_bytes: if metric == Metric::Active { 64 } else { -1 },
+                ..PeakRequest::default()
+            };
+            match pt_snap_report::peak_memory(&analyzer, &req) {
+                Ok(report) => {
+                    let _ = (report.to_json(), report.to_text());
+                }
+                Err(e) => {
+                    outcome.push_str(&format!(" | peak-memory {}: {}", metric.name(), short(&e)))
+                }
+            }
+        }
+        let tree = TreeRequest {
+            device: Some(device),
+            event_id: *events.last().expect("-1 at least"),
+            include_static: true,
+            min_size: 0,
+        };
+        match pt_snap_report::memory_tree(&analyzer, &tree) {
+            Ok(tree) => {
+                let _ = tree.to_json(None);
+                match (tree.to_text(), tree.to_html()) {
+                    (Ok(_), Ok(_)) => {}
+                    (Err(e), _) | (_, Err(e)) => {
+                        outcome.push_str(&format!(" | memory-tree: {}", short(&e)))
+                    }
+                }
+            }
+            Err(e) => outcome.push_str(&format!(" | memory-tree: {}", short(&e))),
+        }
+    }
+    outcome
+}
+
+/// Where `dataset_write` creates its temporary directories: `$PT_SNAP_FUZZ_TMPDIR` (the
+/// runner points it at a directory it removes after a killed child), else the system's.
+fn scratch_root() -> PathBuf {
+    let dir = std::env::var_os("PT_SNAP_FUZZ_TMPDIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(std::env::temp_dir);
+    // Dataset::open wants canonical paths.
+    std::fs::canonicalize(&dir).unwrap_or(dir)
+}
+
+fn hash_file(path: &Path) -> String {
+    let bytes = std::fs::read(path).expect("a shard just written is readable");
+    format!("{:x}", Sha256::digest(bytes))
+}
+
+/// Target `dataset_write`.
+pub fn dataset_write(data: &[u8]) -> String {
+    let snapshot = match pt_snap_model::decode_slice(data) {
+        Ok(s) => s,
+        Err(e) => return format!("decode: {}", short(&e)),
+    };
+    let h = mix(data);
+    // A small events-per-slice, but never more than 16 shards per device.
+    let longest = snapshot
+        .device_traces
+        .iter()
+        .map(Vec::len)
+        .max()
+        .unwrap_or(0);
+    let events_per_slice = [1, 2, 3, 5, 8][(h >> 1) as usize % 5].max(longest.div_ceil(16));
+    let plan = match write::plan(&snapshot, None, events_per_slice) {
+        Ok(p) => p,
+        Err(e) => return format!("plan: {}", short(&e)),
+    };
+    // An msinsight export for half the inputs, when it accepts the snapshot (it refuses
+    // OOM and unknown actions, which most real snapshots have); else the native dataset.
+    let layout = if h & 1 == 1 && plan.check(Layout::Msinsight).is_ok() {
+        Layout::Msinsight
+    } else {
+        Layout::Native
+    };
+    if let Err(e) = plan.check(layout) {
+        return format!("check {layout:?}: {}", short(&e));
+    }
+    let request = request(data, "fuzz.pickle", ReplayMode::Strict);
+    let metadata = Metadata {
+        metadata_schema_version: METADATA_SCHEMA_VERSION,
+        import_format_version: if layout == Layout::Native { 2 } else { 1 },
+        source_sha256: request.source_sha256,
+        source_size: request.source_size as i64,
+        source_name: request.source_name,
+        requested_device: None,
+        importer_name: pt_snap_import::IMPORTER_NAME.to_owned(),
+        importer_version: pt_snap_import::IMPORTER_VERSION.to_owned(),
+        completed_at: request.completed_at,
+    };
+    let dir = tempfile::Builder::new()
+        .prefix("dataset-")
+        .tempdir_in(scratch_root())
+        .expect("a scratch directory");
+    let root = dir.path();
+    let mut hashes = std::collections::HashMap::new();
+    for p in &plan.devices {
+        std::fs::create_dir(root.join(format!("device_{}", p.device))).expect("mkdir");
+    }
+    for (device_plan, shard) in plan.shards() {
+        let path = root.join(shard.file());
+        let conn = Connection::open(&path).expect("a new shard file");
+        let source = plan.source(device_plan, &metadata);
+        if let Err(e) = write::write_shard(&conn, &source, shard, layout) {
+            return format!("write_shard {layout:?}: {}", short(&e));
+        }
+        conn.close().map_err(|(_, e)| e).expect("close");
+        hashes.insert(shard.file(), hash_file(&path));
+    }
+    let member = |f: &str| hashes[f].clone();
+    let manifest = match layout {
+        Layout::Native => write::manifest_json(&plan.native_manifest(&metadata, &member)),
+        Layout::Msinsight => {
+            let mut salted = Sha256::new();
+            salted.update(pt_snap_dataset::manifest::MSINSIGHT_CACHE_SALT);
+            salted.update(data);
+            write::manifest_json(&plan.msinsight_manifest(
+                &metadata,
+                "/fuzz/fuzz.pickle",
+                &format!("{:x}", salted.finalize()),
+                &member,
+            ))
+        }
+    };
+    std::fs::write(root.join("manifest.json"), manifest).expect("write manifest");
+    // A dataset the writer accepted and wrote must read back as valid.
+    match Dataset::open(root, &mut ValidationCache::disabled()) {
+        Ok(Some(ds)) => format!(
+            "ok {layout:?} shards={} events~2^{}",
+            plan.shard_count().min(64),
+            log2(ds.real_event_count as usize)
+        ),
+        Ok(None) => panic!("{} is not a dataset path", root.display()),
+        Err(e) => {
+            // PT_SNAP_FUZZ_KEEP=1 keeps the refused dataset for a look.
+            let kept = std::env::var_os("PT_SNAP_FUZZ_KEEP")
+                .map(|_| format!(" (kept in {})", dir.keep().display()))
+                .unwrap_or_default();
+            panic!("the {layout:?} dataset just written does not validate: {e}{kept}")
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_target_runs_on_garbage_and_on_a_fixture() {
+        let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
+        for t in TARGETS {
+            let fixture = if t.seed_suffixes.contains(&".json") {
+                "fuzz/seeds/json_decode/synth_small_1dev.json"
+            } else {
+                "fixtures/synthetic/caseE_devices.pkl"
+            };
+            let fixture = std::fs::read(format!("{root}/{fixture}")).unwrap();
+            let refused = (t.run)(b"garbage");
+            assert!(!refused.contains("ok"), "{}: {refused}", t.name);
+            let outcome = (t.run)(&fixture);
+            assert!(
+                outcome.contains("ok") || outcome.starts_with("imported"),
+                "{}: {outcome}",
+                t.name
+            );
+        }
+    }
+
+    #[test]
+    fn names_are_unique() {
+        for t in TARGETS {
+            assert!(std::ptr::eq(find(t.name).unwrap(), t));
+        }
+    }
+}
