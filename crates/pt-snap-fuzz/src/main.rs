@@ -21,6 +21,7 @@ usage: pt-snap-fuzz list
        pt-snap-fuzz fuzz TARGET [options]       mutate seeds for a time budget
        pt-snap-fuzz run TARGET FILE… [options]  run inputs once (reproduce an artifact)
        pt-snap-fuzz minimize TARGET FILE [options]  shrink an input keeping its finding
+       pt-snap-fuzz seeds TARGET DIR [options]  write the seed set into DIR (for libFuzzer)
 
 options:
   --seconds N       time budget of fuzz/minimize (default 60)
@@ -141,6 +142,7 @@ fn main() -> ExitCode {
         Some("fuzz") if options.files.is_empty() => supervisor::fuzz(&options),
         Some("run") if !options.files.is_empty() => supervisor::run_files(&options),
         Some("minimize") if options.files.len() == 1 => supervisor::minimize(&options),
+        Some("seeds") if options.files.len() == 1 => supervisor::write_seeds(&options),
         _ => {
             eprintln!("{USAGE}");
             return ExitCode::from(2);

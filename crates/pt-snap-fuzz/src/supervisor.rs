@@ -640,6 +640,20 @@ pub fn fuzz(o: &Options) -> Result<usize, String> {
     Ok(findings.by_signature.len())
 }
 
+/// `pt-snap-fuzz seeds`: the seed set, one file per seed, into a directory (the libFuzzer
+/// engine's corpus starts from the same seeds as the runner).
+pub fn write_seeds(o: &Options) -> Result<usize, String> {
+    let dir = &o.files[0];
+    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let seeds = load_seeds(o);
+    for s in &seeds {
+        let path = dir.join(format!("seed-{}", sha_hex(s)));
+        std::fs::write(&path, s).map_err(|e| format!("{}: {e}", path.display()))?;
+    }
+    println!("{} seeds -> {}", seeds.len(), dir.display());
+    Ok(0)
+}
+
 /// `pt-snap-fuzz run`: each file once; returns the number of findings.
 pub fn run_files(o: &Options) -> Result<usize, String> {
     let mut exec = Executor::new(o).map_err(|e| e.to_string())?;

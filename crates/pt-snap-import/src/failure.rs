@@ -73,7 +73,7 @@ impl From<DecodeError> for Failure {
 impl From<ImportError> for Failure {
     fn from(e: ImportError) -> Self {
         match e {
-            ImportError::DeviceWithoutEvents { .. } => {
+            ImportError::DeviceWithoutEvents { .. } | ImportError::DumpState(_) => {
                 Self::import_failed(format!("Snapshot import backend reported failure: {e}"))
             }
             ImportError::Replay(_) => Failure {

@@ -79,6 +79,9 @@ pub enum ImportError {
     },
     #[error("{0}")]
     Replay(String),
+    /// The dump-time segments cannot be a state (their totals overflow): no mode helps.
+    #[error("{0}")]
+    DumpState(String),
     #[error("SQLite: {0}")]
     Sqlite(#[from] rusqlite::Error),
 }
@@ -124,7 +127,7 @@ pub fn import_snapshot(
             e @ ReplayError::Inconsistent { .. } => {
                 ImportError::Replay(format!("{e}{}", all_inconsistencies(snapshot, device)))
             }
-            e @ ReplayError::DumpState { .. } => ImportError::Replay(e.to_string()),
+            e @ ReplayError::DumpState { .. } => ImportError::DumpState(e.to_string()),
         })?;
         sink.write(&mut writer, device, snapshot)?;
         summary_events.push(total);

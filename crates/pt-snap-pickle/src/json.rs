@@ -25,6 +25,8 @@ use crate::{op, vm, Error, Limits, Pickle, Sink};
 /// Items per `MARK` … `APPENDS`/`SETITEMS` batch, as CPython's pickler writes them.
 const BATCH: usize = 1000;
 const CHUNK: usize = 64 * 1024;
+/// Python's default `sys.int_info.default_max_str_digits`.
+const MAX_INT_DIGITS: usize = 4300;
 
 /// Decodes one JSON document from `reader` into the same [`Pickle`] a pickle of the same
 /// value decodes to. Errors carry offsets into the JSON text.
@@ -439,6 +441,12 @@ impl<R: Read> Transcoder<R> {
         }
         let text = std::mem::take(&mut self.token);
         let result = match number_kind(&text) {
+            // Python's json module refuses integers past 4300 digits (its int conversion
+            // limit), and the decimal-to-binary conversion is quadratic in the digits.
+            Some(true) if text.len() > MAX_INT_DIGITS + 1 => Err(self.syntax(format!(
+                "an integer of {} digits exceeds the limit of {MAX_INT_DIGITS}",
+                text.len()
+            ))),
             Some(true) => {
                 self.integer(&text);
                 Ok(())

@@ -97,6 +97,7 @@ fn malformed_documents_say_what_and_where() {
         (b"[1,]", 3, "expected a value, found ']'"),
         (b"\"\\x\"", 2, "invalid escape \\x"),
         (b"\"abc", 0, "unterminated string"),
+        (&[b'7'; 4302], 4302, "exceeds the limit of 4300"),
     ];
     for (text, offset, needle) in cases {
         let (at, message) = json_err(text);

@@ -192,10 +192,17 @@ impl Leniency {
 /// freed of that size (blocks at one address nest, so the latest undone is the innermost),
 /// else the latest freed.
 fn matching(waiting: &[Waiting], size: i64) -> Option<usize> {
+    // Only the latest few are looked at, so a hostile trace piling frees on one address
+    // cannot make each alloc scan them all.
+    const LOOK_BACK: usize = 64;
+    let last = waiting.len().checked_sub(1)?;
     waiting
         .iter()
-        .rposition(|w| w.view.size == size)
-        .or_else(|| waiting.len().checked_sub(1))
+        .rev()
+        .take(LOOK_BACK)
+        .position(|w| w.view.size == size)
+        .map(|back| last - back)
+        .or(Some(last))
 }
 
 fn classify(state: &DeviceState, e: &TraceEvent, reason: &str) -> IssueKind {
