@@ -67,7 +67,7 @@ pub struct SplitArgs {
 
 #[derive(Debug, Args)]
 pub struct ImportArgs {
-    /// Path to the .pkl/.pickle snapshot.
+    /// The snapshot: a pickle or JSON, possibly gzip/zstd/bzip2-compressed (told by content).
     pub snapshot_file: PathBuf,
     /// Directory for the database (default: the snapshot's directory).
     #[arg(short = 'o', long)]
