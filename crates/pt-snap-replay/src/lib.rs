@@ -186,8 +186,8 @@ pub fn replay_device<S: RowSink>(
     let (allocated, active, reserved) = replayer.totals();
     let mut next_block_id = -1;
     let mut next_event_id = -1;
-    for block in replayer.unpaired_frees() {
-        sink.block_row(&BlockRow {
+    let mut pre_trace = |sink: &mut S, block: BlockView| {
+        let row = BlockRow {
             id: next_block_id,
             address: block.address,
             size: block.size,
@@ -195,23 +195,16 @@ pub fn replay_device<S: RowSink>(
             state: block.state,
             alloc_event_id: -1,
             free_event_id: block.free_event_id,
-        })
-        .map_err(ReplayError::Sink)?;
+        };
         next_block_id -= 1;
+        sink.block_row(&row).map_err(ReplayError::Sink)
+    };
+    for block in replayer.unpaired_frees() {
+        pre_trace(sink, block)?;
     }
     for seg in replayer.segments() {
         for block in seg.blocks() {
-            sink.block_row(&BlockRow {
-                id: next_block_id,
-                address: block.address,
-                size: block.size,
-                requested_size: block.requested_size,
-                state: block.state,
-                alloc_event_id: -1,
-                free_event_id: block.free_event_id,
-            })
-            .map_err(ReplayError::Sink)?;
-            next_block_id -= 1;
+            pre_trace(sink, block)?;
         }
         sink.trace_row(&TraceRow {
             id: next_event_id,
