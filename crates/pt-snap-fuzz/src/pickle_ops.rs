@@ -14,62 +14,8 @@ pub enum Arg {
     Lines(u8),
 }
 
-/// Opcodes used by the mutator by name.
-pub mod op {
-    pub const MARK: u8 = b'(';
-    pub const STOP: u8 = b'.';
-    pub const POP: u8 = b'0';
-    pub const POP_MARK: u8 = b'1';
-    pub const DUP: u8 = b'2';
-    pub const NONE: u8 = b'N';
-    pub const BININT: u8 = b'J';
-    pub const BININT1: u8 = b'K';
-    pub const BININT2: u8 = b'M';
-    pub const BINFLOAT: u8 = b'G';
-    pub const LONG1: u8 = 0x8a;
-    pub const LONG4: u8 = 0x8b;
-    pub const BINUNICODE: u8 = b'X';
-    pub const SHORT_BINUNICODE: u8 = 0x8c;
-    pub const BINUNICODE8: u8 = 0x8d;
-    pub const SHORT_BINBYTES: u8 = b'C';
-    pub const BINBYTES: u8 = b'B';
-    pub const BINBYTES8: u8 = 0x8e;
-    pub const BYTEARRAY8: u8 = 0x96;
-    pub const SHORT_BINSTRING: u8 = b'U';
-    pub const BINSTRING: u8 = b'T';
-    pub const EMPTY_LIST: u8 = b']';
-    pub const APPEND: u8 = b'a';
-    pub const APPENDS: u8 = b'e';
-    pub const LIST: u8 = b'l';
-    pub const EMPTY_TUPLE: u8 = b')';
-    pub const TUPLE: u8 = b't';
-    pub const TUPLE1: u8 = 0x85;
-    pub const TUPLE2: u8 = 0x86;
-    pub const TUPLE3: u8 = 0x87;
-    pub const EMPTY_DICT: u8 = b'}';
-    pub const DICT: u8 = b'd';
-    pub const SETITEM: u8 = b's';
-    pub const SETITEMS: u8 = b'u';
-    pub const EMPTY_SET: u8 = 0x8f;
-    pub const ADDITEMS: u8 = 0x90;
-    pub const FROZENSET: u8 = 0x91;
-    pub const NEWTRUE: u8 = 0x88;
-    pub const NEWFALSE: u8 = 0x89;
-    pub const PROTO: u8 = 0x80;
-    pub const FRAME: u8 = 0x95;
-    pub const MEMOIZE: u8 = 0x94;
-    pub const BINPUT: u8 = b'q';
-    pub const LONG_BINPUT: u8 = b'r';
-    pub const BINGET: u8 = b'h';
-    pub const LONG_BINGET: u8 = b'j';
-    pub const GLOBAL: u8 = b'c';
-    pub const STACK_GLOBAL: u8 = 0x93;
-    pub const REDUCE: u8 = b'R';
-    pub const BUILD: u8 = b'b';
-    pub const INT: u8 = b'I';
-    pub const GET: u8 = b'g';
-    pub const PUT: u8 = b'p';
-}
+/// Opcodes used by the mutator by name: the decoder's own table.
+pub use pt_snap_pickle::op;
 
 /// The argument shape of `code`, `None` for bytes that are not opcodes.
 pub fn arg(code: u8) -> Option<Arg> {

@@ -36,7 +36,7 @@
 mod error;
 mod json;
 mod memo;
-mod op;
+pub mod op;
 mod source;
 mod text;
 mod value;
