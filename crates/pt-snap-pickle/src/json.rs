@@ -78,8 +78,6 @@ impl std::error::Error for Syntax {}
 struct Open {
     object: bool,
     batched: usize,
-    /// Whether any item was seen (a `,` is then required before the next).
-    any: bool,
 }
 
 /// What the next token may be.
@@ -324,7 +322,6 @@ impl<R: Read> Transcoder<R> {
             return;
         };
         top.batched += 1;
-        top.any = true;
         if top.batched == BATCH {
             self.out.push(if top.object {
                 op::SETITEMS
@@ -363,7 +360,6 @@ impl<R: Read> Transcoder<R> {
                 self.stack.push(Open {
                     object,
                     batched: 0,
-                    any: false,
                 });
                 self.expect = if object {
                     Expect::KeyOrClose
