@@ -357,10 +357,7 @@ impl<R: Read> Transcoder<R> {
                 } else {
                     op::EMPTY_LIST
                 });
-                self.stack.push(Open {
-                    object,
-                    batched: 0,
-                });
+                self.stack.push(Open { object, batched: 0 });
                 self.expect = if object {
                     Expect::KeyOrClose
                 } else {
