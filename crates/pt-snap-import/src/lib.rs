@@ -86,12 +86,49 @@ pub enum ImportError {
     Sqlite(#[from] rusqlite::Error),
 }
 
+/// One event's counters after the replay, before its row is written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Counters {
+    pub id: i64,
+    pub allocated: i64,
+    pub active: i64,
+    pub reserved: i64,
+}
+
+/// One device's replay, its rows not yet written.
+pub struct ReplayedDevice<'a> {
+    sink: &'a DbSink,
+    snapshot: &'a Snapshot,
+    pub device: usize,
+}
+
+impl ReplayedDevice<'_> {
+    /// Every event's counters in id order, the order its rows will be written in (synthetic
+    /// events, with their negative ids, first). Each call walks them again.
+    pub fn counters(&self) -> impl Iterator<Item = Counters> + '_ {
+        self.sink.counters(self.device, self.snapshot)
+    }
+}
+
 /// Imports a decoded snapshot into the empty database `conn`.
 pub fn import_snapshot(
     snapshot: &Snapshot,
     conn: &Connection,
     request: &ImportRequest,
     progress: &mut dyn FnMut(Stage),
+) -> Result<ImportSummary, ImportError> {
+    import_snapshot_observed(snapshot, conn, request, progress, &mut |_| {})
+}
+
+/// [`import_snapshot`], handing `on_replayed` each device as soon as its replay is done,
+/// before its rows are written and long before the indexes are built: the browser shows the
+/// peaks and the timeline from its counters while the database is still being made.
+pub fn import_snapshot_observed(
+    snapshot: &Snapshot,
+    conn: &Connection,
+    request: &ImportRequest,
+    progress: &mut dyn FnMut(Stage),
+    on_replayed: &mut dyn FnMut(&ReplayedDevice<'_>),
 ) -> Result<ImportSummary, ImportError> {
     let available = snapshot.devices_with_events();
     let devices = match request.device {
@@ -129,6 +166,12 @@ pub fn import_snapshot(
             }
             e @ ReplayError::DumpState { .. } => ImportError::DumpState(e.to_string()),
         })?;
+        sink.order(device, snapshot);
+        on_replayed(&ReplayedDevice {
+            sink: &sink,
+            snapshot,
+            device,
+        });
         sink.write(&mut writer, device, snapshot)?;
         summary_events.push(total);
         warnings.extend(replayed.warnings);
@@ -249,6 +292,8 @@ struct DbSink {
     totals: Vec<Totals>,
     synthetic: Vec<(TraceRow, i64)>,
     blocks: Vec<BlockRow>,
+    /// Trace positions in id order when explicit ids are out of order; empty when they are not.
+    order: Vec<usize>,
 }
 
 #[derive(Debug, Clone, Copy, Default)]
@@ -268,6 +313,55 @@ impl DbSink {
         })
     }
 
+    /// Puts the held rows in id order: synthetic events (negative ids) sorted, and a
+    /// permutation of the trace when its explicit ids are out of order.
+    fn order(&mut self, device: usize, snapshot: &Snapshot) {
+        self.synthetic.sort_by_key(|(r, _)| r.id);
+        let events = &snapshot.device_traces[device];
+        let id = |pos: usize| events[pos].id.unwrap_or(pos as i64);
+        self.order.clear();
+        if !(1..events.len()).all(|p| id(p - 1) < id(p)) {
+            self.order = (0..events.len()).collect();
+            self.order.sort_by_key(|&p| id(p));
+        }
+    }
+
+    /// The trace positions in id order (after [`DbSink::order`]).
+    fn positions(&self, len: usize) -> impl Iterator<Item = usize> + '_ {
+        (0..len).map(|i| {
+            if self.order.is_empty() {
+                i
+            } else {
+                self.order[i]
+            }
+        })
+    }
+
+    /// Every held row's counters in the order [`DbSink::write`] writes them.
+    fn counters<'a>(
+        &'a self,
+        device: usize,
+        snapshot: &'a Snapshot,
+    ) -> impl Iterator<Item = Counters> + 'a {
+        let events = &snapshot.device_traces[device];
+        let synthetic = self.synthetic.iter().map(|(r, _)| Counters {
+            id: r.id,
+            allocated: r.allocated,
+            active: r.active,
+            reserved: r.reserved,
+        });
+        let real = self.positions(events.len()).map(move |pos| {
+            let t = self.totals[pos];
+            Counters {
+                id: events[pos].id.unwrap_or(pos as i64),
+                allocated: t.allocated,
+                active: t.active,
+                reserved: t.reserved,
+            }
+        });
+        synthetic.chain(real)
+    }
+
     fn write(
         &mut self,
         writer: &mut Writer<'_>,
@@ -278,7 +372,6 @@ impl DbSink {
             Some(code) => ActionValue::Code(code),
             None => ActionValue::Text(a.name(&snapshot.other_actions)),
         };
-        self.synthetic.sort_by_key(|(r, _)| r.id);
         let synthetic = self
             .synthetic
             .drain(..)
@@ -296,16 +389,8 @@ impl DbSink {
         writer.traces(device, synthetic)?;
         let events = &snapshot.device_traces[device];
         let id = |pos: usize| events[pos].id.unwrap_or(pos as i64);
-        let mut order: Vec<usize> = Vec::new();
-        if !(1..events.len()).all(|p| id(p - 1) < id(p)) {
-            // Explicit ids out of order: still write ascending.
-            order = (0..events.len()).collect();
-            order.sort_by_key(|&p| id(p));
-        }
-        let totals = &self.totals;
-        let rows = (0..events.len()).map(|i| {
-            let pos = if order.is_empty() { i } else { order[i] };
-            let (e, t) = (&events[pos], totals[pos]);
+        let rows = self.positions(events.len()).map(|pos| {
+            let (e, t) = (&events[pos], self.totals[pos]);
             TraceRecord {
                 id: id(pos),
                 action: action(e.action),

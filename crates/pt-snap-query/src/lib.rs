@@ -47,5 +47,5 @@ pub use error::QueryError;
 pub use params::{ParamValue, Params};
 pub use pt_snap_db::{rusqlite, CallstackLayout, OpenError};
 pub use registry::Template;
-pub use timeline::{Extent, Timeline, TimelineBucket, TimelineRequest};
+pub use timeline::{Downsampler, Extent, Timeline, TimelineBucket, TimelineRequest};
 pub use value::Value;

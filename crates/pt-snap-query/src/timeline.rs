@@ -5,6 +5,7 @@
 //! it stays linear for millions of events and cheaper the narrower the window.
 
 use pt_snap_db::rusqlite;
+use serde::{Deserialize, Serialize};
 
 use crate::engine::Analyzer;
 use crate::error::QueryError;
@@ -32,7 +33,7 @@ impl TimelineRequest {
 }
 
 /// A counter's extremes within a bucket; ties go to the earliest event, as `memory_peak`'s do.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Extent {
     pub min: i64,
     pub min_id: i64,
@@ -72,7 +73,7 @@ impl Extent {
 }
 
 /// A run of consecutive events.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TimelineBucket {
     pub first_id: i64,
     pub last_id: i64,
@@ -82,7 +83,7 @@ pub struct TimelineBucket {
     pub reserved: Extent,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Timeline {
     pub device_id: i64,
     /// The device's real events (`id >= 0`), whatever the window; `None` when it has none.
@@ -117,8 +118,6 @@ impl Analyzer {
             return Ok(out);
         }
         out.window = Some((lo, hi));
-        let span = (hi - lo) as i128 + 1;
-        let n = req.buckets as i128;
         let mut stmt = conn
             .prepare(&format!(
                 "SELECT id, allocated, active, reserved FROM {table} \
@@ -126,43 +125,81 @@ impl Analyzer {
             ))
             .map_err(failed)?;
         let mut rows = stmt.query([lo, hi]).map_err(failed)?;
-        let mut current: Option<(i128, TimelineBucket)> = None;
+        let mut series = Downsampler::new((lo, hi), req.buckets);
         while let Some(r) = rows.next().map_err(failed)? {
-            let id: i64 = r.get(0).map_err(failed)?;
             // A counter the trace did not record counts as zero, as the charts of the
             // reference's viewer draw it.
             let value = |i: usize| -> Result<i64, QueryError> {
                 Ok(r.get::<_, Option<i64>>(i).map_err(failed)?.unwrap_or(0))
             };
-            let (alloc, active, reserved) = (value(1)?, value(2)?, value(3)?);
-            let index = (id - lo) as i128 * n / span;
-            match &mut current {
-                Some((i, b)) if *i == index => {
-                    b.last_id = id;
-                    b.events += 1;
-                    b.allocated.add(id, alloc);
-                    b.active.add(id, active);
-                    b.reserved.add(id, reserved);
+            series.push(r.get(0).map_err(failed)?, value(1)?, value(2)?, value(3)?);
+        }
+        out.buckets = series.finish();
+        Ok(out)
+    }
+}
+
+/// Cuts a series of events, given in ascending id order, into at most `buckets` runs of
+/// consecutive ids over a window. The database's timeline reads its rows through this, and
+/// the browser's import feeds it the replay's counters before any row is written, so the
+/// picture shown first is the one the database draws later.
+#[derive(Debug, Clone)]
+pub struct Downsampler {
+    lo: i64,
+    span: i128,
+    n: i128,
+    current: Option<(i128, TimelineBucket)>,
+    buckets: Vec<TimelineBucket>,
+}
+
+impl Downsampler {
+    /// `window`: the inclusive id range the buckets divide (events outside it are ignored).
+    pub fn new(window: (i64, i64), buckets: usize) -> Self {
+        Downsampler {
+            lo: window.0,
+            span: (window.1 as i128 - window.0 as i128 + 1).max(1),
+            n: buckets as i128,
+            current: None,
+            buckets: Vec::new(),
+        }
+    }
+
+    /// The next event, in ascending id order, with its three counters.
+    pub fn push(&mut self, id: i64, allocated: i64, active: i64, reserved: i64) {
+        let index = (id as i128 - self.lo as i128) * self.n / self.span;
+        if index < 0 || index >= self.n {
+            return;
+        }
+        match &mut self.current {
+            Some((i, b)) if *i == index => {
+                b.last_id = id;
+                b.events += 1;
+                b.allocated.add(id, allocated);
+                b.active.add(id, active);
+                b.reserved.add(id, reserved);
+            }
+            slot => {
+                if let Some((_, done)) = slot.take() {
+                    self.buckets.push(done);
                 }
-                slot => {
-                    if let Some((_, done)) = slot.take() {
-                        out.buckets.push(done);
-                    }
-                    *slot = Some((
-                        index,
-                        TimelineBucket {
-                            first_id: id,
-                            last_id: id,
-                            events: 1,
-                            allocated: Extent::new(id, alloc),
-                            active: Extent::new(id, active),
-                            reserved: Extent::new(id, reserved),
-                        },
-                    ));
-                }
+                *slot = Some((
+                    index,
+                    TimelineBucket {
+                        first_id: id,
+                        last_id: id,
+                        events: 1,
+                        allocated: Extent::new(id, allocated),
+                        active: Extent::new(id, active),
+                        reserved: Extent::new(id, reserved),
+                    },
+                ));
             }
         }
-        out.buckets.extend(current.map(|(_, b)| b));
-        Ok(out)
+    }
+
+    /// The non-empty buckets in id order.
+    pub fn finish(mut self) -> Vec<TimelineBucket> {
+        self.buckets.extend(self.current.map(|(_, b)| b));
+        self.buckets
     }
 }

@@ -1,0 +1,426 @@
+//! One open SnapshotDB answering the browser's questions, and the messages that carry them
+//! (`protocol`). The browser's worker is a thin edge around this crate (the shape of ruff's
+//! `ruff_wasm`): it turns messages into calls of [`Engine`] and results back into messages,
+//! so every answer the page can get is computed — and tested — here, natively, by the same
+//! shared crates as the CLI's.
+
+pub mod preview;
+pub mod protocol;
+
+use pt_snap_db::SnapshotDb;
+use pt_snap_query::{registry, Analyzer, Interrupt, QueryError, QueryRequest, TimelineRequest};
+use pt_snap_report::{memory_tree, peak_memory, PeakRequest, TreeRequest};
+use rusqlite::Connection;
+use serde_json::Value as Json;
+
+pub use protocol::*;
+
+/// Where a database came from, for its [`Overview`].
+#[derive(Debug, Clone)]
+pub struct Origin {
+    pub name: String,
+    pub imported: bool,
+    pub db_bytes: u64,
+    pub warnings: Vec<String>,
+    pub storage: Storage,
+    pub cache_hit: bool,
+}
+
+/// Why a question stopped early, told by the caller's interrupt: the clock or a newer question.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stop {
+    Deadline,
+    Superseded,
+}
+
+/// An open database and what the page knows of it.
+pub struct Engine {
+    analyzer: Analyzer,
+    overview: Overview,
+}
+
+impl Engine {
+    /// Opens a SnapshotDB image (a dropped `.db`), read-only; `DATABASE_SCHEMA_INVALID` when it
+    /// is not one.
+    pub fn from_image(
+        image: impl std::io::Read,
+        len: usize,
+        origin: Origin,
+    ) -> Result<Self, Failure> {
+        let analyzer = Analyzer::from_reader(image, len).map_err(schema_invalid)?;
+        Self::new(analyzer, origin)
+    }
+
+    /// Takes over a connection (a database just imported, or one opened from storage) and
+    /// makes it read-only: the page's SQL console runs the user's statements on it.
+    pub fn from_connection(conn: Connection, origin: Origin) -> Result<Self, Failure> {
+        conn.execute_batch("PRAGMA query_only = 1; PRAGMA trusted_schema = 0")
+            .map_err(|e| Failure::new("DATABASE_SCHEMA_INVALID", pt_snap_db::sqlite_message(&e)))?;
+        let db = SnapshotDb::from_connection(conn).map_err(schema_invalid)?;
+        Self::new(Analyzer::new(db).map_err(schema_invalid)?, origin)
+    }
+
+    fn new(analyzer: Analyzer, origin: Origin) -> Result<Self, Failure> {
+        let db = analyzer.db();
+        let bounds = db
+            .bounds()
+            .map_err(|e| Failure::new("DATABASE_SCHEMA_INVALID", pt_snap_db::sqlite_message(&e)))?
+            .into_iter()
+            .map(|b| (b.device, b.events))
+            .collect();
+        let metadata = match db.metadata() {
+            Ok(Ok(m)) => Ok(metadata_rows(&m)),
+            Ok(Err(pt_snap_db::MetadataProblem::Missing)) => Err(
+                "No import metadata (a database from an older importer; still queryable).".into(),
+            ),
+            Ok(Err(problem)) => Err(format!("Import metadata is not valid: {problem:?}")),
+            Err(e) => Err(pt_snap_db::sqlite_message(&e)),
+        };
+        let lenient_issues = db
+            .lenient_replay_issues()
+            .map_err(|e| Failure::new("QUERY_FAILED", pt_snap_db::sqlite_message(&e)))?;
+        let overview = Overview {
+            name: origin.name,
+            imported: origin.imported,
+            db_bytes: origin.db_bytes,
+            devices: analyzer.devices().to_vec(),
+            bounds,
+            metadata,
+            warnings: origin.warnings,
+            lenient_issues,
+            storage: origin.storage,
+            cache_hit: origin.cache_hit,
+        };
+        Ok(Engine { analyzer, overview })
+    }
+
+    pub fn overview(&self) -> &Overview {
+        &self.overview
+    }
+
+    /// Hands `f` the database's image, for "Download .db" of an in-memory database.
+    pub fn with_image<T>(&mut self, f: impl FnOnce(&[u8]) -> T) -> Result<T, Failure> {
+        self.analyzer
+            .with_image(f)
+            .map_err(|e| Failure::new("QUERY_FAILED", pt_snap_db::sqlite_message(&e)))
+    }
+
+    /// Answers one question. `interrupt` is polled while SQLite works and says why to stop;
+    /// `budget_s` words the `QUERY_TIMEOUT` message as the CLI's `--timeout` would.
+    pub fn answer(
+        &self,
+        query: &Query,
+        interrupt: impl Fn() -> Option<Stop> + Send + Sync + 'static,
+        budget_s: f64,
+    ) -> Result<Answer, Failure> {
+        let stop = std::sync::Arc::new(std::sync::Mutex::new(None));
+        let seen = std::sync::Arc::clone(&stop);
+        let poll: Interrupt = std::sync::Arc::new(move || match interrupt() {
+            Some(why) => {
+                *seen.lock().unwrap_or_else(|p| p.into_inner()) = Some(why);
+                true
+            }
+            None => false,
+        });
+        self.analyzer.set_interrupt(Some(poll));
+        let answer = self.dispatch(query);
+        self.analyzer.set_interrupt(None);
+        let stopped = *stop.lock().unwrap_or_else(|p| p.into_inner());
+        answer.map_err(|e| match (stopped, e) {
+            (Some(Stop::Superseded), _) => Failure::cancelled(),
+            (Some(Stop::Deadline), _) | (None, Refusal::Query(QueryError::Timeout)) => {
+                Failure::new("QUERY_TIMEOUT", QueryError::timeout_message(budget_s))
+            }
+            (None, Refusal::Query(e)) => Failure::new(e.code(), e.to_string()),
+            (None, Refusal::Sqlite(e)) => {
+                Failure::new("QUERY_FAILED", pt_snap_db::sqlite_message(&e))
+            }
+            (None, Refusal::Other(f)) => f,
+        })
+    }
+
+    fn dispatch(&self, query: &Query) -> Result<Answer, Refusal> {
+        let a = &self.analyzer;
+        Ok(match query {
+            Query::Peaks { device } => Answer::Peaks(self.peaks(*device)?),
+            Query::Timeline {
+                device,
+                window,
+                buckets,
+            } => Answer::Timeline(a.timeline(&TimelineRequest {
+                device: Some(*device),
+                start_id: window.map(|w| w.0),
+                end_id: window.map(|w| w.1),
+                buckets: *buckets,
+            })?),
+            Query::Event { device, id } => Answer::Event(self.event(*device, *id)?),
+            Query::PeakReport {
+                device,
+                metric,
+                include_static,
+            } => Answer::PeakReport(self.peak_report(*device, *metric, *include_static)?),
+            Query::Tree {
+                device,
+                event_id,
+                include_static,
+            } => {
+                let req = TreeRequest {
+                    device: Some(*device),
+                    event_id: *event_id,
+                    include_static: *include_static,
+                    min_size: 0,
+                };
+                Answer::Tree(memory_tree(a, &req)?.flamegraph_data().to_string())
+            }
+            Query::Template {
+                device,
+                template,
+                params,
+                max_rows,
+                exact_total,
+            } => {
+                let mut req = QueryRequest::new(template)
+                    .device(*device)
+                    .max_rows(*max_rows)
+                    .exact_total(*exact_total);
+                req.params = params.clone();
+                let out = a.run(&req)?;
+                let rows = out
+                    .rows_json()
+                    .into_iter()
+                    .map(|r| {
+                        out.columns
+                            .iter()
+                            .map(|c| r.get(c).cloned().unwrap_or(Json::Null))
+                            .collect()
+                    })
+                    .collect();
+                Answer::Table(Table {
+                    columns: out.columns.clone(),
+                    rows,
+                    total: out.total,
+                    has_more: out.has_more,
+                    truncated: out.truncated,
+                    total_is_exact: out.total_is_exact,
+                    note: None,
+                })
+            }
+            Query::Sql { sql, cap } => Answer::Table(self.sql(sql, *cap)?),
+        })
+    }
+
+    fn peaks(&self, device: i64) -> Result<Peaks, Refusal> {
+        let out = self
+            .analyzer
+            .run(&QueryRequest::new("memory_peak").device(device))?;
+        let row = out.rows_json().into_iter().next().unwrap_or(Json::Null);
+        let peak = |m: &str| Peak {
+            bytes: row
+                .get(format!("peak_{m}"))
+                .and_then(Json::as_i64)
+                .unwrap_or(0),
+            event_id: row.get(format!("peak_{m}_event_id")).and_then(Json::as_i64),
+        };
+        Ok(Peaks {
+            allocated: peak("allocated"),
+            active: peak("active"),
+            reserved: peak("reserved"),
+        })
+    }
+
+    fn event(&self, device: i64, id: i64) -> Result<Option<EventInfo>, Refusal> {
+        let out = self
+            .analyzer
+            .run(&QueryRequest::new("event").device(device).param("id", id))?;
+        let Some(row) = out.rows_json().into_iter().next() else {
+            return Ok(None);
+        };
+        let num = |k: &str| row.get(k).and_then(Json::as_i64).unwrap_or(0);
+        let code = num("action");
+        let action = pt_snap_db::schema::ACTIONS
+            .iter()
+            .find(|(c, _)| *c == code)
+            .map_or_else(|| format!("action {code}"), |(_, n)| (*n).to_owned());
+        Ok(Some(EventInfo {
+            id: num("id"),
+            action,
+            size: num("size"),
+            address: num("address"),
+            allocated: num("allocated"),
+            active: num("active"),
+            reserved: num("reserved"),
+            callstack: row
+                .get("callstack")
+                .and_then(Json::as_str)
+                .filter(|s| !s.is_empty())
+                .map(str::to_owned),
+        }))
+    }
+
+    fn peak_report(
+        &self,
+        device: i64,
+        metric: Metric,
+        include_static: bool,
+    ) -> Result<PeakReport, Refusal> {
+        let req = PeakRequest {
+            device: Some(device),
+            metric: metric.report(),
+            include_static,
+            limit: 20,
+            stack_bytes: -1,
+            start_id: None,
+            end_id: None,
+        };
+        let r = peak_memory(&self.analyzer, &req)?;
+        let groups = r
+            .callstack_groups
+            .iter()
+            .map(|g| {
+                let int = |k: &str| g.get(k).and_then(Json::as_i64).unwrap_or(0);
+                CallstackGroup {
+                    size_bytes: int("size_bytes"),
+                    requested_bytes: int("requested_bytes"),
+                    block_count: int("block_count"),
+                    percent_of_active_blocks: g
+                        .get("percent_of_active_blocks")
+                        .and_then(Json::as_f64),
+                    category: g
+                        .get("category")
+                        .and_then(Json::as_str)
+                        .unwrap_or("")
+                        .to_owned(),
+                    callstack: g
+                        .get("callstack")
+                        .and_then(Json::as_str)
+                        .unwrap_or("")
+                        .to_owned(),
+                }
+            })
+            .collect();
+        Ok(PeakReport {
+            metric,
+            event_id: r.event_id,
+            groups,
+            has_more: r.has_more,
+            included_bytes: r.included_bytes,
+            active_bytes_at_event: r.active_bytes_at_event,
+            coverage_percent: r.coverage_percent,
+            allocator_gap: r
+                .allocator_gap
+                .map(|m| m.into_iter().collect())
+                .unwrap_or_default(),
+        })
+    }
+
+    fn sql(&self, sql: &str, cap: usize) -> Result<Table, Refusal> {
+        let conn = self.analyzer.db().conn();
+        let mut stmt = conn.prepare(sql)?;
+        // The connection is query_only already; refusing here gives a clearer message.
+        if !stmt.readonly() {
+            return Err(Refusal::Other(Failure::new(
+                "QUERY_FAILED",
+                "Only read-only statements run here (SELECT, WITH, read-only PRAGMA).",
+            )));
+        }
+        let columns: Vec<String> = stmt.column_names().into_iter().map(str::to_owned).collect();
+        let n = columns.len();
+        let mut rows = Vec::new();
+        let mut more = false;
+        let mut q = stmt.query([])?;
+        while let Some(r) = q.next()? {
+            if rows.len() == cap {
+                more = true;
+                break;
+            }
+            let row = (0..n)
+                .map(|i| match r.get_ref(i) {
+                    Ok(rusqlite::types::ValueRef::Null) | Err(_) => Json::Null,
+                    Ok(rusqlite::types::ValueRef::Integer(v)) => v.into(),
+                    Ok(rusqlite::types::ValueRef::Real(v)) => v.into(),
+                    Ok(rusqlite::types::ValueRef::Text(t)) => String::from_utf8_lossy(t).into(),
+                    Ok(rusqlite::types::ValueRef::Blob(b)) => format!("<{} bytes>", b.len()).into(),
+                })
+                .collect();
+            rows.push(row);
+        }
+        Ok(Table {
+            columns,
+            total: rows.len() as i64,
+            rows,
+            has_more: more,
+            truncated: more,
+            total_is_exact: !more,
+            note: more.then(|| format!("Only the first {cap} rows are shown.")),
+        })
+    }
+}
+
+/// Template names with their category and description, in registry order.
+pub fn templates() -> Vec<(String, String, String)> {
+    registry::all()
+        .iter()
+        .map(|t| {
+            (
+                t.name().to_owned(),
+                t.contract.category.clone(),
+                t.contract.description.clone(),
+            )
+        })
+        .collect()
+}
+
+/// A template's description and interpretation limits, as its contract words them.
+pub fn contract_notes(template: &str) -> (String, Vec<String>) {
+    registry::find(template).map_or_else(Default::default, |t| {
+        (
+            t.contract.description.clone(),
+            t.contract.interpretation_limits.clone(),
+        )
+    })
+}
+
+/// How a question failed inside [`Engine::dispatch`], before [`Engine::answer`] knows
+/// whether its interrupt fired.
+enum Refusal {
+    Query(QueryError),
+    Sqlite(rusqlite::Error),
+    Other(Failure),
+}
+
+impl From<QueryError> for Refusal {
+    fn from(e: QueryError) -> Self {
+        Refusal::Query(e)
+    }
+}
+
+impl From<rusqlite::Error> for Refusal {
+    fn from(e: rusqlite::Error) -> Self {
+        Refusal::Sqlite(e)
+    }
+}
+
+fn schema_invalid(e: pt_snap_db::OpenError) -> Failure {
+    Failure::new("DATABASE_SCHEMA_INVALID", e.to_string())
+}
+
+fn metadata_rows(m: &pt_snap_db::Metadata) -> Vec<(String, String)> {
+    let device = m
+        .requested_device
+        .map_or_else(|| "all devices".to_owned(), |d| d.to_string());
+    [
+        ("source", m.source_name.clone()),
+        ("source size", format!("{} bytes", m.source_size)),
+        ("source sha256", m.source_sha256.clone()),
+        ("devices requested", device),
+        (
+            "importer",
+            format!("{} {}", m.importer_name, m.importer_version),
+        ),
+        ("import format", m.import_format_version.to_string()),
+        ("completed at", m.completed_at.clone()),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_owned(), v))
+    .collect()
+}

@@ -1,0 +1,318 @@
+//! What the page and an open file's worker say to each other. Both sides are Rust and share
+//! these types; a message crosses as JSON text. JSON rather than structured-clone objects
+//! (serde-wasm-bindgen) because byte counts and addresses are i64: as JS numbers they lose
+//! precision past 2^53, as BigInts every consumer must special-case them, while JSON text
+//! keeps every integer exact and is the same bytes natively, where these tests run. The
+//! only things that cross as JS objects are those JSON cannot carry: the dropped `File`,
+//! the cancel flag's `SharedArrayBuffer` and the downloaded `Blob`.
+
+use pt_snap_query::Timeline;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value as Json};
+
+/// A failure shown to people: the CLI's error code and message.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Failure {
+    pub code: String,
+    pub message: String,
+}
+
+impl Failure {
+    pub fn new(code: &str, message: impl Into<String>) -> Self {
+        Failure {
+            code: code.to_owned(),
+            message: message.into(),
+        }
+    }
+
+    /// The answer to a question a newer one replaced; the page drops it unseen.
+    pub fn cancelled() -> Self {
+        Failure::new(CANCELLED, "Superseded by a newer question.")
+    }
+
+    pub fn is_cancelled(&self) -> bool {
+        self.code == CANCELLED
+    }
+}
+
+/// Not one of the CLI's codes: no person sees it (see [`Failure::cancelled`]).
+const CANCELLED: &str = "QUERY_CANCELLED";
+
+impl From<pt_snap_import::Failure> for Failure {
+    fn from(f: pt_snap_import::Failure) -> Self {
+        Failure::new(f.code, f.message)
+    }
+}
+
+/// Which counter's peak a report explains.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Metric {
+    Active,
+    Allocated,
+    Reserved,
+}
+
+impl Metric {
+    pub fn name(self) -> &'static str {
+        self.report().name()
+    }
+
+    pub fn report(self) -> pt_snap_report::Metric {
+        match self {
+            Metric::Active => pt_snap_report::Metric::Active,
+            Metric::Allocated => pt_snap_report::Metric::Allocated,
+            Metric::Reserved => pt_snap_report::Metric::Reserved,
+        }
+    }
+}
+
+/// A question for the open file.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum Query {
+    /// `memory_peak`.
+    Peaks { device: i64 },
+    /// The counters over a window of events, in at most `buckets` buckets.
+    Timeline {
+        device: i64,
+        window: Option<(i64, i64)>,
+        buckets: usize,
+    },
+    /// One trace event (the `event` template).
+    Event { device: i64, id: i64 },
+    /// `report peak-memory`.
+    PeakReport {
+        device: i64,
+        metric: Metric,
+        include_static: bool,
+    },
+    /// The memory tree at an event, as the flamegraph component's data.
+    Tree {
+        device: i64,
+        event_id: i64,
+        include_static: bool,
+    },
+    /// Any template, with the CLI's parameters and row window.
+    Template {
+        device: i64,
+        template: String,
+        params: Map<String, Json>,
+        max_rows: i64,
+        exact_total: bool,
+    },
+    /// One read-only statement of the SQL console, keeping at most `cap` rows.
+    Sql { sql: String, cap: usize },
+}
+
+/// What a [`Query`] gets, variant for variant.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum Answer {
+    Peaks(Peaks),
+    Timeline(Timeline),
+    Event(Option<EventInfo>),
+    PeakReport(PeakReport),
+    /// The flamegraph component's data, as JSON text: it goes to JavaScript untouched.
+    Tree(String),
+    Table(Table),
+}
+
+/// One counter's high-water mark: the bytes and the earliest event reaching them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct Peak {
+    pub bytes: i64,
+    pub event_id: Option<i64>,
+}
+
+/// `memory_peak`'s six values for one device.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct Peaks {
+    pub allocated: Peak,
+    pub active: Peak,
+    pub reserved: Peak,
+}
+
+/// One trace event as the `event` template gives it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EventInfo {
+    pub id: i64,
+    pub action: String,
+    pub size: i64,
+    pub address: i64,
+    pub allocated: i64,
+    pub active: i64,
+    pub reserved: i64,
+    pub callstack: Option<String>,
+}
+
+/// `report peak-memory` as the page shows it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PeakReport {
+    pub metric: Metric,
+    /// The metric's peak event; `None` when the trace has none.
+    pub event_id: Option<i64>,
+    pub groups: Vec<CallstackGroup>,
+    /// More groups exist than the report kept.
+    pub has_more: bool,
+    /// Σ of the groups' bytes: the percentages' denominator.
+    pub included_bytes: i64,
+    pub active_bytes_at_event: Option<i64>,
+    pub coverage_percent: Option<f64>,
+    /// `allocator_gap`'s row, in its column order.
+    pub allocator_gap: Vec<(String, Json)>,
+}
+
+/// Live blocks at the peak sharing one allocation callstack.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CallstackGroup {
+    pub size_bytes: i64,
+    pub requested_bytes: i64,
+    pub block_count: i64,
+    pub percent_of_active_blocks: Option<f64>,
+    pub category: String,
+    pub callstack: String,
+}
+
+/// A page of rows (a template's answer or a console statement's).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Table {
+    pub columns: Vec<String>,
+    pub rows: Vec<Vec<Json>>,
+    pub total: i64,
+    pub has_more: bool,
+    pub truncated: bool,
+    pub total_is_exact: bool,
+    pub note: Option<String>,
+}
+
+/// Where the open database lives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Storage {
+    /// In the Origin Private File System, cached under the source's SHA-256.
+    Opfs,
+    /// In the worker's memory (no OPFS here, or a `.db` opened as it is).
+    Memory,
+}
+
+/// What the page knows about the open database.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Overview {
+    pub name: String,
+    /// Made here from a snapshot (so it can be downloaded), rather than opened as a `.db`.
+    pub imported: bool,
+    pub db_bytes: u64,
+    pub devices: Vec<i64>,
+    /// `(device, (first, last))` real-event ids.
+    pub bounds: Vec<(i64, Option<(i64, i64)>)>,
+    /// The `pt_snap_metadata` row as `(field, value)`, or why it is not valid.
+    pub metadata: Result<Vec<(String, String)>, String>,
+    pub warnings: Vec<String>,
+    /// Events a lenient replay applied from the trace alone; `None` for a strict database.
+    pub lenient_issues: Option<i64>,
+    pub storage: Storage,
+    /// Reopened from the OPFS cache instead of imported again.
+    pub cache_hit: bool,
+}
+
+/// What the replay knows before a row is written: enough for the peak cards, the timeline
+/// and the device table while the database is being made.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Preview {
+    pub name: String,
+    /// Devices replayed so far, in import order.
+    pub devices: Vec<DevicePreview>,
+    /// Devices the import will write, replayed or not.
+    pub importing: Vec<i64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DevicePreview {
+    pub device: i64,
+    /// Real events (the trace's own, not the replay's synthetic ones).
+    pub events: u64,
+    pub peaks: Peaks,
+    /// The whole trace at the page's bucket count: what the timeline query will give.
+    pub timeline: Timeline,
+}
+
+/// How far an import is.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum Progress {
+    /// Reading and decoding; `events` decoded so far.
+    Decoding {
+        bytes: f64,
+        total: f64,
+        events: u64,
+    },
+    Replaying {
+        device: i64,
+        done: u64,
+        of: u64,
+    },
+    /// Writing a replayed device's rows.
+    Writing {
+        device: i64,
+    },
+    Indexing,
+    /// Hashing the file to look it up in the cache.
+    Hashing {
+        bytes: f64,
+        total: f64,
+    },
+}
+
+/// Page → worker.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum ToWorker {
+    /// Import the attached `File` (any snapshot shape), or reopen its cached database.
+    Import {
+        lenient: bool,
+        /// The timeline's bucket count, for the preview.
+        buckets: usize,
+    },
+    /// Open the attached `File` as a SnapshotDB.
+    Open,
+    /// Reopen a cached database by its source's SHA-256.
+    Reopen { sha256: String },
+    /// A question; `budget_s` bounds it like the CLI's `--timeout`.
+    Ask {
+        id: u64,
+        budget_s: f64,
+        query: Query,
+    },
+    /// The database file as a `Blob`, for "Download .db".
+    Download,
+}
+
+/// Worker → page.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum FromWorker {
+    /// The worker can take messages (earlier ones would be lost).
+    Ready,
+    Progress(Progress),
+    Preview(Preview),
+    /// The database is ready for every question.
+    Opened(Overview),
+    /// The import or open failed; the worker holds nothing.
+    Failed(Failure),
+    Answer {
+        id: u64,
+        answer: Result<Answer, Failure>,
+    },
+    /// The attached `Blob` is the database (or why there is none).
+    Download(Result<String, Failure>),
+}
+
+/// A message as JSON text.
+pub fn encode<T: Serialize>(message: &T) -> String {
+    // Every type here serializes (no maps with non-string keys, no failing Serialize).
+    serde_json::to_string(message).expect("protocol types always serialize")
+}
+
+/// A message from JSON text; `INTERNAL_ERROR` when the other side speaks another version.
+pub fn decode<'a, T: Deserialize<'a>>(text: &'a str) -> Result<T, Failure> {
+    serde_json::from_str(text).map_err(|e| {
+        Failure::new(
+            "INTERNAL_ERROR",
+            format!("The page and its worker disagree on a message ({e}); reload the page."),
+        )
+    })
+}

@@ -1,0 +1,319 @@
+//! The engine on real fixtures: what the replay previews equals what the database answers
+//! later, questions stop for the reason their interrupt gives, and every message survives
+//! its trip as text.
+
+use std::path::{Path, PathBuf};
+
+use pt_snap_engine::preview::device_preview;
+use pt_snap_engine::*;
+use pt_snap_import::{ImportRequest, ReplayMode};
+use rusqlite::Connection;
+use serde_json::json;
+
+const BUCKETS: usize = 97;
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// Every snapshot in the repository's fixtures that imports strictly.
+fn fixtures() -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for dir in [
+        "fixtures/upstream-pkg/snapshots",
+        "fixtures/synthetic",
+        "fixtures/real",
+    ] {
+        let Ok(entries) = std::fs::read_dir(root().join(dir)) else {
+            continue;
+        };
+        for e in entries.flatten() {
+            let p = e.path();
+            if matches!(
+                p.extension().and_then(|x| x.to_str()),
+                Some("pkl" | "pickle")
+            ) {
+                out.push(p);
+            }
+        }
+    }
+    out.sort();
+    assert!(out.len() >= 5, "the repository's fixtures are missing");
+    out
+}
+
+fn origin(name: &str) -> Origin {
+    Origin {
+        name: name.to_owned(),
+        imported: true,
+        db_bytes: 0,
+        warnings: Vec::new(),
+        storage: Storage::Memory,
+        cache_hit: false,
+    }
+}
+
+/// Imports `path` in memory, returning the previews the replay gave and the engine.
+fn import(path: &Path) -> Option<(Vec<DevicePreview>, Engine)> {
+    let bytes = std::fs::read(path).unwrap();
+    let snapshot = pt_snap_model::decode(&bytes[..], &mut |_| {}).ok()?;
+    let conn = Connection::open_in_memory().unwrap();
+    let request = ImportRequest {
+        device: None,
+        source_sha256: "0".repeat(64),
+        source_size: bytes.len() as u64,
+        source_name: "x".into(),
+        completed_at: "2026-12-04T00:00:00+00:00".into(),
+        replay: ReplayMode::Strict,
+    };
+    let mut previews = Vec::new();
+    pt_snap_import::import_snapshot_observed(&snapshot, &conn, &request, &mut |_| {}, &mut |d| {
+        previews.push(device_preview(d, BUCKETS))
+    })
+    .ok()?;
+    Some((
+        previews,
+        Engine::from_connection(conn, origin("x")).unwrap(),
+    ))
+}
+
+fn never() -> Option<Stop> {
+    None
+}
+
+#[test]
+fn the_replays_preview_is_what_the_database_answers() {
+    let mut checked = 0;
+    for path in fixtures() {
+        let Some((previews, engine)) = import(&path) else {
+            continue;
+        };
+        assert_eq!(
+            previews.iter().map(|p| p.device).collect::<Vec<_>>(),
+            engine.overview().devices,
+            "{path:?}"
+        );
+        for p in &previews {
+            let peaks = engine.answer(&Query::Peaks { device: p.device }, never, 60.0);
+            assert_eq!(
+                peaks,
+                Ok(Answer::Peaks(p.peaks)),
+                "{path:?} device {}",
+                p.device
+            );
+            let timeline = engine.answer(
+                &Query::Timeline {
+                    device: p.device,
+                    window: None,
+                    buckets: BUCKETS,
+                },
+                never,
+                60.0,
+            );
+            assert_eq!(
+                timeline,
+                Ok(Answer::Timeline(p.timeline.clone())),
+                "{path:?} device {}",
+                p.device
+            );
+            let bounds = engine
+                .overview()
+                .bounds
+                .iter()
+                .find(|(d, _)| *d == p.device)
+                .and_then(|(_, b)| *b);
+            assert_eq!(bounds, p.timeline.bounds, "{path:?}");
+            checked += 1;
+        }
+    }
+    assert!(checked >= 5, "only {checked} devices checked");
+}
+
+#[test]
+fn a_question_stops_for_the_reason_its_interrupt_gives() {
+    let (_, engine) =
+        import(&root().join("fixtures/upstream-pkg/snapshots/snapshot_with_multi_devices.pkl"))
+            .unwrap();
+    let endless = Query::Sql {
+        sql:
+            "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT count(*) FROM c"
+                .into(),
+        cap: 10,
+    };
+    let timeout = engine
+        .answer(&endless, || Some(Stop::Deadline), 0.5)
+        .unwrap_err();
+    assert_eq!(timeout.code, "QUERY_TIMEOUT");
+    assert!(timeout.message.contains("0.5"), "{}", timeout.message);
+    let cancelled = engine
+        .answer(&endless, || Some(Stop::Superseded), 60.0)
+        .unwrap_err();
+    assert!(cancelled.is_cancelled());
+    // The engine is usable afterwards, with no interrupt left behind.
+    let ok = engine.answer(
+        &Query::Sql {
+            sql: "SELECT count(*) AS n FROM dictionary".into(),
+            cap: 10,
+        },
+        never,
+        60.0,
+    );
+    assert!(matches!(ok, Ok(Answer::Table(t)) if t.rows.len() == 1));
+}
+
+#[test]
+fn the_console_refuses_writes_and_caps_rows() {
+    let (_, engine) =
+        import(&root().join("fixtures/upstream-pkg/snapshots/snapshot_with_multi_devices.pkl"))
+            .unwrap();
+    let write = engine
+        .answer(
+            &Query::Sql {
+                sql: "DELETE FROM dictionary".into(),
+                cap: 10,
+            },
+            never,
+            60.0,
+        )
+        .unwrap_err();
+    assert_eq!(write.code, "QUERY_FAILED");
+    let Ok(Answer::Table(t)) = engine.answer(
+        &Query::Sql {
+            sql: "SELECT id FROM trace_entry_0".into(),
+            cap: 3,
+        },
+        never,
+        60.0,
+    ) else {
+        panic!("no table");
+    };
+    assert_eq!((t.rows.len(), t.has_more), (3, true));
+}
+
+#[test]
+fn templates_and_reports_answer_typed() {
+    let (previews, engine) =
+        import(&root().join("fixtures/upstream-pkg/snapshots/snapshot_with_multi_devices.pkl"))
+            .unwrap();
+    let device = previews[0].device;
+    let Ok(Answer::PeakReport(r)) = engine.answer(
+        &Query::PeakReport {
+            device,
+            metric: Metric::Active,
+            include_static: true,
+        },
+        never,
+        60.0,
+    ) else {
+        panic!("no report");
+    };
+    assert_eq!(r.event_id, previews[0].peaks.active.event_id);
+    assert_eq!(
+        r.included_bytes,
+        r.groups.iter().map(|g| g.size_bytes).sum::<i64>()
+    );
+    let event = r.event_id.unwrap();
+    let Ok(Answer::Event(Some(e))) =
+        engine.answer(&Query::Event { device, id: event }, never, 60.0)
+    else {
+        panic!("no event");
+    };
+    assert_eq!(e.active, previews[0].peaks.active.bytes);
+    let Ok(Answer::Tree(text)) = engine.answer(
+        &Query::Tree {
+            device,
+            event_id: event,
+            include_static: true,
+        },
+        never,
+        60.0,
+    ) else {
+        panic!("no tree");
+    };
+    assert!(serde_json::from_str::<serde_json::Value>(&text).is_ok());
+    let bad = engine
+        .answer(
+            &Query::Template {
+                device,
+                template: "no_such_template".into(),
+                params: Default::default(),
+                max_rows: 10,
+                exact_total: false,
+            },
+            never,
+            60.0,
+        )
+        .unwrap_err();
+    assert_eq!(bad.code, "TEMPLATE_NOT_FOUND");
+}
+
+#[test]
+fn a_file_that_is_not_a_snapshot_db_is_refused_with_the_clis_code() {
+    let junk = b"SQLite format 3\0 but not really";
+    let failure = Engine::from_image(&junk[..], junk.len(), origin("junk.db"))
+        .err()
+        .unwrap();
+    assert_eq!(failure.code, "DATABASE_SCHEMA_INVALID");
+}
+
+#[test]
+fn messages_survive_their_trip_as_text_with_every_integer_exact() {
+    let messages = vec![
+        ToWorker::Ask {
+            id: u64::MAX,
+            budget_s: 0.25,
+            query: Query::Template {
+                device: 3,
+                template: "event".into(),
+                params: json!({"id": i64::MAX, "address": i64::MIN})
+                    .as_object()
+                    .unwrap()
+                    .clone(),
+                max_rows: -1,
+                exact_total: true,
+            },
+        },
+        ToWorker::Import {
+            lenient: true,
+            buckets: 1000,
+        },
+        ToWorker::Reopen {
+            sha256: "ab".repeat(32),
+        },
+        ToWorker::Open,
+        ToWorker::Download,
+    ];
+    for m in &messages {
+        assert_eq!(&decode::<ToWorker>(&encode(m)).unwrap(), m);
+    }
+    let big = Peak {
+        bytes: (1 << 62) + 1,
+        event_id: Some(-(1 << 60) - 3),
+    };
+    let answers = vec![
+        FromWorker::Answer {
+            id: 7,
+            answer: Ok(Answer::Peaks(Peaks {
+                allocated: big,
+                active: big,
+                reserved: Peak::default(),
+            })),
+        },
+        FromWorker::Answer {
+            id: 8,
+            answer: Err(Failure::cancelled()),
+        },
+        FromWorker::Progress(Progress::Decoding {
+            bytes: 1.0,
+            total: 2.0,
+            events: 3,
+        }),
+        FromWorker::Failed(Failure::new("SNAPSHOT_INVALID", "x")),
+        FromWorker::Ready,
+    ];
+    for m in &answers {
+        assert_eq!(&decode::<FromWorker>(&encode(m)).unwrap(), m);
+    }
+    let wrong = decode::<ToWorker>("{\"Nope\":1}").unwrap_err();
+    assert_eq!(wrong.code, "INTERNAL_ERROR");
+}
