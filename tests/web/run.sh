@@ -64,7 +64,7 @@ target/debug/pt-snap query "$out/overlap.json.db" --template-use memory_peak --j
 [ -f "$out/big.pickle" ] || cargo run -q --release -p pt-snap-gen -- --seed 7 --events 300000 --out "$out/big.pickle" >/dev/null
 
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-python3 -m http.server "$port" --bind 127.0.0.1 --directory dist >"$out/http.log" 2>&1 &
+scripts/serve-dist "$port" dist >"$out/http.log" 2>&1 &
 server=$!
 trap 'kill $server 2>/dev/null || true' EXIT
 for _ in $(seq 50); do curl -sf "http://127.0.0.1:$port/" >/dev/null && break; sleep 0.1; done

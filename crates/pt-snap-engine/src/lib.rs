@@ -323,7 +323,7 @@ impl Engine {
                 "Only read-only statements run here (SELECT, WITH, read-only PRAGMA).",
             )));
         }
-        let columns: Vec<String> = stmt.column_names().into_iter().map(str::to_owned).collect();
+        let columns: Vec<String> = stmt.column_names().map(str::to_owned).collect();
         let n = columns.len();
         let mut rows = Vec::new();
         let mut more = false;

@@ -6,7 +6,7 @@
 //! only things that cross as JS objects are those JSON cannot carry: the dropped `File`,
 //! the cancel flag's `SharedArrayBuffer` and the downloaded `Blob`.
 
-use pt_snap_query::Timeline;
+pub use pt_snap_query::{Extent, Timeline, TimelineBucket};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value as Json};
 

@@ -6,81 +6,27 @@ use leptos::prelude::*;
 use wasm_bindgen::JsCast;
 use web_sys::{DragEvent, HtmlInputElement};
 
-use crate::data::{self, Failure, Opened};
+use crate::client;
 use crate::fmt;
+pub use crate::link::Tab;
+use crate::link::{self, parse_hash};
 use crate::lists;
 use crate::loader;
+use crate::opened::Opened;
 use crate::views;
+use pt_snap_engine::{Failure, Progress};
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum Status {
     Idle,
     Reading(String),
+    /// A worker is importing or opening `name` (`total` bytes).
     Importing {
         name: String,
-        stage: String,
-        bytes: f64,
+        progress: Option<Progress>,
         total: f64,
-        events: f64,
-        /// `(device, done, of)` while replaying.
-        replay: Option<(i64, f64, f64)>,
     },
     Failed(Failure),
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Tab {
-    Overview,
-    Peak,
-    Tree,
-    Leaks,
-    Blocks,
-    Lifetimes,
-    Templates,
-    Sql,
-}
-
-impl Tab {
-    pub const ALL: [Tab; 8] = [
-        Tab::Overview,
-        Tab::Peak,
-        Tab::Tree,
-        Tab::Blocks,
-        Tab::Leaks,
-        Tab::Lifetimes,
-        Tab::Templates,
-        Tab::Sql,
-    ];
-
-    pub fn key(self) -> &'static str {
-        match self {
-            Tab::Overview => "overview",
-            Tab::Peak => "peak",
-            Tab::Tree => "tree",
-            Tab::Leaks => "leaks",
-            Tab::Blocks => "blocks",
-            Tab::Lifetimes => "lifetimes",
-            Tab::Templates => "templates",
-            Tab::Sql => "sql",
-        }
-    }
-
-    fn label(self) -> &'static str {
-        match self {
-            Tab::Overview => "Overview",
-            Tab::Peak => "Peak report",
-            Tab::Tree => "Memory tree",
-            Tab::Leaks => "Leak candidates",
-            Tab::Blocks => "Active blocks",
-            Tab::Lifetimes => "Freed lifetimes",
-            Tab::Templates => "Templates",
-            Tab::Sql => "SQL",
-        }
-    }
-
-    fn from_key(key: &str) -> Option<Tab> {
-        Tab::ALL.into_iter().find(|t| t.key() == key)
-    }
 }
 
 #[derive(Clone, Copy)]
@@ -94,40 +40,28 @@ pub struct AppState {
     /// The open file is the bundled sample, so the URL can say `#sample` and a reload brings
     /// it back.
     pub sample: RwSignal<bool>,
+    /// Bumped when another file (even one of the same name) is shown, so views ask again;
+    /// not when the file shown becomes ready.
+    pub generation: RwSignal<u32>,
+    /// How long one question may run, in seconds (the CLI's `--timeout`).
+    pub budget_s: RwSignal<f64>,
 }
 
 impl AppState {
-    /// Which file is open (0: none); reading it makes a view recompute when another file,
-    /// even one of the same name, is opened.
+    /// Which file is open (0: none), tracked.
     pub fn generation(self) -> u32 {
-        self.opened.with(|o| o.as_ref().map_or(0, |o| o.generation))
+        self.generation.get()
+    }
+
+    /// Whether the open file's database is ready for questions, tracked.
+    pub fn ready(self) -> bool {
+        self.opened.with(|o| o.as_ref().is_some_and(Opened::ready))
     }
 }
 
-/// What a deep link (`#device=0&event=7498&view=tree`) asks for; absent parts keep the
-/// current choice.
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
-pub struct Link {
-    pub device: Option<i64>,
-    pub event: Option<i64>,
-    pub view: Option<Tab>,
-    /// `#sample`: open the bundled sample snapshot.
-    pub sample: bool,
-}
-
-pub fn parse_hash(hash: &str) -> Link {
-    let mut link = Link::default();
-    for pair in hash.trim_start_matches('#').split('&') {
-        match pair.split_once('=') {
-            Some(("device", v)) => link.device = v.parse().ok(),
-            Some(("event", v)) => link.event = v.parse().ok(),
-            Some(("view", v)) => link.view = Tab::from_key(v),
-            None if pair == "sample" => link.sample = true,
-            _ => {}
-        }
-    }
-    link
-}
+/// A minute is far above what any view needs on a database a browser can hold (seconds for
+/// a 1M-event one) and bounds a crafted one.
+pub const DEFAULT_BUDGET_S: f64 = 60.0;
 
 /// Applies the URL's deep link to `opened`: the first file opened (a link followed into the
 /// page) or the open one on `hashchange`. A device it lacks falls back to the current one,
@@ -140,11 +74,11 @@ pub fn apply_link(state: AppState, opened: &Opened, with_event: bool) {
     let device = [link.device, Some(current)]
         .into_iter()
         .flatten()
-        .find(|d| opened.devices.contains(d))
-        .or_else(|| opened.devices.first().copied())
+        .find(|d| opened.devices().contains(d))
+        .or_else(|| opened.devices().first().copied())
         .unwrap_or(0);
     let bounds = opened
-        .bounds
+        .bounds()
         .iter()
         .find(|(d, _)| *d == device)
         .and_then(|(_, b)| *b);
@@ -168,12 +102,7 @@ pub fn apply_link(state: AppState, opened: &Opened, with_event: bool) {
 /// Writes the current choice into the URL without a history entry (and without firing
 /// `hashchange`).
 fn write_hash(sample: bool, device: i64, event: Option<i64>, tab: Tab) {
-    let mut hash = if sample { "#sample&" } else { "#" }.to_owned();
-    hash.push_str(&format!("device={device}"));
-    if let Some(e) = event {
-        hash.push_str(&format!("&event={e}"));
-    }
-    hash.push_str(&format!("&view={}", tab.key()));
+    let hash = link::hash(sample, device, event, tab);
     if window().location().hash().ok().as_deref() == Some(hash.as_str()) {
         return;
     }
@@ -191,9 +120,17 @@ pub fn App() -> impl IntoView {
         event: RwSignal::new(None),
         tab: RwSignal::new(Tab::Overview),
         sample: RwSignal::new(false),
+        generation: RwSignal::new(0),
+        budget_s: RwSignal::new(DEFAULT_BUDGET_S),
     };
     provide_context(state);
-    loader::start_worker(state);
+    client::warm_up();
+    // Esc stops whatever the open file's worker is answering.
+    let _ = window_event_listener(ev::keydown, move |e: web_sys::KeyboardEvent| {
+        if e.key() == "Escape" {
+            client::cancel_all();
+        }
+    });
     if parse_hash(&window().location().hash().unwrap_or_default()).sample {
         loader::load_sample(state);
     }
@@ -221,6 +158,9 @@ pub fn App() -> impl IntoView {
             );
         }
     });
+
+    // The views are built once per file shown, not again when it becomes ready.
+    let has_file = Memo::new(move |_| state.opened.with(Option::is_some));
 
     // The whole page is the drop zone; the overlay only says so while something is dragged.
     let dragging = RwSignal::new(false);
@@ -268,17 +208,15 @@ pub fn App() -> impl IntoView {
                 // their name.
                 <input id="file-input" data-testid="file-input" class="visually-hidden" type="file"
                     accept=".pkl,.pickle,.json,.gz,.zst,.bz2,.db" on:change=on_pick/>
-                <Show when=move || state.opened.with(|o| o.as_ref().is_some_and(|o| o.imported))>
-                    <button class="button" data-testid="download-db" on:click=move |_| {
-                        if let Some(o) = state.opened.get_untracked() { loader::download(&o.name) }
-                    }>"Download .db"</button>
+                <Show when=move || state.opened.with(|o| o.as_ref().and_then(|o| o.overview.as_ref()).is_some_and(|o| o.imported))>
+                    <button class="button" data-testid="download-db" on:click=move |_| client::request_download()>"Download .db"</button>
                 </Show>
             </div>
             <LenientNotice/>
         </header>
         <StatusStrip/>
         <main>
-            {move || if state.opened.with(Option::is_some) {
+            {move || if has_file.get() {
                 view! { <Workspace/> }.into_any()
             } else {
                 view! { <Welcome/> }.into_any()
@@ -295,19 +233,24 @@ fn OpenedName() -> impl IntoView {
     let state = expect_context::<AppState>();
     move || {
         state.opened.get().map(|o| {
-            // The size is the database's, which an imported pickle's name would not suggest.
-            let db = fmt::bytes(o.size as i64);
-            let what = if o.imported {
-                format!("imported here · {db} database")
-            } else {
-                format!("SnapshotDB · {db}")
+            let what = match &o.overview {
+                // The size is the database's, which an imported pickle's name would not suggest.
+                Some(v) if v.imported => format!("imported here · {} database", fmt::bytes(v.db_bytes as i64)),
+                Some(v) => format!("SnapshotDB · {}", fmt::bytes(v.db_bytes as i64)),
+                None => "peaks shown · database being written".to_owned(),
             };
+            let cached = o.overview.as_ref().is_some_and(|v| v.cache_hit);
             view! {
                 <span class="opened">
                     <strong title=o.name.clone()>{o.name.clone()}</strong>
-                    <span class="muted" title=fmt::exact(o.size as i64)>
+                    <span class="muted" title=o.db_bytes().map(|b| fmt::exact(b as i64))>
                         {format!("\u{a0}· {what}")}
                     </span>
+                    <span class="engine-state" data-testid="engine-state" data-value=o.engine_state()
+                        title="peaks: shown from the replay while the database is written; ready: every view can ask">
+                        {o.engine_state()}
+                    </span>
+                    {cached.then(|| view! { <span class="cache-hit" data-testid="cache-hit" title="Reopened from this browser's cache of imports">"from cache"</span> })}
                 </span>
             }
         })
@@ -318,12 +261,10 @@ fn OpenedName() -> impl IntoView {
 #[component]
 fn LenientNotice() -> impl IntoView {
     let state = expect_context::<AppState>();
-    // Read once per opened database (the generation changes with it).
     let issues = Memo::new(move |_| {
-        if state.generation() == 0 {
-            return None;
-        }
-        data::lenient_replay_issues().ok().flatten()
+        state
+            .opened
+            .with(|o| o.as_ref().and_then(|o| o.overview.as_ref()?.lenient_issues))
     });
     move || {
         issues.get().map(|n| {
@@ -357,35 +298,13 @@ fn StatusStrip() -> impl IntoView {
             .into_any(),
             Status::Importing {
                 name,
-                stage,
-                bytes,
+                progress,
                 total,
-                events,
-                replay,
             } => {
-                let (value, detail) = match (stage.as_str(), replay) {
-                    ("replaying", Some((device, done, of))) => (
-                        if of > 0.0 { done / of } else { 1.0 },
-                        format!(
-                            "replaying device {device}: {} / {} events",
-                            fmt::grouped(done as i64),
-                            fmt::grouped(of as i64)
-                        ),
-                    ),
-                    ("decoding", _) => (
-                        if total > 0.0 { bytes / total } else { 0.0 },
-                        format!(
-                            "decoding: {} of {} read, {} events",
-                            fmt::bytes(bytes as i64),
-                            fmt::bytes(total as i64),
-                            fmt::grouped(events as i64)
-                        ),
-                    ),
-                    (other, _) => (1.0, other.to_owned()),
-                };
+                let (value, detail) = progress_text(progress.as_ref(), total);
                 view! {
                 <div class="status" role="status" data-testid="import-progress">
-                    <span>{format!("Importing {name} — {detail}")}</span>
+                    <span>{format!("{name} — {detail}")}</span>
                     <progress max="1" value=value.to_string()></progress>
                     <button class="button" data-testid="cancel-import" on:click=move |_| loader::cancel(state)>"Cancel"</button>
                 </div>
@@ -430,6 +349,47 @@ fn StatusStrip() -> impl IntoView {
     }
 }
 
+/// The progress bar's fraction and words for where an import is.
+fn progress_text(progress: Option<&Progress>, total: f64) -> (f64, String) {
+    match progress {
+        None => (0.0, "starting".to_owned()),
+        Some(Progress::Decoding { bytes, events, .. }) => (
+            if total > 0.0 { bytes / total } else { 0.0 },
+            format!(
+                "decoding: {} of {} read, {} events",
+                fmt::bytes(*bytes as i64),
+                fmt::bytes(total as i64),
+                fmt::grouped(*events as i64)
+            ),
+        ),
+        Some(Progress::Hashing { bytes, total }) => (
+            if *total > 0.0 { bytes / total } else { 0.0 },
+            format!(
+                "looking for it in the cache: {} of {} hashed",
+                fmt::bytes(*bytes as i64),
+                fmt::bytes(*total as i64)
+            ),
+        ),
+        Some(Progress::Replaying { device, done, of }) => (
+            if *of > 0 {
+                *done as f64 / *of as f64
+            } else {
+                1.0
+            },
+            format!(
+                "replaying device {device}: {} / {} events",
+                fmt::grouped(*done as i64),
+                fmt::grouped(*of as i64)
+            ),
+        ),
+        Some(Progress::Writing { device }) => (
+            1.0,
+            format!("writing the database (device {device}); the peaks are ready"),
+        ),
+        Some(Progress::Indexing) => (1.0, "indexing the database; the peaks are ready".to_owned()),
+    }
+}
+
 #[component]
 fn Welcome() -> impl IntoView {
     let state = expect_context::<AppState>();
@@ -459,11 +419,12 @@ fn Welcome() -> impl IntoView {
 #[component]
 fn Workspace() -> impl IntoView {
     let state = expect_context::<AppState>();
-    let peaks = views::peaks_memo(state);
+    let peaks = views::peaks_signal(state);
+    provide_context(peaks);
     let devices = move || {
         state
             .opened
-            .with(|o| o.as_ref().map(|o| o.devices.clone()).unwrap_or_default())
+            .with(|o| o.as_ref().map(Opened::devices).unwrap_or_default())
     };
     view! {
         <div class="toolbar">
@@ -481,12 +442,18 @@ fn Workspace() -> impl IntoView {
                 {Tab::ALL.into_iter().map(|t| view! {
                     <button role="tab" class="tab" data-testid=format!("tab-{}", t.key())
                         aria-selected=move || (state.tab.get() == t).to_string()
+                        class:waiting=move || t != Tab::Overview && !state.ready()
                         on:click=move |_| state.tab.set(t)>{t.label()}</button>
                 }).collect_view()}
             </nav>
         </div>
         <views::PeakCards peaks=peaks/>
         <div class="view">
+            {move || (state.tab.get() != Tab::Overview && !state.ready()).then(|| view! {
+                <p class="panel muted waiting-note" data-testid="waiting-for-db">
+                    "This view answers from the database, which is still being written; it fills in as soon as it is ready (progress above)."
+                </p>
+            })}
             {move || match state.tab.get() {
                 Tab::Overview => view! { <views::Overview peaks=peaks/> }.into_any(),
                 Tab::Peak => view! { <views::PeakView/> }.into_any(),

@@ -40,3 +40,54 @@ pub fn grouped(n: i64) -> String {
 pub fn exact(n: i64) -> String {
     format!("{} bytes", grouped(n))
 }
+
+/// Seconds for a budget field: `60`, `0.5`.
+pub fn seconds(s: f64) -> String {
+    if s.fract() == 0.0 {
+        format!("{s:.0}")
+    } else {
+        format!("{s}")
+    }
+}
+
+/// A budget typed by a person: positive seconds, at most a day.
+pub fn parse_seconds(text: &str) -> Option<f64> {
+    let s: f64 = text.trim().parse().ok()?;
+    (s.is_finite() && s > 0.0 && s <= 86_400.0).then_some(s)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bytes_read_in_binary_units_with_three_figures() {
+        assert_eq!(bytes(0), "0 B");
+        assert_eq!(bytes(1023), "1023 B");
+        assert_eq!(bytes(1024), "1.00 KiB");
+        assert_eq!(bytes(15 * 1024 * 1024 + 1), "15.0 MiB");
+        assert_eq!(bytes(150 << 30), "150 GiB");
+        assert_eq!(bytes(-2048), "-2.00 KiB");
+        assert_eq!(bytes(i64::MIN), "-8192 PiB");
+    }
+
+    #[test]
+    fn counts_are_grouped_by_thousands() {
+        assert_eq!(grouped(0), "0");
+        assert_eq!(grouped(999), "999");
+        assert_eq!(grouped(605_360_992), "605,360,992");
+        assert_eq!(grouped(-1_000), "-1,000");
+        assert_eq!(exact(1_024), "1,024 bytes");
+    }
+
+    #[test]
+    fn budgets_are_positive_seconds() {
+        assert_eq!(parse_seconds(" 60 "), Some(60.0));
+        assert_eq!(parse_seconds("0.5"), Some(0.5));
+        for bad in ["0", "-1", "abc", "", "inf", "NaN", "100000"] {
+            assert_eq!(parse_seconds(bad), None, "{bad}");
+        }
+        assert_eq!(seconds(60.0), "60");
+        assert_eq!(seconds(0.5), "0.5");
+    }
+}

@@ -7,10 +7,12 @@ use leptos::prelude::*;
 use serde_json::{Map, Value as Json};
 use wasm_bindgen::JsCast;
 
+use pt_snap_engine::{Answer, Failure, Query, Table};
+
 use crate::app::{AppState, Tab};
-use crate::data::{self, Failure, Table};
+use crate::client::{self, Asker};
 use crate::fmt;
-use crate::views::{bytes_cell, error_box};
+use crate::views::{active_peak_event, bytes_cell, error_box, pending, PeaksReply};
 
 const PAGE: i64 = 50;
 /// `leak_detection` has no offset, so its pages are cut from one capped answer.
@@ -18,7 +20,7 @@ const LEAK_CAP: i64 = 5000;
 
 /// The template's own description and the limits that apply to a single SnapshotDB.
 fn contract_note(template: &str) -> impl IntoView {
-    let (description, limits) = data::contract_notes(template);
+    let (description, limits) = pt_snap_engine::contract_notes(template);
     let limits: Vec<String> = limits
         .into_iter()
         .filter(|l| !l.starts_with("Dataset") && !l.starts_with("Standalone"))
@@ -32,6 +34,33 @@ fn contract_note(template: &str) -> impl IntoView {
             <ul class="limits small muted">{limits.into_iter().map(|l| view! { <li>{l}</li> }).collect_view()}</ul>
         })}
     }
+}
+
+/// A template's table, asked again whenever what `params` reads changes.
+fn watch_template(
+    state: AppState,
+    template: &'static str,
+    params: impl Fn() -> Option<Map<String, Json>> + 'static,
+    max_rows: i64,
+    exact_total: bool,
+) -> RwSignal<client::Reply<Table>> {
+    client::watch(
+        state.budget_s.into(),
+        move || {
+            state.generation();
+            Some(Query::Template {
+                device: state.device.get(),
+                template: template.to_owned(),
+                params: params()?,
+                max_rows,
+                exact_total,
+            })
+        },
+        |a| match a {
+            Answer::Table(t) => Some(t),
+            _ => None,
+        },
+    )
 }
 
 /// A row's value by column name.
@@ -67,6 +96,7 @@ fn StackCell(alloc_event: i64) -> impl IntoView {
             .into_any();
     }
     let stack = RwSignal::new(None::<Result<Option<String>, Failure>>);
+    let asker = Asker::new();
     let on_toggle = move |e: leptos::ev::Event| {
         let open = e
             .target()
@@ -74,9 +104,16 @@ fn StackCell(alloc_event: i64) -> impl IntoView {
             .is_some_and(|d| d.open());
         if open && stack.with_untracked(Option::is_none) {
             let device = state.device.get_untracked();
-            stack.set(Some(
-                data::event(device, alloc_event).map(|e| e.and_then(|e| e.callstack)),
-            ));
+            let query = Query::Event {
+                device,
+                id: alloc_event,
+            };
+            asker.ask(query, state.budget_s.get_untracked(), move |answer| {
+                stack.set(Some(answer.map(|a| match a {
+                    Answer::Event(e) => e.and_then(|e| e.callstack),
+                    _ => None,
+                })))
+            });
         }
     };
     view! {
@@ -119,12 +156,17 @@ pub fn LeaksView() -> impl IntoView {
     let min_size = RwSignal::new(0i64);
     let min_text = RwSignal::new("0".to_owned());
     let page = RwSignal::new(0i64);
-    let answer = Memo::new(move |_| {
-        state.generation();
-        let mut params = Map::new();
-        params.insert("min_size".into(), min_size.get().into());
-        data::run_template(state.device.get(), "leak_detection", params, LEAK_CAP, true)
-    });
+    let answer = watch_template(
+        state,
+        "leak_detection",
+        move || {
+            let mut params = Map::new();
+            params.insert("min_size".into(), min_size.get().into());
+            Some(params)
+        },
+        LEAK_CAP,
+        true,
+    );
     Effect::new(move |_| {
         answer.track();
         page.set(0);
@@ -144,8 +186,9 @@ pub fn LeaksView() -> impl IntoView {
             </form>
         </section>
         {move || match answer.get() {
-            Err(f) => error_box(&f),
-            Ok(t) => {
+            None => pending("Looking for blocks never freed…"),
+            Some(Err(f)) => error_box(&f),
+            Some(Ok(t)) => {
                 let shown = t.rows.len() as i64;
                 let listed: i64 = t.rows.iter().map(|r| int(&t, r, "size")).sum();
                 let pages = (shown + PAGE - 1) / PAGE;
@@ -200,12 +243,7 @@ pub fn LeaksView() -> impl IntoView {
 #[component]
 pub fn BlocksView() -> impl IntoView {
     let state = expect_context::<AppState>();
-    let peak_event = Memo::new(move |_| {
-        state.generation();
-        data::peaks(state.device.get())
-            .ok()
-            .and_then(|p| p.active.1)
-    });
+    let peak_event = active_peak_event(expect_context::<PeaksReply>());
     let event = Memo::new(move |_| state.event.get().or_else(|| peak_event.get()));
     let include_static = RwSignal::new(true);
     let min_size = RwSignal::new(0i64);
@@ -222,25 +260,24 @@ pub fn BlocksView() -> impl IntoView {
         order_dir.track();
         page.set(0);
     });
-    let answer = Memo::new(move |_| {
-        state.generation();
-        let e = event.get()?;
-        let mut params = Map::new();
-        params.insert("event_id".into(), e.into());
-        params.insert("include_static".into(), include_static.get().into());
-        params.insert("min_size".into(), min_size.get().into());
-        params.insert("order_by".into(), order_by.get().into());
-        params.insert("order_dir".into(), order_dir.get().into());
-        params.insert("limit".into(), PAGE.into());
-        params.insert("offset".into(), (page.get() * PAGE).into());
-        Some(data::run_template(
-            state.device.get(),
-            "active_blocks_at_event",
-            params,
-            PAGE,
-            true,
-        ))
-    });
+    let answer = watch_template(
+        state,
+        "active_blocks_at_event",
+        move || {
+            let e = event.get()?;
+            let mut params = Map::new();
+            params.insert("event_id".into(), e.into());
+            params.insert("include_static".into(), include_static.get().into());
+            params.insert("min_size".into(), min_size.get().into());
+            params.insert("order_by".into(), order_by.get().into());
+            params.insert("order_dir".into(), order_dir.get().into());
+            params.insert("limit".into(), PAGE.into());
+            params.insert("offset".into(), (page.get() * PAGE).into());
+            Some(params)
+        },
+        PAGE,
+        true,
+    );
     let input = RwSignal::new(String::new());
     Effect::new(move |_| input.set(event.get().map(|e| e.to_string()).unwrap_or_default()));
     let go = move || {
@@ -285,10 +322,11 @@ pub fn BlocksView() -> impl IntoView {
                 </label>
             </form>
         </section>
-        {move || match answer.get() {
-            None => view! { <p class="muted">"This device has no events to choose from."</p> }.into_any(),
-            Some(Err(f)) => error_box(&f),
-            Some(Ok(t)) => {
+        {move || match (event.get(), answer.get()) {
+            (None, _) => view! { <p class="muted">"This device has no events to choose from."</p> }.into_any(),
+            (Some(_), None) => pending("Listing the live blocks…"),
+            (Some(_), Some(Err(f))) => error_box(&f),
+            (Some(_), Some(Ok(t))) => {
                 let pages = (t.total + PAGE - 1) / PAGE;
                 let first = page.get_untracked() * PAGE;
                 view! {
@@ -341,24 +379,22 @@ pub fn BlocksView() -> impl IntoView {
 #[component]
 pub fn LifetimesView() -> impl IntoView {
     let state = expect_context::<AppState>();
-    let answer = Memo::new(move |_| {
-        state.generation();
-        data::run_template(
-            state.device.get(),
-            "freed_block_lifetime",
-            Map::new(),
-            -1,
-            false,
-        )
-    });
+    let answer = watch_template(
+        state,
+        "freed_block_lifetime",
+        || Some(Map::new()),
+        -1,
+        false,
+    );
     view! {
         <section class="panel">
             <h2>"Freed-block lifetimes"</h2>
             {contract_note("freed_block_lifetime")}
         </section>
         {move || match answer.get() {
-            Err(f) => error_box(&f),
-            Ok(t) => {
+            None => pending("Measuring lifetimes…"),
+            Some(Err(f)) => error_box(&f),
+            Some(Ok(t)) => {
                 let rows: Vec<(String, i64, i64)> = t.rows.iter().map(|r| (
                     col(&t, r, "lifetime_events").and_then(Json::as_str).unwrap_or("").to_owned(),
                     int(&t, r, "block_count"),

@@ -1,160 +1,46 @@
-//! Getting a file in, routed by its first bytes (`sniff.rs`): SQLite images are opened on the
-//! page; snapshots (pickle, JSON, gzip/zstd/bzip2 of either) go to the import worker.
-//! The worker is started ahead of time so its wasm is ready when a file arrives, and replaced
-//! on cancel (terminating is the only way to stop a running import).
+//! Getting a file in, routed by its first bytes (`sniff.rs`): SQLite images and snapshots
+//! (pickle, JSON, gzip/zstd/bzip2 of either) both go to a worker of their own
+//! (`client.rs`), which imports or opens them and then answers every question about them.
+//! What the worker reports lands here: progress in the status strip, the replay's preview
+//! and then the database's overview in [`AppState::opened`].
 
 use std::cell::RefCell;
 
-use js_sys::{Array, Object, Reflect, Uint8Array};
+use js_sys::{Array, Uint8Array};
 use leptos::prelude::*;
+use pt_snap_engine::{Failure, FromWorker};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::JsFuture;
-use web_sys::{Blob, File, FilePropertyBag, MessageEvent, Response, Worker};
+use web_sys::{Blob, File, FilePropertyBag, Response};
 
 use crate::app::{AppState, Status};
-use crate::data::{self, Failure};
+use crate::client::{self, Job};
+use crate::opened::Opened;
 use crate::sniff::{self, Route};
 
-/// One import for the worker: the file and whether its replay is lenient.
-#[derive(Clone)]
-struct Job {
-    file: File,
-    lenient: bool,
-}
-
-struct WorkerSlot {
-    worker: Worker,
-    ready: bool,
-    /// A job given before the worker could take it (messages sent earlier are lost).
-    pending: Option<Job>,
-    _on_message: Closure<dyn FnMut(MessageEvent)>,
-    _on_error: Closure<dyn FnMut(web_sys::ErrorEvent)>,
-}
-
 thread_local! {
-    static WORKER: RefCell<Option<WorkerSlot>> = const { RefCell::new(None) };
     /// The last import sent, so a strict one the replay refused can be run again leniently.
-    static LAST_JOB: RefCell<Option<Job>> = const { RefCell::new(None) };
+    static LAST_IMPORT: RefCell<Option<(File, bool)>> = const { RefCell::new(None) };
     /// Bumped by every file chosen: a file whose first bytes arrive after a later choice is
     /// dropped.
     static CHOICE: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
 }
 
-pub fn start_worker(state: AppState) {
-    let worker = match Worker::new("./pt-snap-worker_loader.js") {
-        Ok(w) => w,
-        Err(e) => {
-            state.status.set(Status::Failed(Failure::new(
-                "INTERNAL_ERROR",
-                format!("The import worker could not start: {e:?}"),
-            )));
-            return;
-        }
-    };
-    let on_message = Closure::<dyn FnMut(MessageEvent)>::new(move |ev: MessageEvent| {
-        on_worker_message(state, ev.data());
-    });
-    worker.set_onmessage(Some(on_message.as_ref().unchecked_ref()));
-    // A worker that dies (its wasm traps, e.g. out of memory on a huge file) posts nothing:
-    // say so instead of leaving the progress bar up, and have a fresh worker for the next file.
-    let on_error = Closure::<dyn FnMut(web_sys::ErrorEvent)>::new(
-        move |ev: web_sys::ErrorEvent| {
-            ev.prevent_default();
-            if matches!(state.status.get_untracked(), Status::Importing { .. }) {
-                start_worker(state);
-                state.status.set(Status::Failed(
-                pt_snap_import::Failure::backend(format!(
-                    "the import worker stopped ({}); the file may be too large for this browser tab",
-                    ev.message()
-                ))
-                .into(),
-            ));
-            }
-        },
-    );
-    worker.set_onerror(Some(on_error.as_ref().unchecked_ref()));
-    WORKER.with(|w| {
-        if let Some(old) = w.borrow_mut().replace(WorkerSlot {
-            worker,
-            ready: false,
-            pending: None,
-            _on_message: on_message,
-            _on_error: on_error,
-        }) {
-            old.worker.terminate();
-        }
-    });
-}
+/// The timeline's bucket count, which the import's preview is cut to.
+pub use crate::timeline::BUCKETS;
 
-fn get(v: &JsValue, key: &str) -> JsValue {
-    Reflect::get(v, &key.into()).unwrap_or(JsValue::UNDEFINED)
-}
-
-fn on_worker_message(state: AppState, msg: JsValue) {
-    let kind = get(&msg, "type").as_string().unwrap_or_default();
-    match kind.as_str() {
-        "ready" => {
-            let pending = WORKER.with(|w| {
-                let mut slot = w.borrow_mut();
-                let slot = slot.as_mut()?;
-                slot.ready = true;
-                slot.pending.take()
-            });
-            if let Some(job) = pending {
-                send(&job);
-            }
-        }
-        "progress" => {
-            let num = |k: &str| get(&msg, k).as_f64();
-            if let Status::Importing { name, .. } = state.status.get_untracked() {
-                state.status.set(Status::Importing {
-                    name,
-                    stage: get(&msg, "stage").as_string().unwrap_or_default(),
-                    bytes: num("bytes").unwrap_or(0.0),
-                    total: num("total").unwrap_or(0.0),
-                    events: num("events").unwrap_or(0.0),
-                    replay: match (num("device"), num("done"), num("of")) {
-                        (Some(d), Some(n), Some(o)) => Some((d as i64, n, o)),
-                        _ => None,
-                    },
-                });
-            }
-        }
-        "done" => {
-            LAST_JOB.with(|l| l.borrow_mut().take());
-            let image = Uint8Array::new(&get(&msg, "db"));
-            let name = get(&msg, "name").as_string().unwrap_or_default();
-            let warnings = js_sys::Array::from(&get(&msg, "warnings"))
-                .iter()
-                .filter_map(|w| w.as_string())
-                .collect();
-            finish_open(state, &name, &image, true, warnings);
-        }
-        "error" => state.status.set(Status::Failed(Failure::new(
-            &get(&msg, "code").as_string().unwrap_or_default(),
-            get(&msg, "message").as_string().unwrap_or_default(),
-        ))),
-        _ => {}
-    }
-}
-
-fn send(job: &Job) {
-    WORKER.with(|w| {
-        if let Some(slot) = w.borrow().as_ref() {
-            let msg = Object::new();
-            let _ = Reflect::set(&msg, &"file".into(), &job.file);
-            let _ = Reflect::set(&msg, &"lenient".into(), &job.lenient.into());
-            if let Err(e) = slot.worker.post_message(&msg) {
-                web_sys::console::error_1(&e);
-            }
-        }
-    });
-}
-
-/// Stops a running import and leaves a fresh worker ready for the next file.
+/// Stops an import or open in progress (its worker ends, and with it everything it held);
+/// the file on screen stays. An import already showing its preview is that file: it goes.
 pub fn cancel(state: AppState) {
-    start_worker(state);
+    client::cancel_open();
     state.status.set(Status::Idle);
+    if state
+        .opened
+        .with_untracked(|o| o.as_ref().is_some_and(|o| !o.ready()))
+    {
+        client::close_shown();
+        state.opened.set(None);
+    }
 }
 
 /// The real two-device snapshot trunk copies into `dist/sample/` (MIT, from pt-snap-cli's
@@ -221,14 +107,8 @@ pub fn load(state: AppState, file: File) {
             return;
         }
         match sniff::route(&name, &head) {
-            Route::Database => open_db(state, file).await,
-            Route::Import => import(
-                state,
-                Job {
-                    file,
-                    lenient: false,
-                },
-            ),
+            Route::Database => start(state, Job::Open { file }),
+            Route::Import => import(state, file, false),
             Route::Refuse { suffix, content } => {
                 // The CLI's words for a file that is no snapshot by name or content (the
                 // page also opens SQLite databases).
@@ -249,96 +129,130 @@ async fn read_head(file: &File) -> Result<Vec<u8>, String> {
     Ok(Uint8Array::new(&buf).to_vec())
 }
 
-async fn open_db(state: AppState, file: File) {
-    let name = file.name();
-    match JsFuture::from(file.array_buffer()).await {
-        Ok(buf) => finish_open(state, &name, &Uint8Array::new(&buf), false, Vec::new()),
-        Err(e) => state.status.set(Status::Failed(Failure::new(
-            "DATABASE_SCHEMA_INVALID",
-            format!("Cannot read {name}: {e:?}"),
-        ))),
+fn import(state: AppState, file: File, lenient: bool) {
+    LAST_IMPORT.with(|l| *l.borrow_mut() = Some((file.clone(), lenient)));
+    start(
+        state,
+        Job::Import {
+            file,
+            lenient,
+            buckets: BUCKETS,
+        },
+    );
+}
+
+/// Hands `job` to a fresh worker; what it reports moves the page.
+fn start(state: AppState, job: Job) {
+    let (name, total) = match &job {
+        Job::Import { file, .. } | Job::Open { file } => (file.name(), file.size()),
+    };
+    state.status.set(Status::Importing {
+        name: name.clone(),
+        progress: None,
+        total,
+    });
+    let listener = Box::new(move |message: FromWorker, attachment: JsValue| {
+        on_message(state, &name, total, message, attachment)
+    });
+    if let Err(f) = client::open(job, listener) {
+        state.status.set(Status::Failed(f));
     }
 }
 
-fn import(state: AppState, job: Job) {
-    state.status.set(Status::Importing {
-        name: job.file.name(),
-        stage: "starting".into(),
-        bytes: 0.0,
-        total: job.file.size(),
-        events: 0.0,
-        replay: None,
-    });
-    LAST_JOB.with(|l| *l.borrow_mut() = Some(job.clone()));
-    let ready = WORKER.with(|w| {
-        let mut slot = w.borrow_mut();
-        match slot.as_mut() {
-            Some(s) if s.ready => true,
-            Some(s) => {
-                s.pending = Some(job.clone());
-                false
+fn on_message(state: AppState, name: &str, total: f64, message: FromWorker, attachment: JsValue) {
+    match message {
+        FromWorker::Progress(p) => {
+            if matches!(state.status.get_untracked(), Status::Importing { .. }) {
+                state.status.set(Status::Importing {
+                    name: name.to_owned(),
+                    progress: Some(p),
+                    total,
+                });
             }
-            None => false,
         }
-    });
-    if ready {
-        send(&job);
+        FromWorker::Preview(preview) => {
+            let first = state.opened.with_untracked(|o| {
+                o.as_ref()
+                    .is_none_or(|o| o.ready() || o.name != preview.name)
+            });
+            let opened = Opened {
+                name: preview.name.clone(),
+                preview: Some(preview),
+                overview: None,
+            };
+            if first {
+                show(state, opened);
+            } else {
+                state.opened.set(Some(opened));
+            }
+        }
+        FromWorker::Opened(overview) => {
+            LAST_IMPORT.with(|l| l.borrow_mut().take());
+            state.status.set(Status::Idle);
+            let previewed = state.opened.with_untracked(|o| {
+                o.as_ref()
+                    .filter(|o| !o.ready())
+                    .and_then(|o| o.preview.clone())
+            });
+            let opened = Opened {
+                name: overview.name.clone(),
+                preview: previewed.clone(),
+                overview: Some(overview),
+            };
+            if previewed.is_some() {
+                // Same file: the views keep their generation and now get their answers.
+                crate::app::apply_link(state, &opened, false);
+                state.opened.set(Some(opened));
+            } else {
+                show(state, opened);
+            }
+        }
+        FromWorker::Failed(f) => {
+            state.status.set(Status::Failed(f));
+            if state
+                .opened
+                .with_untracked(|o| o.as_ref().is_some_and(|o| !o.ready()))
+            {
+                state.opened.set(None);
+            }
+        }
+        FromWorker::Download(answer) => match answer {
+            Ok(file_name) => save(&file_name, attachment),
+            Err(f) => state.status.set(Status::Failed(f)),
+        },
+        FromWorker::Ready | FromWorker::Answer { .. } => {}
     }
+}
+
+/// Shows a newly opened file: a new generation, so every view asks again.
+fn show(state: AppState, opened: Opened) {
+    let generation = state.generation.get_untracked() + 1;
+    crate::app::apply_link(state, &opened, generation == 1);
+    state.opened.set(Some(opened));
+    state.generation.set(generation);
 }
 
 /// Whether the failure shown is a strict import's replay refusal that a lenient import of the
 /// same file could get past.
 pub fn lenient_retry_possible(failure: &Failure) -> bool {
     sniff::is_replay_inconsistency(&failure.message)
-        && LAST_JOB.with(|l| l.borrow().as_ref().is_some_and(|j| !j.lenient))
+        && LAST_IMPORT.with(|l| l.borrow().as_ref().is_some_and(|(_, lenient)| !lenient))
 }
 
 /// Imports the file of the last (strict) import again, with the lenient replay.
 pub fn import_leniently(state: AppState) {
-    let Some(file) = LAST_JOB.with(|l| l.borrow().as_ref().map(|j| j.file.clone())) else {
+    let Some(file) = LAST_IMPORT.with(|l| l.borrow().as_ref().map(|(f, _)| f.clone())) else {
         return;
     };
     CHOICE.with(|c| c.set(c.get() + 1));
     state.sample.set(false);
-    import(
-        state,
-        Job {
-            file,
-            lenient: true,
-        },
-    );
+    import(state, file, true);
 }
 
-fn finish_open(
-    state: AppState,
-    name: &str,
-    image: &Uint8Array,
-    imported: bool,
-    warnings: Vec<String>,
-) {
-    let generation = state
-        .opened
-        .with_untracked(|o| o.as_ref().map_or(0, |o| o.generation))
-        + 1;
-    match data::open(name, image, imported, warnings, generation) {
-        Ok(opened) => {
-            crate::app::apply_link(state, &opened, generation == 1);
-            state.opened.set(Some(opened));
-            state.status.set(Status::Idle);
-        }
-        Err(f) => state.status.set(Status::Failed(f)),
-    }
-}
-
-/// Offers the imported database as a download, openable by the CLI and by pt-snap-cli 0.4.1.
-pub fn download(name: &str) {
-    let Some(bytes) = data::with_image(|image| Uint8Array::from(image)) else {
-        return;
-    };
-    let parts = js_sys::Array::of1(&bytes);
-    let opts = web_sys::BlobPropertyBag::new();
-    opts.set_type("application/vnd.sqlite3");
-    let Ok(blob) = web_sys::Blob::new_with_u8_array_sequence_and_options(&parts, &opts) else {
+/// Offers the database the worker sent as a download, openable by the CLI and by
+/// pt-snap-cli 0.4.1.
+fn save(file_name: &str, blob: JsValue) {
+    let Ok(blob) = blob.dyn_into::<Blob>() else {
         return;
     };
     let Ok(url) = web_sys::Url::create_object_url_with_blob(&blob) else {
@@ -348,7 +262,7 @@ pub fn download(name: &str) {
     if let Ok(a) = document.create_element("a") {
         let a: web_sys::HtmlAnchorElement = a.unchecked_into();
         a.set_href(&url);
-        a.set_download(&format!("{name}.db"));
+        a.set_download(file_name);
         a.click();
     }
     // Revoking at once can cancel the download before the browser has read the blob.

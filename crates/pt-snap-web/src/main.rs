@@ -7,14 +7,18 @@ fn main() {}
 #[cfg(target_arch = "wasm32")]
 mod app;
 #[cfg(target_arch = "wasm32")]
-mod data;
-#[cfg(target_arch = "wasm32")]
-mod fmt;
+mod client;
 #[cfg(target_arch = "wasm32")]
 mod lists;
 #[cfg(target_arch = "wasm32")]
 mod loader;
 // Plain logic (no browser API), so it is built and unit-tested natively too.
+#[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
+mod fmt;
+#[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
+mod link;
+#[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
+mod opened;
 #[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
 mod sniff;
 #[cfg(target_arch = "wasm32")]
@@ -24,8 +28,6 @@ mod views;
 
 #[cfg(target_arch = "wasm32")]
 fn main() {
-    // Linked for its host hooks (clock, randomness) that SQLite needs in a browser.
-    use sqlite_wasm_rs as _;
     console_error_panic_hook::set_once();
     leptos::mount::mount_to_body(app::App);
 }

@@ -4,19 +4,21 @@
 //! library with each bucket's minimum and maximum, so no peak vanishes at any zoom.
 
 use leptos::prelude::*;
+use pt_snap_engine::{Answer, Query};
 use pt_snap_query::{Extent, Timeline, TimelineBucket};
 use wasm_bindgen::JsCast;
 use web_sys::{KeyboardEvent, PointerEvent, WheelEvent};
 
 use crate::app::{AppState, Tab};
-use crate::data::{self, Failure, Peaks};
+use crate::client::{self, Reply};
 use crate::fmt;
+use crate::views::PeaksReply;
 
 const W: f64 = 1000.0;
 const H: f64 = 240.0;
 const PAD: f64 = 6.0;
-/// About one bucket per drawn pixel of a wide screen.
-const BUCKETS: usize = 1000;
+/// About one bucket per drawn pixel of a wide screen (also the import preview's count).
+pub const BUCKETS: usize = 1000;
 /// Zooming stops at this many events across the plot.
 const MIN_SPAN: i64 = 20;
 
@@ -103,7 +105,7 @@ fn element(e: &web_sys::Event) -> Option<web_sys::Element> {
 /// The `<svg>` stays in place while its contents follow the window, so keyboard focus and a
 /// drag in progress survive every redraw.
 #[component]
-pub fn TimelinePanel(peaks: Memo<Result<Peaks, Failure>>) -> impl IntoView {
+pub fn TimelinePanel(peaks: PeaksReply) -> impl IntoView {
     let state = expect_context::<AppState>();
     let window = RwSignal::new(None::<(i64, i64)>);
     Effect::new(move |_| {
@@ -111,11 +113,42 @@ pub fn TimelinePanel(peaks: Memo<Result<Peaks, Failure>>) -> impl IntoView {
         state.device.track();
         window.set(None);
     });
-    let series = Memo::new(move |_| {
-        state.generation();
-        data::timeline(state.device.get(), window.get(), BUCKETS)
+    // The whole trace comes from the replay's preview where there is one; a zoomed window
+    // is asked of the database. While a window is being answered the last picture stays.
+    let previewed = Memo::new(move |_| {
+        let device = state.device.get();
+        if window.get().is_some() {
+            return None;
+        }
+        state
+            .opened
+            .with(|o| o.as_ref()?.timeline(device, BUCKETS).cloned())
     });
-    let frame = Memo::new(move |_| series.with(|s| s.as_ref().ok().and_then(Frame::of)));
+    let asked = client::watch(
+        state.budget_s.into(),
+        move || {
+            state.generation();
+            let device = state.device.get();
+            let window = window.get();
+            previewed.with(Option::is_none).then_some(Query::Timeline {
+                device,
+                window,
+                buckets: BUCKETS,
+            })
+        },
+        |a| match a {
+            Answer::Timeline(t) => Some(t),
+            _ => None,
+        },
+    );
+    let loading = move || previewed.with(Option::is_none) && asked.with(Option::is_none);
+    let series = Memo::new(move |previous: Option<&Reply<Timeline>>| {
+        if let Some(t) = previewed.get() {
+            return Some(Ok(t));
+        }
+        asked.get().or_else(|| previous.cloned().flatten())
+    });
+    let frame = Memo::new(move |_| series.with(|s| drawn(s).and_then(Frame::of)));
     let now = move || frame.get_untracked();
     let hover = RwSignal::new(None::<TimelineBucket>);
     // `(pointer x at press, window start at press, moved)` while the button is down.
@@ -179,8 +212,7 @@ pub fn TimelinePanel(peaks: Memo<Result<Peaks, Failure>>) -> impl IntoView {
             }
             None => {
                 let fraction = fraction_at(e.client_x() as f64, &el);
-                let b = series
-                    .with_untracked(|s| s.as_ref().ok().and_then(|t| bucket_at(t, f, fraction)));
+                let b = series.with_untracked(|s| drawn(s).and_then(|t| bucket_at(t, f, fraction)));
                 if hover.get_untracked() != b {
                     hover.set(b);
                 }
@@ -198,7 +230,7 @@ pub fn TimelinePanel(peaks: Memo<Result<Peaks, Failure>>) -> impl IntoView {
             return;
         };
         let fraction = fraction_at(e.client_x() as f64, &el);
-        let b = series.with_untracked(|s| s.as_ref().ok().and_then(|t| bucket_at(t, f, fraction)));
+        let b = series.with_untracked(|s| drawn(s).and_then(|t| bucket_at(t, f, fraction)));
         if let Some(b) = b {
             state.event.set(Some(b.active.max_id));
         }
@@ -213,7 +245,7 @@ pub fn TimelinePanel(peaks: Memo<Result<Peaks, Failure>>) -> impl IntoView {
     // panning when it leaves the window: selection without a pointer.
     let step_selection = move |dir: i64| {
         let Some(f) = now() else { return };
-        let columns = series.with_untracked(|s| s.as_ref().map_or(1, |t| t.buckets.len())) as i64;
+        let columns = series.with_untracked(|s| drawn(s).map_or(1, |t| t.buckets.len())) as i64;
         let step = ((f.hi - f.lo + 1) / columns.max(1)).max(1);
         let from = state
             .event
@@ -246,7 +278,7 @@ pub fn TimelinePanel(peaks: Memo<Result<Peaks, Failure>>) -> impl IntoView {
     let lines = move || {
         let f = frame.get()?;
         series.with(|s| {
-            let t = s.as_ref().ok()?;
+            let t = drawn(s)?;
             Some(
                 SERIES
                     .iter()
@@ -267,7 +299,7 @@ pub fn TimelinePanel(peaks: Memo<Result<Peaks, Failure>>) -> impl IntoView {
     };
     let marks = move || {
         let f = frame.get()?;
-        let p = peaks.get().ok()?;
+        let p = peaks.get()?.ok()?;
         Some(
             [
                 ("allocated", p.allocated),
@@ -275,8 +307,9 @@ pub fn TimelinePanel(peaks: Memo<Result<Peaks, Failure>>) -> impl IntoView {
                 ("reserved", p.reserved),
             ]
             .into_iter()
-            .filter_map(|(name, (v, ev))| {
-                let e = ev.filter(|e| (f.lo..=f.hi).contains(e))?;
+            .filter_map(|(name, peak)| {
+                let v = peak.bytes;
+                let e = peak.event_id.filter(|e| (f.lo..=f.hi).contains(e))?;
                 Some(view! {
                     <g class=format!("peak {name}") data-peak=name data-event=e.to_string()>
                         <line class="peak-mark" x1=f.x(e) x2=f.x(e) y1=PAD y2=H - PAD></line>
@@ -333,7 +366,7 @@ pub fn TimelinePanel(peaks: Memo<Result<Peaks, Failure>>) -> impl IntoView {
     };
     let axis = move || {
         let f = frame.get()?;
-        let columns = series.with(|s| s.as_ref().map_or(0, |t| t.buckets.len())) as i64;
+        let columns = series.with(|s| drawn(s).map_or(0, |t| t.buckets.len())) as i64;
         let events = f.hi - f.lo + 1;
         let mut note = format!("{} events", fmt::grouped(events));
         if f.zoomed() {
@@ -354,11 +387,11 @@ pub fn TimelinePanel(peaks: Memo<Result<Peaks, Failure>>) -> impl IntoView {
         })
     };
     let peak_buttons = move || {
-        peaks.get().ok().map(|p| {
+        peaks.get().and_then(|p| p.ok()).map(|p| {
             [("allocated", p.allocated), ("active", p.active), ("reserved", p.reserved)]
                 .into_iter()
-                .filter_map(|(name, (_, ev))| {
-                    ev.map(|e| {
+                .filter_map(|(name, peak)| {
+                    peak.event_id.map(|e| {
                         view! {
                             <button class="button small" data-testid=format!("select-peak-{name}")
                                 class:current=move || state.event.get() == Some(e)
@@ -372,10 +405,11 @@ pub fn TimelinePanel(peaks: Memo<Result<Peaks, Failure>>) -> impl IntoView {
     let zoomed = move || frame.get().is_some_and(|f| f.zoomed());
     let y_label = move |part: f64| frame.get().map(|f| fmt::bytes((f.top * part) as i64));
     let failure = move || match (series.get(), peaks.get()) {
-        (Err(f), _) | (_, Err(f)) => Some(crate::views::error_box(&f)),
+        (Some(Err(f)), _) | (_, Some(Err(f))) => Some(crate::views::error_box(&f)),
+        (None, _) => Some(crate::views::pending("Drawing the timeline…")),
         _ => None,
     };
-    let empty = move || series.with(|s| s.as_ref().is_ok_and(|t| t.bounds.is_none()));
+    let empty = move || series.with(|s| drawn(s).is_some_and(|t| t.bounds.is_none()));
     view! {
         <section class="panel" aria-labelledby="timeline-title">
             <div class="panel-head">
@@ -390,6 +424,9 @@ pub fn TimelinePanel(peaks: Memo<Result<Peaks, Failure>>) -> impl IntoView {
             <div class="timeline">
                 <div class="tl-toolbar">
                     <span class="tl-readout small" data-testid="timeline-readout" aria-live="polite">{readout}</span>
+                    {move || (loading() && series.with(Option::is_some)).then(|| view! {
+                        <span class="spinner small" role="status" aria-label="Drawing the window" data-testid="timeline-loading"></span>
+                    })}
                     <span class="tl-zoom">
                         <button class="button small" title="Zoom in (+)" aria-label="Zoom in" on:click=move |_| zoom(0.5, selected_fraction().unwrap_or(0.5))>"+"</button>
                         <button class="button small" title="Zoom out (−)" aria-label="Zoom out" disabled=move || !zoomed() on:click=move |_| zoom(2.0, selected_fraction().unwrap_or(0.5))>"−"</button>
@@ -406,7 +443,7 @@ pub fn TimelinePanel(peaks: Memo<Result<Peaks, Failure>>) -> impl IntoView {
                     </div>
                     <svg viewBox=format!("0 0 {W} {H}") preserveAspectRatio="none" data-testid="timeline"
                         data-window=move || frame.get().map(|f| format!("{}-{}", f.lo, f.hi))
-                        data-buckets=move || series.with(|s| s.as_ref().map_or(0, |t| t.buckets.len())).to_string()
+                        data-buckets=move || series.with(|s| drawn(s).map_or(0, |t| t.buckets.len())).to_string()
                         class:zoomed=zoomed class:dragging=move || drag.get().is_some_and(|d| d.2)
                         tabindex="0" role="application" aria-keyshortcuts="+ - ArrowLeft ArrowRight Shift+ArrowLeft Shift+ArrowRight 0"
                         aria-label=move || frame.get().map(|f| format!(
@@ -430,6 +467,11 @@ pub fn TimelinePanel(peaks: Memo<Result<Peaks, Failure>>) -> impl IntoView {
     }
 }
 
+/// The timeline on screen, if there is one to draw.
+fn drawn(s: &Reply<Timeline>) -> Option<&Timeline> {
+    s.as_ref()?.as_ref().ok()
+}
+
 /// Moves the window to `[start, start + width]` kept inside `[first, last]`.
 fn set_window(window: RwSignal<Option<(i64, i64)>>, first: i64, last: i64, start: i64, width: i64) {
     let width = width.clamp(0, last - first);
@@ -446,26 +488,34 @@ fn set_window(window: RwSignal<Option<(i64, i64)>>, first: i64, last: i64, start
 #[component]
 fn SelectedEvent() -> impl IntoView {
     let state = expect_context::<AppState>();
-    let info = Memo::new(move |_| {
-        state.generation();
-        state
-            .event
-            .get()
-            .map(|e| data::event(state.device.get(), e))
-    });
+    let info = client::watch(
+        state.budget_s.into(),
+        move || {
+            state.generation();
+            Some(Query::Event {
+                device: state.device.get(),
+                id: state.event.get()?,
+            })
+        },
+        |a| match a {
+            Answer::Event(e) => Some(e),
+            _ => None,
+        },
+    );
     let go = move |tab: Tab| state.tab.set(tab);
     move || {
-        match info.get() {
+        match state.event.get().map(|_| info.get()) {
         None => view! {
             <p class="selection muted small" data-testid="selected-event">"No event selected: the memory tree and active blocks show the active peak."</p>
         }
         .into_any(),
-        Some(Err(f)) => crate::views::error_box(&f),
-        Some(Ok(None)) => view! {
+        Some(None) => crate::views::pending("Reading the event…"),
+        Some(Some(Err(f))) => crate::views::error_box(&f),
+        Some(Some(Ok(None))) => view! {
             <p class="selection muted" data-testid="selected-event">"The selected event is not in this device's trace."</p>
         }
         .into_any(),
-        Some(Ok(Some(e))) => view! {
+        Some(Some(Ok(Some(e)))) => view! {
             <div class="selection" data-testid="selected-event" data-event=e.id.to_string()>
                 <span><strong>{format!("Event {}", e.id)}</strong>" · " <code>{e.action.clone()}</code>
                     " of " {crate::views::bytes_cell(e.size)} " at " <code>{format!("{:#x}", e.address)}</code></span>

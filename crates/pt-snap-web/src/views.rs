@@ -1,17 +1,17 @@
-//! The views of an open database. Each computes through `data` (the shared crates) when its
-//! inputs change and renders plain results.
+//! The views of an open file. Each asks the file's worker (`client.rs`) when its inputs
+//! change, shows a spinner until the answer comes, and renders plain typed results.
 
 use std::cell::RefCell;
 
 use leptos::html;
 use leptos::prelude::*;
-use pt_snap_report::Metric;
+use pt_snap_engine::{Answer, Failure, Metric, PeakReport, Peaks, Query, Table};
 use serde_json::{Map, Value as Json};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
 use crate::app::{AppState, Tab};
-use crate::data::{self, Failure, Peaks, Table};
+use crate::client::{self, Asker, Reply};
 use crate::fmt;
 
 #[wasm_bindgen]
@@ -39,24 +39,66 @@ pub(crate) fn bytes_cell(n: i64) -> AnyView {
     view! { <span class="num" title=fmt::exact(n)>{fmt::bytes(n)}</span> }.into_any()
 }
 
-/// `memory_peak` of the selected device in the open file, asked once for the cards and the
-/// timeline's peak marks.
-pub fn peaks_memo(state: AppState) -> Memo<Result<Peaks, Failure>> {
+/// A question being answered: a spinner, with how to stop it.
+pub(crate) fn pending(what: &'static str) -> AnyView {
+    view! {
+        <div class="pending" role="status" aria-busy="true" data-testid="pending">
+            <span class="spinner" aria-hidden="true"></span>
+            <span>{what}</span>
+            <span class="muted small">" (Esc stops it)"</span>
+        </div>
+    }
+    .into_any()
+}
+
+/// The selected device's peaks: the replay's while the database is being written (and
+/// after: they are `memory_peak`'s answer), else asked of the database.
+pub type PeaksReply = Signal<Reply<Peaks>>;
+
+pub fn peaks_signal(state: AppState) -> PeaksReply {
+    let previewed = Memo::new(move |_| {
+        let device = state.device.get();
+        state.opened.with(|o| o.as_ref()?.peaks(device))
+    });
+    let asked = client::watch(
+        state.budget_s.into(),
+        move || {
+            state.generation();
+            let device = state.device.get();
+            previewed.get().is_none().then_some(Query::Peaks { device })
+        },
+        |a| match a {
+            Answer::Peaks(p) => Some(p),
+            _ => None,
+        },
+    );
+    Signal::derive(move || match previewed.get() {
+        Some(p) => Some(Ok(p)),
+        None => asked.get(),
+    })
+}
+
+/// The active peak's event, for views that default to it.
+pub fn active_peak_event(peaks: PeaksReply) -> Memo<Option<i64>> {
     Memo::new(move |_| {
-        state.generation();
-        data::peaks(state.device.get())
+        peaks
+            .get()
+            .and_then(|p| p.ok())
+            .and_then(|p| p.active.event_id)
     })
 }
 
 /// The three peaks of the selected device, above every view (the page's test contract:
 /// `data-value` holds the exact `memory_peak` byte count).
 #[component]
-pub fn PeakCards(peaks: Memo<Result<Peaks, Failure>>) -> impl IntoView {
+pub fn PeakCards(peaks: PeaksReply) -> impl IntoView {
     let state = expect_context::<AppState>();
     move || match peaks.get() {
-        Err(f) => error_box(&f),
-        Ok(p) => {
-            let card = move |label: &'static str, id: &'static str, (v, ev): (i64, Option<i64>)| {
+        None => pending("Finding the peaks…"),
+        Some(Err(f)) => error_box(&f),
+        Some(Ok(p)) => {
+            let card = move |label: &'static str, id: &'static str, peak: pt_snap_engine::Peak| {
+                let (v, ev) = (peak.bytes, peak.event_id);
                 let selected = move || ev.is_some() && state.event.get() == ev;
                 view! {
                     <div class="card" class:selected=selected>
@@ -87,39 +129,22 @@ pub fn PeakCards(peaks: Memo<Result<Peaks, Failure>>) -> impl IntoView {
 }
 
 #[component]
-pub fn Overview(peaks: Memo<Result<Peaks, Failure>>) -> impl IntoView {
+pub fn Overview(peaks: PeaksReply) -> impl IntoView {
     let state = expect_context::<AppState>();
-    // The timeline reads every event of the device (seconds for ten million in a tab). For
-    // a newly opened file it is drawn just after the next paint, so the peaks above, two
-    // index lookups, are on screen first instead of waiting for the picture.
-    let drawn = RwSignal::new(None::<u32>);
-    Effect::new(move |_| {
-        let opened = state.generation();
-        if drawn.get_untracked() != Some(opened) {
-            request_animation_frame(move || {
-                set_timeout(move || drawn.set(Some(opened)), std::time::Duration::ZERO)
-            });
-        }
-    });
-    let pending = || {
-        view! {
-            <section class="panel tl-pending" aria-busy="true">
-                <div class="panel-head"><h2>"Timeline"</h2></div>
-                <p class="muted">"Drawing the timeline…"</p>
-            </section>
-        }
+    let overview = move || {
+        state
+            .opened
+            .with(|o| o.as_ref().and_then(|o| o.overview.clone()))
     };
     view! {
-        <Show when=move || drawn.get() == Some(state.generation()) fallback=pending>
-            <crate::timeline::TimelinePanel peaks=peaks/>
-        </Show>
+        <crate::timeline::TimelinePanel peaks=peaks/>
         <section class="panel two">
             <div>
                 <h2>"Devices"</h2>
                 <table class="grid">
                     <thead><tr><th>"device"</th><th class="num">"first event"</th><th class="num">"last event"</th></tr></thead>
                     <tbody>
-                    {move || state.opened.get().map(|o| o.bounds.into_iter().map(|(d, b)| view! {
+                    {move || state.opened.get().map(|o| o.bounds().into_iter().map(|(d, b)| view! {
                         <tr class:selected=move || state.device.get() == d>
                             <td>{d}</td>
                             <td class="num">{b.map_or("–".to_owned(), |b| b.0.to_string())}</td>
@@ -131,15 +156,16 @@ pub fn Overview(peaks: Memo<Result<Peaks, Failure>>) -> impl IntoView {
             </div>
             <div>
                 <h2>"Import metadata"</h2>
-                {move || state.opened.get().map(|o| match o.metadata {
-                    Ok(rows) => view! {
+                {move || match overview().map(|o| o.metadata) {
+                    None => pending("Written with the database…"),
+                    Some(Ok(rows)) => view! {
                         <table class="grid kv" data-testid="metadata">
                             <tbody>{rows.into_iter().map(|(k, v)| view! { <tr><th>{k}</th><td class="wrap">{v}</td></tr> }).collect_view()}</tbody>
                         </table>
                     }.into_any(),
-                    Err(why) => view! { <p class="muted">{why}</p> }.into_any(),
-                })}
-                {move || state.opened.get().filter(|o| !o.warnings.is_empty()).map(|o| view! {
+                    Some(Err(why)) => view! { <p class="muted">{why}</p> }.into_any(),
+                }}
+                {move || overview().filter(|o| !o.warnings.is_empty()).map(|o| view! {
                     <details class="warnings">
                         <summary>{format!("{} replay warnings", o.warnings.len())}</summary>
                         <ul>{o.warnings.into_iter().map(|w| view! { <li>{w}</li> }).collect_view()}</ul>
@@ -155,10 +181,21 @@ pub fn PeakView() -> impl IntoView {
     let state = expect_context::<AppState>();
     let metric = RwSignal::new(Metric::Active);
     let include_static = RwSignal::new(true);
-    let report = Memo::new(move |_| {
-        state.generation();
-        data::peak_report(state.device.get(), metric.get(), include_static.get())
-    });
+    let report = client::watch(
+        state.budget_s.into(),
+        move || {
+            state.generation();
+            Some(Query::PeakReport {
+                device: state.device.get(),
+                metric: metric.get(),
+                include_static: include_static.get(),
+            })
+        },
+        |a| match a {
+            Answer::PeakReport(r) => Some(r),
+            _ => None,
+        },
+    );
     view! {
         <div class="form-row">
             <label class="field">"Metric "
@@ -179,32 +216,27 @@ pub fn PeakView() -> impl IntoView {
             </label>
         </div>
         {move || match report.get() {
-            Err(f) => error_box(&f),
-            Ok(r) => peak_body(state, r).into_any(),
+            None => pending("Attributing the peak to callstacks…"),
+            Some(Err(f)) => error_box(&f),
+            Some(Ok(r)) => peak_body(state, r).into_any(),
         }}
     }
 }
 
-fn peak_body(state: AppState, r: Json) -> impl IntoView {
-    let num = |v: &Json, k: &str| v.get(k).and_then(Json::as_i64);
-    let event = num(&r, "event_id");
-    let coverage = r.get("coverage_percent").and_then(Json::as_f64);
-    let active_at = num(&r, "active_bytes_at_event");
-    let included = num(&r, "included_bytes").unwrap_or(0);
-    let gap: Vec<(String, Json)> = r
-        .get("allocator_gap")
-        .and_then(Json::as_object)
-        .map(|m| m.iter().map(|(k, v)| (k.clone(), v.clone())).collect())
-        .unwrap_or_default();
-    let groups: Vec<Map<String, Json>> = r
-        .get("callstack_groups")
-        .and_then(Json::as_array)
-        .map(|a| a.iter().filter_map(|g| g.as_object().cloned()).collect())
-        .unwrap_or_default();
-    let has_more = r.get("has_more").and_then(Json::as_bool).unwrap_or(false);
+fn peak_body(state: AppState, r: PeakReport) -> impl IntoView {
+    let PeakReport {
+        metric,
+        event_id: event,
+        groups,
+        has_more,
+        included_bytes: included,
+        active_bytes_at_event: active_at,
+        coverage_percent: coverage,
+        allocator_gap: gap,
+    } = r;
     view! {
         <section class="panel">
-            <h2>{format!("Peak of {} memory", r.get("metric").and_then(Json::as_str).unwrap_or(""))}</h2>
+            <h2>{format!("Peak of {} memory", metric.name())}</h2>
             <p>
                 {match event {
                     Some(e) => view! {
@@ -227,16 +259,15 @@ fn peak_body(state: AppState, r: Json) -> impl IntoView {
                 <thead><tr><th class="num">"size"</th><th class="num">"requested"</th><th class="num">"blocks"</th><th class="num">"%"</th><th>"category"</th><th>"callstack (innermost frame)"</th></tr></thead>
                 <tbody>
                 {groups.into_iter().map(|g| {
-                    let stack = g.get("callstack").and_then(Json::as_str).unwrap_or("").to_owned();
+                    let stack = g.callstack;
                     let last = stack.lines().last().unwrap_or("").to_owned();
-                    let gi = |k: &str| g.get(k).and_then(Json::as_i64).unwrap_or(0);
                     view! {
                         <tr>
-                            <td class="num">{bytes_cell(gi("size_bytes"))}</td>
-                            <td class="num">{bytes_cell(gi("requested_bytes"))}</td>
-                            <td class="num">{fmt::grouped(gi("block_count"))}</td>
-                            <td class="num">{g.get("percent_of_active_blocks").and_then(Json::as_f64).map(|p| format!("{p:.1}"))}</td>
-                            <td>{g.get("category").and_then(Json::as_str).unwrap_or("").to_owned()}</td>
+                            <td class="num">{bytes_cell(g.size_bytes)}</td>
+                            <td class="num">{bytes_cell(g.requested_bytes)}</td>
+                            <td class="num">{fmt::grouped(g.block_count)}</td>
+                            <td class="num">{g.percent_of_active_blocks.map(|p| format!("{p:.1}"))}</td>
+                            <td>{g.category}</td>
                             <td class="stack">
                                 <details>
                                     <summary>{last}</summary>
@@ -290,29 +321,34 @@ pub fn TreeView() -> impl IntoView {
     let state = expect_context::<AppState>();
     let include_static = RwSignal::new(true);
     let container = NodeRef::<html::Div>::new();
-    let failure = RwSignal::new(None::<Failure>);
-    let peak_event = Memo::new(move |_| {
-        state.generation();
-        data::peaks(state.device.get())
-            .ok()
-            .and_then(|p| p.active.1)
-    });
+    let peak_event = active_peak_event(expect_context::<PeaksReply>());
     let event = move || state.event.get().or_else(|| peak_event.get());
+    let tree = client::watch(
+        state.budget_s.into(),
+        move || {
+            state.generation();
+            Some(Query::Tree {
+                device: state.device.get(),
+                event_id: event()?,
+                include_static: include_static.get(),
+            })
+        },
+        |a| match a {
+            Answer::Tree(json) => Some(json),
+            _ => None,
+        },
+    );
+    let failure = RwSignal::new(None::<Failure>);
     Effect::new(move |_| {
-        state.generation();
-        let device = state.device.get();
-        let stat = include_static.get();
+        let answer = tree.get();
         let Some(el) = container.get() else { return };
         destroy_flamegraph();
-        let Some(e) = event() else {
-            failure.set(Some(Failure::new("INVALID_PARAMETER", "Choose an event.")));
-            return;
-        };
-        match data::tree(device, e, stat) {
-            Err(f) => failure.set(Some(f)),
-            Ok(json) => {
+        match answer {
+            None => failure.set(None),
+            Some(Err(f)) => failure.set(Some(f)),
+            Some(Ok(json)) => {
                 failure.set(None);
-                let data = js_sys::JSON::parse(&json.to_string()).unwrap_or(JsValue::NULL);
+                let data = js_sys::JSON::parse(&json).unwrap_or(JsValue::NULL);
                 let options = js_sys::Object::new();
                 let el: &web_sys::HtmlElement = &el;
                 match flamegraph_render(el, &data, &options) {
@@ -346,7 +382,11 @@ pub fn TreeView() -> impl IntoView {
                 "include static blocks"
             </label>
         </form>
-        {move || failure.get().map(|f| error_box(&f))}
+        {move || match (event(), tree.get()) {
+            (None, _) => Some(view! { <p class="muted">"This device has no events to choose from."</p> }.into_any()),
+            (Some(_), None) => Some(pending("Building the memory tree…")),
+            _ => failure.get().map(|f| error_box(&f)),
+        }}
         <div class="flamegraph-host" data-testid="flamegraph" node_ref=container></div>
     }
 }
@@ -354,10 +394,11 @@ pub fn TreeView() -> impl IntoView {
 #[component]
 pub fn TemplatesView() -> impl IntoView {
     let state = expect_context::<AppState>();
-    let templates = data::templates();
+    let templates = pt_snap_engine::templates();
+    let asker = Asker::new();
     let chosen = RwSignal::new("memory_peak".to_owned());
     let values = RwSignal::new(Map::<String, Json>::new());
-    let result = RwSignal::new(None::<Result<(Table, String), Failure>>);
+    let result = RwSignal::new(None::<Reply<Table>>);
     let page = RwSignal::new(0usize);
     const PAGE: usize = 50;
     const MAX_ROWS: i64 = 1000;
@@ -398,16 +439,29 @@ pub fn TemplatesView() -> impl IntoView {
     let run = move || {
         page.set(0);
         let device = state.device.get_untracked();
-        let name = chosen.get_untracked();
-        let outcome = params_json().and_then(|params| {
-            let mut cli = format!("pt-snap query --template-use {name}");
-            if !params.is_empty() {
-                cli.push_str(&format!(" --params '{}'", Json::Object(params.clone())));
+        let template = chosen.get_untracked();
+        match params_json() {
+            Err(f) => result.set(Some(Some(Err(f)))),
+            Ok(params) => {
+                result.set(Some(None));
+                let query = Query::Template {
+                    device,
+                    template,
+                    params,
+                    max_rows: MAX_ROWS,
+                    exact_total: false,
+                };
+                asker.ask(query, state.budget_s.get_untracked(), move |answer| {
+                    result.set(Some(Some(answer.and_then(|a| match a {
+                        Answer::Table(t) => Ok(t),
+                        _ => Err(Failure::new(
+                            "INTERNAL_ERROR",
+                            "The worker answered another question.",
+                        )),
+                    }))))
+                });
             }
-            cli.push_str(&format!(" --device {device} -n {MAX_ROWS} --json"));
-            data::run_template(device, &name, params, MAX_ROWS, false).map(|t| (t, cli))
-        });
-        result.set(Some(outcome));
+        }
     };
     let cli_preview = move || {
         let name = chosen.get();
@@ -417,7 +471,13 @@ pub fn TemplatesView() -> impl IntoView {
         if !params.is_empty() {
             cli.push_str(&format!(" --params '{}'", Json::Object(params)));
         }
-        format!("{cli} --device {} --json", state.device.get())
+        let budget = state.budget_s.get();
+        let timeout = if budget == crate::app::DEFAULT_BUDGET_S {
+            String::new()
+        } else {
+            format!(" --timeout {}", fmt::seconds(budget))
+        };
+        format!("{cli} --device {}{timeout} --json", state.device.get())
     };
     view! {
         <form class="panel template-form" on:submit=move |e| { e.prevent_default(); run(); }>
@@ -474,6 +534,7 @@ pub fn TemplatesView() -> impl IntoView {
             </div>
             <div class="form-row">
                 <button class="button primary" type="submit" data-testid="run-template">"Run"</button>
+                <BudgetField/>
                 <code class="cli" data-testid="cli-command">{cli_preview}</code>
                 <button class="button" type="button" on:click=move |_| {
                     let text = cli_preview();
@@ -482,9 +543,32 @@ pub fn TemplatesView() -> impl IntoView {
             </div>
         </form>
         {move || result.get().map(|r| match r {
-            Err(f) => error_box(&f),
-            Ok((t, _)) => paged_table(t, page, PAGE).into_any(),
+            None => pending("Running the template…"),
+            Some(Err(f)) => error_box(&f),
+            Some(Ok(t)) => paged_table(t, page, PAGE).into_any(),
         })}
+    }
+}
+
+/// The time budget of one question, shared by every view (the CLI's `--timeout`).
+#[component]
+fn BudgetField() -> impl IntoView {
+    let state = expect_context::<AppState>();
+    let text = RwSignal::new(fmt::seconds(state.budget_s.get_untracked()));
+    let invalid = RwSignal::new(false);
+    view! {
+        <label class="field" title="How long one question may run before it stops with QUERY_TIMEOUT (the CLI's --timeout)">
+            "Time limit "
+            <input type="number" min="0.1" step="any" class="narrow" data-testid="budget-input"
+                class:invalid=move || invalid.get()
+                prop:value=move || text.get()
+                on:input=move |e| text.set(event_target_value(&e))
+                on:change=move |e| match fmt::parse_seconds(&event_target_value(&e)) {
+                    Some(s) => { invalid.set(false); state.budget_s.set(s); }
+                    None => invalid.set(true),
+                }/>
+            " s"
+        </label>
     }
 }
 
@@ -553,11 +637,25 @@ pub fn SqlView() -> impl IntoView {
         "SELECT id, action, size, allocated, active, reserved\nFROM trace_entry_{}\nWHERE id >= 0\nORDER BY active DESC\nLIMIT 20",
         state.device.get_untracked()
     ));
-    let result = RwSignal::new(None::<Result<Table, Failure>>);
+    let result = RwSignal::new(None::<Reply<Table>>);
     let page = RwSignal::new(0usize);
+    let asker = Asker::new();
     let run = move || {
         page.set(0);
-        result.set(Some(data::run_sql(&sql.get_untracked(), CAP)));
+        result.set(Some(None));
+        let query = Query::Sql {
+            sql: sql.get_untracked(),
+            cap: CAP,
+        };
+        asker.ask(query, state.budget_s.get_untracked(), move |answer| {
+            result.set(Some(Some(answer.and_then(|a| match a {
+                Answer::Table(t) => Ok(t),
+                _ => Err(Failure::new(
+                    "INTERNAL_ERROR",
+                    "The worker answered another question.",
+                )),
+            }))))
+        });
     };
     view! {
         <form class="panel" on:submit=move |e| { e.prevent_default(); run(); }>
@@ -567,11 +665,15 @@ pub fn SqlView() -> impl IntoView {
                 on:input=move |e| sql.set(event_target_value(&e))
                 on:keydown=move |e: web_sys::KeyboardEvent| if e.key() == "Enter" && (e.ctrl_key() || e.meta_key()) { e.prevent_default(); run(); }>
             </textarea>
-            <div class="form-row"><button class="button primary" type="submit" data-testid="run-sql">"Run"</button></div>
+            <div class="form-row">
+                <button class="button primary" type="submit" data-testid="run-sql">"Run"</button>
+                <BudgetField/>
+            </div>
         </form>
         {move || result.get().map(|r| match r {
-            Err(f) => error_box(&f),
-            Ok(t) => paged_table(t, page, 50).into_any(),
+            None => pending("Running the statement…"),
+            Some(Err(f)) => error_box(&f),
+            Some(Ok(t)) => paged_table(t, page, 50).into_any(),
         })}
     }
 }

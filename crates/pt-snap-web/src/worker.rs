@@ -1,19 +1,13 @@
-//! The Web Worker that imports a snapshot (a pickle or JSON, possibly gzip/zstd/bzip2
-//! compressed): the File is read in slices (never whole), decoded, replayed into an in-memory SQLite database, and the database image is transferred
-//! back to the page. It blocks its own thread for the whole import on purpose: the page
-//! cancels by terminating the worker, which no cooperative flag could do faster.
+//! The worker that holds one open file: it imports a snapshot (any shape) or opens a
+//! SnapshotDB, then answers the page's questions until the page ends it. This file is the
+//! edge only: messages in and out (`pt_snap_engine::protocol`, JSON text beside the `File`,
+//! the cancel cell and the download `Blob`), the file read in slices, the clock. Every
+//! answer comes from `pt_snap_engine::Engine`, which is tested natively.
 //!
-//! Protocol (plain JS objects):
-//! * worker → page `{type: "ready"}` once it can take work (earlier messages would be lost);
-//! * page → worker `{file: File, lenient: bool}` (`lenient`: the replay applies events it
-//!   cannot reconcile from the trace alone and lists them, as `pt-snap import --lenient`);
-//! * worker → page `{type: "progress", stage, bytes, total, events, device, done, of}`;
-//! * worker → page `{type: "done", db: ArrayBuffer, name, warnings: [..]}` (db transferred);
-//! * worker → page `{type: "error", code, message}` with the CLI's code and message.
-//!
-//! The file's SHA-256 is computed beside the decoding by a helper worker
-//! (`www/hash-worker.js`, WebCrypto) when the page is a secure context and the file is not
-//! too large to hold once more; otherwise here, as the slices pass through.
+//! An import blocks this thread from the first byte to the open database, on purpose: the
+//! page stops it by ending the worker, which no cooperative flag could do faster. The peaks
+//! and the timeline are posted as each device's replay ends ([`FromWorker::Preview`]),
+//! before its rows are written and the indexes built.
 
 #[cfg(not(target_arch = "wasm32"))]
 fn main() {}
@@ -25,9 +19,15 @@ fn main() {
 
 #[cfg(target_arch = "wasm32")]
 mod imp {
+    use std::cell::RefCell;
     use std::io::{self, Read};
 
-    use js_sys::{Array, Object, Promise, Reflect, Uint8Array};
+    use js_sys::{Int32Array, Object, Promise, Reflect, Uint8Array};
+    use pt_snap_engine::preview::device_preview;
+    use pt_snap_engine::protocol::{decode, encode};
+    use pt_snap_engine::{
+        Engine, Failure, FromWorker, Origin, Preview, Progress, Stop, Storage, ToWorker,
+    };
     use pt_snap_import::{ImportRequest, ReplayMode, Stage};
     use sha2::{Digest, Sha256};
     use wasm_bindgen::prelude::*;
@@ -45,67 +45,135 @@ mod imp {
     /// meanwhile; larger ones are hashed here, so that a 1 GB import needs no second GB.
     const HASH_BESIDE_MAX: f64 = 512.0 * 1024.0 * 1024.0;
 
+    thread_local! {
+        static ENGINE: RefCell<Option<Engine>> = const { RefCell::new(None) };
+        /// Set to 1 by the page to interrupt the running question (see `client.rs`).
+        static CANCEL: RefCell<Option<Int32Array>> = const { RefCell::new(None) };
+    }
+
     pub fn start() {
         console_error_panic_hook::set_once();
         let scope: DedicatedWorkerGlobalScope = js_sys::global().unchecked_into();
         let handler = Closure::<dyn FnMut(MessageEvent)>::new(move |ev: MessageEvent| {
-            let scope: DedicatedWorkerGlobalScope = js_sys::global().unchecked_into();
-            let file: Option<File> = Reflect::get(&ev.data(), &"file".into())
-                .ok()
-                .and_then(|f| f.dyn_into().ok());
-            let replay = match get(&ev.data(), "lenient").as_bool() {
-                Some(true) => ReplayMode::Lenient,
-                _ => ReplayMode::Strict,
-            };
-            wasm_bindgen_futures::spawn_local(async move {
-                let reply = match file {
-                    // The image goes straight from SQLite into the message's buffer (one
-                    // copy, not two: at 1 GB the worker's 4 GiB wasm memory cannot hold a
-                    // third); it and the database are freed before the message is posted.
-                    Some(file) => {
-                        match import(&scope, &file, replay).await.and_then(
-                            |(mut conn, warnings)| {
-                                let image = conn.serialize(rusqlite::MAIN_DB).map_err(backend)?;
-                                Ok(done(&image, &file.name(), &warnings))
-                            },
-                        ) {
-                            Ok(reply) => reply,
-                            Err((code, message)) => error(code, &message),
-                        }
-                    }
-                    None => error("INTERNAL_ERROR", "The worker was sent no file."),
-                };
-                post(&scope, &reply.0, reply.1.as_ref());
-            });
+            let data = ev.data();
+            let text = get(&data, "msg").as_string().unwrap_or_default();
+            if let Ok(sab) = get(&data, "cancel").dyn_into::<js_sys::SharedArrayBuffer>() {
+                CANCEL.with(|c| *c.borrow_mut() = Some(Int32Array::new(&sab)));
+            }
+            let file: Option<File> = get(&data, "file").dyn_into().ok();
+            match decode::<ToWorker>(&text) {
+                Ok(ToWorker::Import { lenient, buckets }) => {
+                    let replay = if lenient {
+                        ReplayMode::Lenient
+                    } else {
+                        ReplayMode::Strict
+                    };
+                    with_file(file, move |file| async move {
+                        import(&file, replay, buckets).await
+                    })
+                }
+                Ok(ToWorker::Open) => with_file(file, |file| async move { open_db(&file) }),
+                Ok(ToWorker::Reopen { .. }) => post(&FromWorker::Failed(Failure::new(
+                    "INTERNAL_ERROR",
+                    "This worker keeps no cache.",
+                ))),
+                Ok(ToWorker::Ask {
+                    id,
+                    budget_s,
+                    query,
+                }) => {
+                    let answer = ENGINE.with(|e| match e.borrow().as_ref() {
+                        Some(engine) => engine.answer(&query, interrupt(budget_s), budget_s),
+                        None => Err(Failure::new("DATABASE_NOT_OPEN", "No database is open.")),
+                    });
+                    post(&FromWorker::Answer { id, answer });
+                }
+                Ok(ToWorker::Download) => download(),
+                Err(f) => post(&FromWorker::Failed(f)),
+            }
         });
         scope.set_onmessage(Some(handler.as_ref().unchecked_ref()));
         handler.forget();
-        post(&scope, &obj(&[("type", "ready".into())]), None);
+        post(&FromWorker::Ready);
     }
 
-    type Failure = (&'static str, String);
+    /// Runs `job` on the attached file and posts what it gives: the open database, or why not.
+    fn with_file<F, Fut>(file: Option<File>, job: F)
+    where
+        F: FnOnce(File) -> Fut + 'static,
+        Fut: std::future::Future<Output = Result<Engine, Failure>> + 'static,
+    {
+        let Some(file) = file else {
+            post(&FromWorker::Failed(Failure::new(
+                "INTERNAL_ERROR",
+                "The worker was sent no file.",
+            )));
+            return;
+        };
+        wasm_bindgen_futures::spawn_local(async move {
+            match job(file).await {
+                Ok(engine) => {
+                    let overview = engine.overview().clone();
+                    ENGINE.with(|e| *e.borrow_mut() = Some(engine));
+                    post(&FromWorker::Opened(overview));
+                }
+                Err(f) => post(&FromWorker::Failed(f)),
+            }
+        });
+    }
 
-    async fn import(
-        scope: &DedicatedWorkerGlobalScope,
-        file: &File,
-        replay: ReplayMode,
-    ) -> Result<(rusqlite::Connection, Vec<String>), Failure> {
+    /// Stops a question at its deadline (the page's clock) or when the page sets the cancel
+    /// cell.
+    fn interrupt(budget_s: f64) -> impl Fn() -> Option<Stop> + Send + Sync + 'static {
+        let at = js_sys::Date::now() + budget_s * 1000.0;
+        move || {
+            let cancelled = CANCEL.with(|c| {
+                c.borrow()
+                    .as_ref()
+                    .is_some_and(|cell| js_sys::Atomics::load(cell, 0).unwrap_or(0) != 0)
+            });
+            if cancelled {
+                Some(Stop::Superseded)
+            } else if js_sys::Date::now() >= at {
+                Some(Stop::Deadline)
+            } else {
+                None
+            }
+        }
+    }
+
+    fn open_db(file: &File) -> Result<Engine, Failure> {
+        let len = file.size() as usize;
+        let reader = FileChunks::new(file.clone(), false)?;
+        Engine::from_image(
+            reader,
+            len,
+            Origin {
+                name: file.name(),
+                imported: false,
+                db_bytes: len as u64,
+                warnings: Vec::new(),
+                storage: Storage::Memory,
+                cache_hit: false,
+            },
+        )
+    }
+
+    async fn import(file: &File, replay: ReplayMode, buckets: usize) -> Result<Engine, Failure> {
         let total = file.size();
-        let digest = hash_beside(scope, file);
+        let scope: DedicatedWorkerGlobalScope = js_sys::global().unchecked_into();
+        let digest = hash_beside(&scope, file);
         let mut reader = FileChunks::new(file.clone(), digest.is_none())?;
         let mut last_posted = 0u64;
         let step = ((total / 100.0) as u64).max(256 * 1024);
         let snapshot = pt_snap_model::decode(&mut reader, &mut |p| {
             if p.bytes_read >= last_posted + step {
                 last_posted = p.bytes_read;
-                progress(
-                    scope,
-                    "decoding",
-                    p.bytes_read as f64,
+                post(&FromWorker::Progress(Progress::Decoding {
+                    bytes: p.bytes_read as f64,
                     total,
-                    p.events as f64,
-                    None,
-                );
+                    events: p.events,
+                }));
             }
         })
         .map_err(failed)?;
@@ -126,9 +194,21 @@ mod imp {
             replay,
         };
         let conn = rusqlite::Connection::open_in_memory().map_err(backend)?;
+        let mut preview = Preview {
+            name: file.name(),
+            devices: Vec::new(),
+            importing: snapshot
+                .devices_with_events()
+                .into_iter()
+                .map(|d| d as i64)
+                .collect(),
+        };
         let mut last_done = 0usize;
-        let summary =
-            pt_snap_import::import_snapshot(&snapshot, &conn, &request, &mut |s| match s {
+        let summary = pt_snap_import::import_snapshot_observed(
+            &snapshot,
+            &conn,
+            &request,
+            &mut |s| match s {
                 Stage::Replaying {
                     device,
                     done,
@@ -136,22 +216,68 @@ mod imp {
                 } => {
                     if done == 0 || done >= last_done + (of / 50).max(1) || done == of {
                         last_done = done;
-                        progress(
-                            scope,
-                            "replaying",
-                            total,
-                            total,
-                            of as f64,
-                            Some((device, done, of)),
-                        );
+                        post(&FromWorker::Progress(Progress::Replaying {
+                            device: device as i64,
+                            done: done as u64,
+                            of: of as u64,
+                        }));
                     }
                 }
-                Stage::Indexing => progress(scope, "indexing", total, total, 0.0, None),
-            })
-            .map_err(failed)?;
+                Stage::Indexing => post(&FromWorker::Progress(Progress::Indexing)),
+            },
+            &mut |replayed| {
+                preview.devices.push(device_preview(replayed, buckets));
+                post(&FromWorker::Preview(preview.clone()));
+                post(&FromWorker::Progress(Progress::Writing {
+                    device: replayed.device as i64,
+                }));
+            },
+        )
+        .map_err(failed)?;
         drop(snapshot);
-        progress(scope, "serializing", total, total, 0.0, None);
-        Ok((conn, summary.warnings))
+        let db_bytes = conn
+            .query_row(
+                "SELECT page_count * page_size FROM pragma_page_count, pragma_page_size",
+                [],
+                |r| r.get::<_, i64>(0),
+            )
+            .map_err(backend)? as u64;
+        Engine::from_connection(
+            conn,
+            Origin {
+                name: file.name(),
+                imported: true,
+                db_bytes,
+                warnings: summary.warnings,
+                storage: Storage::Memory,
+                cache_hit: false,
+            },
+        )
+    }
+
+    /// "Download .db": the database's image as a Blob (posted with the message).
+    fn download() {
+        let answer = ENGINE.with(|e| match e.borrow_mut().as_mut() {
+            Some(engine) => {
+                let name = engine.overview().name.clone();
+                engine
+                    .with_image(|image| {
+                        let parts = js_sys::Array::of1(&Uint8Array::from(image));
+                        let opts = web_sys::BlobPropertyBag::new();
+                        opts.set_type("application/vnd.sqlite3");
+                        web_sys::Blob::new_with_u8_array_sequence_and_options(&parts, &opts)
+                    })
+                    .and_then(|blob| {
+                        blob.map(|b| (format!("{name}.db"), b))
+                            .map_err(|e| Failure::new("INTERNAL_ERROR", format!("{e:?}")))
+                    })
+            }
+            None => Err(Failure::new("DATABASE_NOT_OPEN", "No database is open.")),
+        });
+        match answer {
+            Ok((name, blob)) => post_with(&FromWorker::Download(Ok(name)), "blob", &blob),
+            Err(f) => post(&FromWorker::Download(Err(f))),
+        }
     }
 
     /// The rest of the file through the reader's hasher: the digest covers the whole file as
@@ -198,8 +324,7 @@ mod imp {
 
     /// The CLI's code and message for an import failure (the one shared mapping).
     fn failed(f: impl Into<pt_snap_import::Failure>) -> Failure {
-        let f = f.into();
-        (f.code, f.message)
+        Failure::from(f.into())
     }
 
     fn backend(e: impl std::fmt::Display) -> Failure {
@@ -271,69 +396,20 @@ mod imp {
         io::Error::other(format!("cannot read the file: {e:?}"))
     }
 
-    fn obj(fields: &[(&str, JsValue)]) -> Object {
+    fn post(message: &FromWorker) {
+        post_with(message, "", &JsValue::UNDEFINED)
+    }
+
+    /// Posts `message`, with `attachment` under `key` when there is one (a `Blob`, which
+    /// the structured clone shares rather than copies).
+    fn post_with(message: &FromWorker, key: &str, attachment: &JsValue) {
+        let scope: DedicatedWorkerGlobalScope = js_sys::global().unchecked_into();
         let o = Object::new();
-        for (k, v) in fields {
-            let _ = Reflect::set(&o, &(*k).into(), v);
+        let _ = Reflect::set(&o, &"msg".into(), &encode(message).into());
+        if !key.is_empty() {
+            let _ = Reflect::set(&o, &key.into(), attachment);
         }
-        o
-    }
-
-    fn progress(
-        scope: &DedicatedWorkerGlobalScope,
-        stage: &str,
-        bytes: f64,
-        total: f64,
-        events: f64,
-        replay: Option<(usize, usize, usize)>,
-    ) {
-        let (device, done, of) = replay.map_or(
-            (JsValue::NULL, JsValue::NULL, JsValue::NULL),
-            |(d, n, o)| ((d as f64).into(), (n as f64).into(), (o as f64).into()),
-        );
-        let msg = obj(&[
-            ("type", "progress".into()),
-            ("stage", stage.into()),
-            ("bytes", bytes.into()),
-            ("total", total.into()),
-            ("events", events.into()),
-            ("device", device),
-            ("done", done),
-            ("of", of),
-        ]);
-        post(scope, &msg, None);
-    }
-
-    fn done(db: &[u8], name: &str, warnings: &[String]) -> (Object, Option<Array>) {
-        let bytes = Uint8Array::new_from_slice(db);
-        let buffer = bytes.buffer();
-        let list: Array = warnings.iter().map(|w| JsValue::from_str(w)).collect();
-        let msg = obj(&[
-            ("type", "done".into()),
-            ("db", buffer.clone().into()),
-            ("name", name.into()),
-            ("warnings", list.into()),
-        ]);
-        (msg, Some(Array::of1(&buffer)))
-    }
-
-    fn error(code: &str, message: &str) -> (Object, Option<Array>) {
-        (
-            obj(&[
-                ("type", "error".into()),
-                ("code", code.into()),
-                ("message", message.into()),
-            ]),
-            None,
-        )
-    }
-
-    fn post(scope: &DedicatedWorkerGlobalScope, msg: &Object, transfer: Option<&Array>) {
-        let sent = match transfer {
-            Some(t) => scope.post_message_with_transfer(msg, t),
-            None => scope.post_message(msg),
-        };
-        if let Err(e) = sent {
+        if let Err(e) = scope.post_message(&o) {
             web_sys::console::error_1(&e);
         }
     }

@@ -1,0 +1,478 @@
+//! The page's side of the engine: the worker holding the open file, and the questions the
+//! views ask it. The page holds no SQLite.
+//!
+//! * One worker per open file. A file being opened has a worker of its own beside the one
+//!   on screen; when it has something to show (the replay's preview, or its database) it
+//!   takes the screen and the old file's worker is ended, which frees its memory at once (a
+//!   wasm heap never shrinks, so a worker is the unit of release). A cancelled or failed
+//!   open ends only its own worker. A spare is started ahead so the next file does not wait
+//!   for the wasm to compile.
+//! * Questions are queued here and sent one at a time, so the page always knows which one
+//!   the worker is running. A question asked again from the same place ([`Asker`]) replaces
+//!   the one before it: still queued, it is dropped; running, it is interrupted through the
+//!   cancel cell, a `SharedArrayBuffer` the worker's SQLite progress handler reads (where
+//!   the page is cross-origin isolated; elsewhere the worker finishes it, and its answer is
+//!   dropped).
+//! * Questions asked before the database is ready wait here until it is.
+
+use std::cell::{Cell, RefCell};
+use std::collections::VecDeque;
+
+use js_sys::{Int32Array, Object, Reflect, SharedArrayBuffer};
+use leptos::prelude::*;
+use pt_snap_engine::{Answer, Failure, FromWorker, Query, ToWorker};
+use wasm_bindgen::prelude::*;
+use web_sys::{File, MessageEvent, Worker};
+
+const WORKER_SCRIPT: &str = "./pt-snap-worker_loader.js";
+
+/// Where the worker's messages go: the page's handlers for progress, preview, ready,
+/// failure and downloads (answers are routed here).
+pub type Listener = Box<dyn Fn(FromWorker, JsValue)>;
+
+struct Asked {
+    id: u64,
+    asker: u64,
+    message: String,
+    done: Box<dyn FnOnce(Result<Answer, Failure>)>,
+}
+
+struct Client {
+    /// Tells this worker's messages from another's.
+    serial: u64,
+    worker: Worker,
+    /// The worker has said `Ready` (messages sent earlier are lost).
+    started: bool,
+    /// The database is open: questions may be sent.
+    ready: bool,
+    /// Messages for the worker before it started.
+    outbox: Vec<Object>,
+    queue: VecDeque<Asked>,
+    running: Option<Asked>,
+    cancel: Option<Int32Array>,
+    listener: Listener,
+    _on_message: Closure<dyn FnMut(MessageEvent)>,
+    _on_error: Closure<dyn FnMut(web_sys::ErrorEvent)>,
+}
+
+/// A worker started ahead, and whether it has said `Ready` yet (said before the page
+/// takes it, the message would otherwise go to no one).
+struct Spare {
+    worker: Worker,
+    started: std::rc::Rc<Cell<bool>>,
+    _on_message: Closure<dyn FnMut(MessageEvent)>,
+}
+
+thread_local! {
+    /// The file on screen: questions go to its worker.
+    static SHOWN: RefCell<Option<Client>> = const { RefCell::new(None) };
+    /// A file being opened, not shown yet.
+    static INCOMING: RefCell<Option<Client>> = const { RefCell::new(None) };
+    static SPARE: RefCell<Option<Spare>> = const { RefCell::new(None) };
+    static NEXT_ID: Cell<u64> = const { Cell::new(1) };
+}
+
+fn next_id() -> u64 {
+    NEXT_ID.with(|n| {
+        let id = n.get();
+        n.set(id + 1);
+        id
+    })
+}
+
+/// Starts a worker now so the first file need not wait for its wasm.
+pub fn warm_up() {
+    SPARE.with(|s| {
+        if s.borrow().is_some() {
+            return;
+        }
+        let Ok(worker) = Worker::new(WORKER_SCRIPT) else {
+            return;
+        };
+        let started = std::rc::Rc::new(Cell::new(false));
+        let seen = started.clone();
+        // The only message a worker sends before it is given work is `Ready`.
+        let on_message =
+            Closure::<dyn FnMut(MessageEvent)>::new(move |_: MessageEvent| seen.set(true));
+        worker.set_onmessage(Some(on_message.as_ref().unchecked_ref()));
+        *s.borrow_mut() = Some(Spare {
+            worker,
+            started,
+            _on_message: on_message,
+        });
+    });
+}
+
+/// What to open.
+pub enum Job {
+    /// A snapshot of any shape (or its cached database).
+    Import {
+        file: File,
+        lenient: bool,
+        buckets: usize,
+    },
+    /// A SnapshotDB.
+    Open { file: File },
+}
+
+/// Opens `job` in a worker of its own (ending any other file being opened, not the one on
+/// screen); `listener` gets every message of it except answers.
+pub fn open(job: Job, listener: Listener) -> Result<(), Failure> {
+    cancel_open();
+    let serial = next_id();
+    let (worker, started) = match SPARE.with(|s| s.borrow_mut().take()) {
+        Some(spare) => (spare.worker, spare.started.get()),
+        None => (
+            Worker::new(WORKER_SCRIPT).map_err(|e| {
+                Failure::new(
+                    "INTERNAL_ERROR",
+                    format!("The worker could not start: {e:?}"),
+                )
+            })?,
+            false,
+        ),
+    };
+    let on_message = Closure::<dyn FnMut(MessageEvent)>::new(move |ev: MessageEvent| {
+        let data = ev.data();
+        let text = Reflect::get(&data, &"msg".into())
+            .ok()
+            .and_then(|m| m.as_string())
+            .unwrap_or_default();
+        let attachment = Reflect::get(&data, &"blob".into()).unwrap_or(JsValue::UNDEFINED);
+        match pt_snap_engine::protocol::decode::<FromWorker>(&text) {
+            Ok(message) => received(serial, message, attachment),
+            Err(f) => received(serial, FromWorker::Failed(f), JsValue::UNDEFINED),
+        }
+    });
+    worker.set_onmessage(Some(on_message.as_ref().unchecked_ref()));
+    // A worker that dies (its wasm traps, e.g. out of memory on a huge file) posts nothing.
+    let on_error =
+        Closure::<dyn FnMut(web_sys::ErrorEvent)>::new(move |ev: web_sys::ErrorEvent| {
+            ev.prevent_default();
+            let failure = Failure::from(pt_snap_import::Failure::backend(format!(
+                "the worker stopped ({}); the file may be too large for this browser tab",
+                ev.message()
+            )));
+            received(serial, FromWorker::Failed(failure), JsValue::UNDEFINED);
+        });
+    worker.set_onerror(Some(on_error.as_ref().unchecked_ref()));
+    let cancel = cancel_cell();
+    let (message, file) = match job {
+        Job::Import {
+            file,
+            lenient,
+            buckets,
+        } => (ToWorker::Import { lenient, buckets }, file),
+        Job::Open { file } => (ToWorker::Open, file),
+    };
+    let first = envelope(&message);
+    let _ = Reflect::set(&first, &"file".into(), &file);
+    if let Some(cell) = &cancel {
+        let _ = Reflect::set(&first, &"cancel".into(), &cell.buffer());
+    }
+    if started {
+        post(&worker, &first);
+    }
+    INCOMING.with(|c| {
+        *c.borrow_mut() = Some(Client {
+            serial,
+            worker,
+            started,
+            ready: false,
+            outbox: if started { Vec::new() } else { vec![first] },
+            queue: VecDeque::new(),
+            running: None,
+            cancel,
+            listener,
+            _on_message: on_message,
+            _on_error: on_error,
+        })
+    });
+    warm_up();
+    Ok(())
+}
+
+/// Ends the worker of a file being opened (Cancel); the file on screen stays.
+pub fn cancel_open() {
+    if let Some(old) = INCOMING.with(|c| c.borrow_mut().take()) {
+        old.worker.terminate();
+    }
+}
+
+/// Ends the shown file's worker (an import cancelled after its preview took the screen).
+pub fn close_shown() {
+    if let Some(old) = SHOWN.with(|c| c.borrow_mut().take()) {
+        old.worker.terminate();
+    }
+}
+
+/// Which worker a message came from.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Slot {
+    Shown,
+    Incoming,
+}
+
+fn slot(serial: u64) -> Option<Slot> {
+    let is = |cell: &'static std::thread::LocalKey<RefCell<Option<Client>>>| {
+        cell.with(|c| c.borrow().as_ref().is_some_and(|c| c.serial == serial))
+    };
+    if is(&INCOMING) {
+        Some(Slot::Incoming)
+    } else if is(&SHOWN) {
+        Some(Slot::Shown)
+    } else {
+        None
+    }
+}
+
+fn with_client<T>(slot: Slot, f: impl FnOnce(&mut Client) -> T) -> Option<T> {
+    let cell = match slot {
+        Slot::Shown => &SHOWN,
+        Slot::Incoming => &INCOMING,
+    };
+    cell.with(|c| c.borrow_mut().as_mut().map(f))
+}
+
+/// The file being opened takes the screen; the one shown before is ended.
+fn promote() {
+    if let Some(incoming) = INCOMING.with(|c| c.borrow_mut().take()) {
+        if let Some(old) = SHOWN.with(|c| c.borrow_mut().replace(incoming)) {
+            old.worker.terminate();
+        }
+    }
+}
+
+/// The cancel cell, where `SharedArrayBuffer` exists (a cross-origin isolated page).
+fn cancel_cell() -> Option<Int32Array> {
+    let isolated = Reflect::get(&js_sys::global(), &"crossOriginIsolated".into())
+        .ok()
+        .and_then(|v| v.as_bool())
+        == Some(true);
+    isolated.then(|| Int32Array::new(&SharedArrayBuffer::new(4)))
+}
+
+fn envelope(message: &ToWorker) -> Object {
+    let o = Object::new();
+    let _ = Reflect::set(
+        &o,
+        &"msg".into(),
+        &pt_snap_engine::protocol::encode(message).into(),
+    );
+    o
+}
+
+fn post(worker: &Worker, o: &Object) {
+    if let Err(e) = worker.post_message(o) {
+        web_sys::console::error_1(&e);
+    }
+}
+
+/// Hands a message to its worker's listener (outside the client's borrow: it may call back).
+fn listen(slot: Slot, message: FromWorker, attachment: JsValue) {
+    let noop: Listener = Box::new(|_, _| {});
+    let Some(listener) = with_client(slot, |c| std::mem::replace(&mut c.listener, noop)) else {
+        return;
+    };
+    listener(message, attachment);
+    with_client(slot, |c| c.listener = listener);
+}
+
+fn received(serial: u64, message: FromWorker, attachment: JsValue) {
+    let Some(mut slot) = slot(serial) else {
+        return; // An ended worker's last words.
+    };
+    match message {
+        FromWorker::Ready => {
+            with_client(slot, |c| {
+                c.started = true;
+                for o in c.outbox.drain(..) {
+                    post(&c.worker, &o);
+                }
+            });
+        }
+        FromWorker::Answer { id, answer } => {
+            let done = with_client(slot, |c| match c.running.take() {
+                Some(asked) if asked.id == id => Some(asked.done),
+                other => {
+                    c.running = other;
+                    None
+                }
+            })
+            .flatten();
+            send_next();
+            if let Some(done) = done {
+                if !matches!(&answer, Err(f) if f.is_cancelled()) {
+                    done(answer);
+                }
+            }
+        }
+        FromWorker::Preview(preview) => {
+            if slot == Slot::Incoming {
+                promote();
+                slot = Slot::Shown;
+            }
+            listen(slot, FromWorker::Preview(preview), attachment);
+        }
+        FromWorker::Opened(overview) => {
+            if slot == Slot::Incoming {
+                promote();
+                slot = Slot::Shown;
+            }
+            with_client(slot, |c| c.ready = true);
+            listen(slot, FromWorker::Opened(overview), attachment);
+            send_next();
+        }
+        FromWorker::Failed(f) => {
+            // The worker holds nothing now; it is ended so its memory goes with it.
+            listen(slot, FromWorker::Failed(f), attachment);
+            let cell = if slot == Slot::Incoming {
+                &INCOMING
+            } else {
+                &SHOWN
+            };
+            if let Some(c) = cell.with(|c| c.borrow_mut().take()) {
+                c.worker.terminate();
+            }
+            warm_up();
+        }
+        other => listen(slot, other, attachment),
+    }
+}
+
+fn send_next() {
+    SHOWN.with(|c| {
+        let mut c = c.borrow_mut();
+        let Some(c) = c.as_mut() else { return };
+        if !c.ready || c.running.is_some() {
+            return;
+        }
+        let Some(asked) = c.queue.pop_front() else {
+            return;
+        };
+        if let Some(cell) = &c.cancel {
+            js_sys::Atomics::store(cell, 0, 0).ok();
+        }
+        let o = Object::new();
+        let _ = Reflect::set(&o, &"msg".into(), &asked.message.as_str().into());
+        post(&c.worker, &o);
+        c.running = Some(asked);
+    });
+}
+
+/// The questions of one place on the page (a view, a panel): each one asked replaces the
+/// one before. Dropped with its component, it cancels what it still has open.
+#[derive(Clone, Copy)]
+pub struct Asker(u64);
+
+impl Asker {
+    /// A new asker, cancelling its question when the current reactive owner is cleaned up.
+    pub fn new() -> Self {
+        let asker = Asker(next_id());
+        on_cleanup(move || asker.cancel());
+        asker
+    }
+
+    /// Asks `query` within `budget_s` seconds; `done` gets the answer unless a newer
+    /// question from this asker, a cancel or another file came first.
+    pub fn ask(
+        self,
+        query: Query,
+        budget_s: f64,
+        done: impl FnOnce(Result<Answer, Failure>) + 'static,
+    ) {
+        self.cancel();
+        let id = next_id();
+        let message = pt_snap_engine::protocol::encode(&ToWorker::Ask {
+            id,
+            budget_s,
+            query,
+        });
+        let queued = SHOWN.with(|c| {
+            let mut c = c.borrow_mut();
+            let Some(c) = c.as_mut() else { return false };
+            c.queue.push_back(Asked {
+                id,
+                asker: self.0,
+                message,
+                done: Box::new(done),
+            });
+            true
+        });
+        if queued {
+            send_next();
+        }
+    }
+
+    /// Drops this asker's queued question and interrupts its running one.
+    pub fn cancel(self) {
+        SHOWN.with(|c| {
+            let mut c = c.borrow_mut();
+            let Some(c) = c.as_mut() else { return };
+            c.queue.retain(|a| a.asker != self.0);
+            if let Some(running) = &mut c.running {
+                if running.asker == self.0 {
+                    running.done = Box::new(|_| {});
+                    if let Some(cell) = &c.cancel {
+                        js_sys::Atomics::store(cell, 0, 1).ok();
+                    }
+                }
+            }
+        });
+    }
+}
+
+/// Interrupts every question (Esc).
+pub fn cancel_all() {
+    SHOWN.with(|c| {
+        let mut c = c.borrow_mut();
+        let Some(c) = c.as_mut() else { return };
+        c.queue.clear();
+        if let Some(running) = &mut c.running {
+            running.done = Box::new(|_| {});
+            if let Some(cell) = &c.cancel {
+                js_sys::Atomics::store(cell, 0, 1).ok();
+            }
+        }
+    });
+}
+
+/// Asks the worker for the database file; the answer reaches the listener as
+/// [`FromWorker::Download`] with the `Blob` attached.
+pub fn request_download() {
+    SHOWN.with(|c| {
+        if let Some(c) = c.borrow().as_ref() {
+            if c.ready {
+                post(&c.worker, &envelope(&ToWorker::Download));
+            }
+        }
+    });
+}
+
+/// A question's state as a view shows it: `None` while it is being answered.
+pub type Reply<T> = Option<Result<T, Failure>>;
+
+/// Asks `query()` again whenever what it reads changes (a `None` query asks nothing) and
+/// keeps the latest answer, turned into `T` by `pick`.
+pub fn watch<T: Send + Sync + Clone + 'static>(
+    budget_s: Signal<f64>,
+    query: impl Fn() -> Option<Query> + 'static,
+    pick: fn(Answer) -> Option<T>,
+) -> RwSignal<Reply<T>> {
+    let out = RwSignal::new(None);
+    let asker = Asker::new();
+    Effect::new(move |_| match query() {
+        None => asker.cancel(),
+        Some(q) => {
+            out.set(None);
+            asker.ask(q, budget_s.get_untracked(), move |answer| {
+                out.set(Some(answer.and_then(|a| {
+                    pick(a).ok_or_else(|| {
+                        Failure::new("INTERNAL_ERROR", "The worker answered another question.")
+                    })
+                })));
+            });
+        }
+    });
+    out
+}
