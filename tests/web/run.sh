@@ -60,8 +60,15 @@ rm -f "$out/overlap.json.db"
 target/debug/pt-snap import "$out/overlap.json" --no-focus --json 2> "$out/expected-overlap-strict.json" >/dev/null && { echo "the overlapping trace was accepted by the strict replay" >&2; exit 1; }
 target/debug/pt-snap import "$out/overlap.json" --no-focus --json --lenient > "$out/expected-overlap-lenient.json"
 target/debug/pt-snap query "$out/overlap.json.db" --template-use memory_peak --json > "$out/expected-overlap-peak.json"
-# Large enough (33 MB) that its import is still running when the test cancels it.
+# Large enough (33 MB) that its import is still running when the test cancels it, and that
+# the peaks show well before the database is ready.
 [ -f "$out/big.pickle" ] || cargo run -q --release -p pt-snap-gen -- --seed 7 --events 300000 --out "$out/big.pickle" >/dev/null
+rm -f "$out/big.pickle.db"
+target/debug/pt-snap import "$out/big.pickle" --no-focus --json >/dev/null
+target/debug/pt-snap query "$out/big.pickle.db" --template-use memory_peak --json > "$out/expected-big-peak.json"
+# The 1M-event benchmark snapshot (~109 MB): no main-thread task over 100 ms from its drop
+# to every view.
+[ -f "$out/bench-1m.pickle" ] || cargo run -q --release -p pt-snap-gen -- --seed 7 --events 1000000 --out "$out/bench-1m.pickle" >/dev/null
 
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 scripts/serve-dist "$port" dist >"$out/http.log" 2>&1 &

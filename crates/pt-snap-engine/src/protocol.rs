@@ -30,12 +30,25 @@ impl Failure {
         Failure::new(CANCELLED, "Superseded by a newer question.")
     }
 
+    /// What a view shows for a question the person stopped (Esc).
+    pub fn stopped() -> Self {
+        Failure::new(
+            CANCELLED,
+            "Stopped (Esc). Change a setting or run it again to ask again.",
+        )
+    }
+
+    /// What a question still waiting gets when another file takes the screen.
+    pub fn replaced() -> Self {
+        Failure::new(CANCELLED, "Another file was opened; ask again.")
+    }
+
     pub fn is_cancelled(&self) -> bool {
         self.code == CANCELLED
     }
 }
 
-/// Not one of the CLI's codes: no person sees it (see [`Failure::cancelled`]).
+/// Not one of the CLI's codes: the CLI has no way to stop a question but its deadline.
 const CANCELLED: &str = "QUERY_CANCELLED";
 
 impl From<pt_snap_import::Failure> for Failure {

@@ -30,11 +30,14 @@ const WORKER_SCRIPT: &str = "./pt-snap-worker_loader.js";
 /// failure and downloads (answers are routed here).
 pub type Listener = Box<dyn Fn(FromWorker, JsValue)>;
 
+/// Where a question's answer goes.
+type Done = Box<dyn FnOnce(Result<Answer, Failure>)>;
+
 struct Asked {
     id: u64,
     asker: u64,
     message: String,
-    done: Box<dyn FnOnce(Result<Answer, Failure>)>,
+    done: Done,
 }
 
 struct Client {
@@ -234,12 +237,19 @@ fn with_client<T>(slot: Slot, f: impl FnOnce(&mut Client) -> T) -> Option<T> {
     cell.with(|c| c.borrow_mut().as_mut().map(f))
 }
 
-/// The file being opened takes the screen; the one shown before is ended.
+/// The file being opened takes the screen; the one shown before is ended, and the questions
+/// still waiting for it are told so.
 fn promote() {
-    if let Some(incoming) = INCOMING.with(|c| c.borrow_mut().take()) {
-        if let Some(old) = SHOWN.with(|c| c.borrow_mut().replace(incoming)) {
-            old.worker.terminate();
-        }
+    let Some(incoming) = INCOMING.with(|c| c.borrow_mut().take()) else {
+        return;
+    };
+    let Some(old) = SHOWN.with(|c| c.borrow_mut().replace(incoming)) else {
+        return;
+    };
+    old.worker.terminate();
+    let Client { queue, running, .. } = old;
+    for asked in running.into_iter().chain(queue) {
+        (asked.done)(Err(Failure::replaced()));
     }
 }
 
@@ -422,19 +432,25 @@ impl Asker {
     }
 }
 
-/// Interrupts every question (Esc).
+/// Interrupts every question (Esc); each view says it was stopped.
 pub fn cancel_all() {
-    SHOWN.with(|c| {
+    let dropped: Vec<Done> = SHOWN.with(|c| {
         let mut c = c.borrow_mut();
-        let Some(c) = c.as_mut() else { return };
-        c.queue.clear();
+        let Some(c) = c.as_mut() else {
+            return Vec::new();
+        };
+        let mut dropped: Vec<_> = c.queue.drain(..).map(|a| a.done).collect();
         if let Some(running) = &mut c.running {
-            running.done = Box::new(|_| {});
+            dropped.push(std::mem::replace(&mut running.done, Box::new(|_| {})));
             if let Some(cell) = &c.cancel {
                 js_sys::Atomics::store(cell, 0, 1).ok();
             }
         }
+        dropped
     });
+    for done in dropped {
+        done(Err(Failure::stopped()));
+    }
 }
 
 /// Asks the worker for the database file; the answer reaches the listener as
