@@ -524,11 +524,47 @@ async function engineStates(p, file) {
 }
 
 await check("peaks first: the replay's peaks show before the database is ready, and are memory_peak's", async () => {
-  const want = read('expected-big-peak.json').rows[0];
-  const { states, peaks: shown } = await engineStates(page, path.join(out, 'big.pickle'));
+  const want = read('expected-fresh-peak.json').rows[0];
+  const { states, peaks: shown } = await engineStates(page, path.join(out, 'fresh.pickle'));
   eq(JSON.stringify(states), JSON.stringify(['peaks', 'ready']), 'engine states in order');
   eq(JSON.stringify(shown), JSON.stringify(['allocated', 'active', 'reserved'].map((n) => String(want[`peak_${n}`]))), 'peak cards while the database was written');
   await peaksAre(page, want, 'ready');
+});
+
+await check('the same file dropped again reopens its database from the OPFS cache', async () => {
+  // big.pickle was imported by the tests above, in this browser profile.
+  const t0 = Date.now();
+  await page.setInputFiles('[data-testid=file-input]', path.join(out, 'big.pickle'));
+  await page.waitForSelector('[data-testid=cache-hit]', { timeout: 60000 });
+  await page.waitForSelector('[data-testid=engine-state][data-value=ready]');
+  console.log(`     big.pickle dropped again: from the cache in ${Date.now() - t0} ms`);
+  await peaksAre(page, read('expected-big-peak.json').rows[0], 'cached big.pickle');
+  eq(await page.textContent('.opened strong'), 'big.pickle', 'open file');
+});
+
+await check('the welcome page lists cached imports; Open reopens one, Remove removes it', async () => {
+  const p = await ctx.newPage();
+  watch(p);
+  await p.goto(url);
+  await p.waitForSelector('[data-testid=cached-files]', { timeout: 20000 });
+  const names = await p.$$eval('[data-testid=cached-file] td:first-child', (tds) => tds.map((t) => t.textContent));
+  for (const n of ['big.pickle', 'fixture.pkl', 'fresh.pickle']) ok(names.includes(n), `${n} listed among ${JSON.stringify(names)}`);
+  await shot('20-welcome-cache', p);
+  const row = p.locator('[data-testid=cached-file]', { hasText: 'fixture.pkl' }).first();
+  await row.locator('[data-testid=cached-open]').click();
+  await p.waitForSelector('[data-testid=cache-hit]', { timeout: 60000 });
+  await peaksAre(p, expected, 'fixture.pkl reopened from the list');
+  await p.close();
+  const q = await ctx.newPage();
+  watch(q);
+  await q.goto(url);
+  await q.waitForSelector('[data-testid=cached-files]', { timeout: 20000 });
+  const before = await q.locator('[data-testid=cached-file]').count();
+  await q.locator('[data-testid=cached-file]', { hasText: 'fresh.pickle' }).first().locator('[data-testid=cached-remove]').click();
+  await q.waitForFunction((n) => document.querySelectorAll('[data-testid=cached-file]').length === n - 1, before, { timeout: 10000 });
+  const left = await q.$$eval('[data-testid=cached-file] td:first-child', (tds) => tds.map((t) => t.textContent));
+  ok(!left.includes('fresh.pickle'), `fresh.pickle removed: ${JSON.stringify(left)}`);
+  await q.close();
 });
 
 /** Runs `sql` in the console under the current budget; resolves when it was sent. */

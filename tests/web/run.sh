@@ -66,6 +66,11 @@ target/debug/pt-snap query "$out/overlap.json.db" --template-use memory_peak --j
 rm -f "$out/big.pickle.db"
 target/debug/pt-snap import "$out/big.pickle" --no-focus --json >/dev/null
 target/debug/pt-snap query "$out/big.pickle.db" --template-use memory_peak --json > "$out/expected-big-peak.json"
+# Another seed: a file the browser's cache has not seen, for the peaks-first test.
+[ -f "$out/fresh.pickle" ] || cargo run -q --release -p pt-snap-gen -- --seed 8 --events 300000 --out "$out/fresh.pickle" >/dev/null
+rm -f "$out/fresh.pickle.db"
+target/debug/pt-snap import "$out/fresh.pickle" --no-focus --json >/dev/null
+target/debug/pt-snap query "$out/fresh.pickle.db" --template-use memory_peak --json > "$out/expected-fresh-peak.json"
 # The 1M-event benchmark snapshot (~109 MB): no main-thread task over 100 ms from its drop
 # to every view.
 [ -f "$out/bench-1m.pickle" ] || cargo run -q --release -p pt-snap-gen -- --seed 7 --events 1000000 --out "$out/bench-1m.pickle" >/dev/null

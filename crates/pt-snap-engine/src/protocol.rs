@@ -283,8 +283,13 @@ pub enum ToWorker {
     },
     /// Open the attached `File` as a SnapshotDB.
     Open,
-    /// Reopen a cached database by its source's SHA-256.
-    Reopen { sha256: String },
+    /// Reopen a cached database by its source's SHA-256: one just imported by another
+    /// worker (`warnings`: its replay's), or one found in the cache (`cache_hit`).
+    Reopen {
+        sha256: String,
+        warnings: Vec<String>,
+        cache_hit: bool,
+    },
     /// A question; `budget_s` bounds it like the CLI's `--timeout`.
     Ask {
         id: u64,
@@ -304,6 +309,12 @@ pub enum FromWorker {
     Preview(Preview),
     /// The database is ready for every question.
     Opened(Overview),
+    /// The import is complete in the OPFS cache and this worker has let go of it: the page
+    /// reopens it in a fresh worker, so the memory the import took goes with this one.
+    Stored {
+        sha256: String,
+        warnings: Vec<String>,
+    },
     /// The import or open failed; the worker holds nothing.
     Failed(Failure),
     Answer {

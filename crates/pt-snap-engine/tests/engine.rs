@@ -310,6 +310,10 @@ fn messages_survive_their_trip_as_text_with_every_integer_exact() {
         }),
         FromWorker::Failed(Failure::new("SNAPSHOT_INVALID", "x")),
         FromWorker::Ready,
+        FromWorker::Stored {
+            sha256: "cd".repeat(32),
+            warnings: Vec::new(),
+        },
     ];
     for m in &answers {
         assert_eq!(&decode::<FromWorker>(&encode(m)).unwrap(), m);

@@ -412,7 +412,74 @@ fn Welcome() -> impl IntoView {
                 <button class="button big" data-testid="open-sample" on:click=move |_| loader::load_sample(state)
                     title=loader::SAMPLE>"Try a sample: two GPUs, 1.3 MB"</button>
             </div>
+            <CachedFiles/>
         </section>
+    }
+}
+
+/// The imports this browser keeps (OPFS), newest first: each reopens in about a second, with
+/// or without its file, until removed.
+#[component]
+fn CachedFiles() -> impl IntoView {
+    let state = expect_context::<AppState>();
+    let refresh = RwSignal::new(0u32);
+    let entries = LocalResource::new(move || {
+        refresh.track();
+        async move {
+            // What killed imports left is of no use to anyone.
+            let _ = pt_snap_opfs::cleanup_incomplete().await;
+            pt_snap_opfs::list().await.unwrap_or_default()
+        }
+    });
+    let remove = move |sha256: String| {
+        leptos::task::spawn_local(async move {
+            if let Err(e) = pt_snap_opfs::remove(&sha256).await {
+                state.status.set(Status::Failed(Failure::new(
+                    "INTERNAL_ERROR",
+                    format!("Could not remove the cached database: {e}"),
+                )));
+            }
+            refresh.update(|n| *n += 1);
+        });
+    };
+    move || {
+        let list = entries.get().unwrap_or_default();
+        (!list.is_empty()).then(|| {
+            let total: u64 = list.iter().map(|e| e.db_bytes).sum();
+            view! {
+                <section class="cached" data-testid="cached-files">
+                    <h3>"Imported before in this browser"</h3>
+                    <p class="muted small">
+                        {format!("{} kept in this browser's private storage ({}), reopened without importing again. Dropping the same file again opens its copy too.",
+                            if list.len() == 1 { "One database".to_owned() } else { format!("{} databases", list.len()) },
+                            fmt::bytes(total as i64))}
+                    </p>
+                    <table class="grid cached-list">
+                        <thead><tr><th>"file"</th><th class="num">"file size"</th><th class="num">"database"</th><th>"imported"</th><th></th></tr></thead>
+                        <tbody>
+                        {list.into_iter().map(|e| {
+                            let sha = e.sha256.clone();
+                            let entry = e.clone();
+                            view! {
+                                <tr data-testid="cached-file" data-sha256=e.sha256.clone()>
+                                    <td class="wrap" title=format!("SHA-256 {}", e.sha256)>{e.source_name.clone()}</td>
+                                    <td class="num" title=fmt::exact(e.source_size as i64)>{fmt::bytes(e.source_size as i64)}</td>
+                                    <td class="num" title=fmt::exact(e.db_bytes as i64)>{fmt::bytes(e.db_bytes as i64)}</td>
+                                    <td class="muted small">{e.imported_at.get(..16).unwrap_or(&e.imported_at).replace('T', " ")}</td>
+                                    <td class="actions">
+                                        <button class="button small primary" data-testid="cached-open"
+                                            on:click=move |_| loader::reopen(state, &entry)>"Open"</button>
+                                        <button class="button small" data-testid="cached-remove"
+                                            on:click=move |_| remove(sha.clone())>"Remove"</button>
+                                    </td>
+                                </tr>
+                            }
+                        }).collect_view()}
+                        </tbody>
+                    </table>
+                </section>
+            }
+        })
     }
 }
 

@@ -28,7 +28,7 @@ const WORKER_SCRIPT: &str = "./pt-snap-worker_loader.js";
 
 /// Where the worker's messages go: the page's handlers for progress, preview, ready,
 /// failure and downloads (answers are routed here).
-pub type Listener = Box<dyn Fn(FromWorker, JsValue)>;
+pub type Listener = std::rc::Rc<dyn Fn(FromWorker, JsValue)>;
 
 /// Where a question's answer goes.
 type Done = Box<dyn FnOnce(Result<Answer, Failure>)>;
@@ -54,6 +54,9 @@ struct Client {
     running: Option<Asked>,
     cancel: Option<Int32Array>,
     listener: Listener,
+    /// Reopens the file on screen (its import stored it): the questions waiting for that
+    /// import's worker move to this one.
+    handover: bool,
     _on_message: Closure<dyn FnMut(MessageEvent)>,
     _on_error: Closure<dyn FnMut(web_sys::ErrorEvent)>,
 }
@@ -116,11 +119,22 @@ pub enum Job {
     },
     /// A SnapshotDB.
     Open { file: File },
+    /// A database in the OPFS cache.
+    Reopen { sha256: String, cache_hit: bool },
 }
 
 /// Opens `job` in a worker of its own (ending any other file being opened, not the one on
 /// screen); `listener` gets every message of it except answers.
 pub fn open(job: Job, listener: Listener) -> Result<(), Failure> {
+    open_worker(job, Vec::new(), listener, false)
+}
+
+fn open_worker(
+    job: Job,
+    warnings: Vec<String>,
+    listener: Listener,
+    handover: bool,
+) -> Result<(), Failure> {
     cancel_open();
     let serial = next_id();
     let (worker, started) = match SPARE.with(|s| s.borrow_mut().take()) {
@@ -165,11 +179,21 @@ pub fn open(job: Job, listener: Listener) -> Result<(), Failure> {
             file,
             lenient,
             buckets,
-        } => (ToWorker::Import { lenient, buckets }, file),
-        Job::Open { file } => (ToWorker::Open, file),
+        } => (ToWorker::Import { lenient, buckets }, Some(file)),
+        Job::Open { file } => (ToWorker::Open, Some(file)),
+        Job::Reopen { sha256, cache_hit } => (
+            ToWorker::Reopen {
+                sha256,
+                warnings,
+                cache_hit,
+            },
+            None,
+        ),
     };
     let first = envelope(&message);
-    let _ = Reflect::set(&first, &"file".into(), &file);
+    if let Some(file) = file {
+        let _ = Reflect::set(&first, &"file".into(), &file);
+    }
     if let Some(cell) = &cancel {
         let _ = Reflect::set(&first, &"cancel".into(), &cell.buffer());
     }
@@ -187,6 +211,7 @@ pub fn open(job: Job, listener: Listener) -> Result<(), Failure> {
             running: None,
             cancel,
             listener,
+            handover,
             _on_message: on_message,
             _on_error: on_error,
         })
@@ -238,19 +263,28 @@ fn with_client<T>(slot: Slot, f: impl FnOnce(&mut Client) -> T) -> Option<T> {
 }
 
 /// The file being opened takes the screen; the one shown before is ended, and the questions
-/// still waiting for it are told so.
+/// still waiting for it are told so (or, for a reopen of the same file, handed over).
 fn promote() {
-    let Some(incoming) = INCOMING.with(|c| c.borrow_mut().take()) else {
+    let Some(mut incoming) = INCOMING.with(|c| c.borrow_mut().take()) else {
         return;
     };
-    let Some(old) = SHOWN.with(|c| c.borrow_mut().replace(incoming)) else {
+    let handover = incoming.handover;
+    let old = SHOWN.with(|c| c.borrow_mut().take());
+    let Some(old) = old else {
+        SHOWN.with(|c| *c.borrow_mut() = Some(incoming));
         return;
     };
     old.worker.terminate();
     let Client { queue, running, .. } = old;
-    for asked in running.into_iter().chain(queue) {
-        (asked.done)(Err(Failure::replaced()));
+    let waiting: Vec<Asked> = running.into_iter().chain(queue).collect();
+    if handover {
+        incoming.queue.extend(waiting);
+    } else {
+        for asked in waiting {
+            (asked.done)(Err(Failure::replaced()));
+        }
     }
+    SHOWN.with(|c| *c.borrow_mut() = Some(incoming));
 }
 
 /// The cancel cell, where `SharedArrayBuffer` exists (a cross-origin isolated page).
@@ -280,12 +314,9 @@ fn post(worker: &Worker, o: &Object) {
 
 /// Hands a message to its worker's listener (outside the client's borrow: it may call back).
 fn listen(slot: Slot, message: FromWorker, attachment: JsValue) {
-    let noop: Listener = Box::new(|_, _| {});
-    let Some(listener) = with_client(slot, |c| std::mem::replace(&mut c.listener, noop)) else {
-        return;
-    };
-    listener(message, attachment);
-    with_client(slot, |c| c.listener = listener);
+    if let Some(listener) = with_client(slot, |c| c.listener.clone()) {
+        listener(message, attachment);
+    }
 }
 
 fn received(serial: u64, message: FromWorker, attachment: JsValue) {
@@ -332,6 +363,19 @@ fn received(serial: u64, message: FromWorker, attachment: JsValue) {
             with_client(slot, |c| c.ready = true);
             listen(slot, FromWorker::Opened(overview), attachment);
             send_next();
+        }
+        FromWorker::Stored { sha256, warnings } => {
+            // Reopened by a fresh worker; the import's own goes when that one takes over.
+            let Some(listener) = with_client(slot, |c| c.listener.clone()) else {
+                return;
+            };
+            let job = Job::Reopen {
+                sha256,
+                cache_hit: false,
+            };
+            if let Err(f) = open_worker(job, warnings, listener.clone(), slot == Slot::Shown) {
+                listener(FromWorker::Failed(f), JsValue::UNDEFINED);
+            }
         }
         FromWorker::Failed(f) => {
             // The worker holds nothing now; it is ended so its memory goes with it.

@@ -107,7 +107,10 @@ pub fn load(state: AppState, file: File) {
             return;
         }
         match sniff::route(&name, &head) {
-            Route::Database => start(state, Job::Open { file }),
+            Route::Database => {
+                let (name, total) = (file.name(), file.size());
+                start(state, Job::Open { file }, name, total)
+            }
             Route::Import => import(state, file, false),
             Route::Refuse { suffix, content } => {
                 // The CLI's words for a file that is no snapshot by name or content (the
@@ -131,6 +134,7 @@ async fn read_head(file: &File) -> Result<Vec<u8>, String> {
 
 fn import(state: AppState, file: File, lenient: bool) {
     LAST_IMPORT.with(|l| *l.borrow_mut() = Some((file.clone(), lenient)));
+    let (name, total) = (file.name(), file.size());
     start(
         state,
         Job::Import {
@@ -138,20 +142,34 @@ fn import(state: AppState, file: File, lenient: bool) {
             lenient,
             buckets: BUCKETS,
         },
+        name,
+        total,
+    );
+}
+
+/// Reopens a database this browser keeps from an earlier import.
+pub fn reopen(state: AppState, entry: &pt_snap_opfs::Entry) {
+    CHOICE.with(|c| c.set(c.get() + 1));
+    state.sample.set(false);
+    start(
+        state,
+        Job::Reopen {
+            sha256: entry.sha256.clone(),
+            cache_hit: true,
+        },
+        entry.source_name.clone(),
+        0.0,
     );
 }
 
 /// Hands `job` to a fresh worker; what it reports moves the page.
-fn start(state: AppState, job: Job) {
-    let (name, total) = match &job {
-        Job::Import { file, .. } | Job::Open { file } => (file.name(), file.size()),
-    };
+fn start(state: AppState, job: Job, name: String, total: f64) {
     state.status.set(Status::Importing {
         name: name.clone(),
         progress: None,
         total,
     });
-    let listener = Box::new(move |message: FromWorker, attachment: JsValue| {
+    let listener = std::rc::Rc::new(move |message: FromWorker, attachment: JsValue| {
         on_message(state, &name, total, message, attachment)
     });
     if let Err(f) = client::open(job, listener) {
@@ -220,7 +238,8 @@ fn on_message(state: AppState, name: &str, total: f64, message: FromWorker, atta
             Ok(file_name) => save(&file_name, attachment),
             Err(f) => state.status.set(Status::Failed(f)),
         },
-        FromWorker::Ready | FromWorker::Answer { .. } => {}
+        // The client handles these itself.
+        FromWorker::Ready | FromWorker::Answer { .. } | FromWorker::Stored { .. } => {}
     }
 }
 

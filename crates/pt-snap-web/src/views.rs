@@ -136,8 +136,22 @@ pub fn Overview(peaks: PeaksReply) -> impl IntoView {
             .opened
             .with(|o| o.as_ref().and_then(|o| o.overview.clone()))
     };
+    // The timeline is built in the task after the one that shows a file, so the peaks are
+    // painted first and neither task holds the page for long.
+    let drawn = RwSignal::new(None::<u32>);
+    Effect::new(move |_| {
+        let shown = state.generation();
+        if drawn.get_untracked() != Some(shown) {
+            request_animation_frame(move || {
+                set_timeout(move || drawn.set(Some(shown)), std::time::Duration::ZERO)
+            });
+        }
+    });
     view! {
-        <crate::timeline::TimelinePanel peaks=peaks/>
+        <Show when=move || drawn.get() == Some(state.generation())
+            fallback=|| pending("Drawing the timeline…")>
+            <crate::timeline::TimelinePanel peaks=peaks/>
+        </Show>
         <section class="panel two">
             <div>
                 <h2>"Devices"</h2>

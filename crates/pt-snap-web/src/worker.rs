@@ -8,6 +8,13 @@
 //! page stops it by ending the worker, which no cooperative flag could do faster. The peaks
 //! and the timeline are posted as each device's replay ends ([`FromWorker::Preview`]),
 //! before its rows are written and the indexes built.
+//!
+//! Where the browser has OPFS, the database is written there (`pt-snap-opfs`), keyed by the
+//! file's SHA-256: a file whose size matches a cached import is hashed first and, if it is
+//! the same file, its database reopened instead of imported. A finished import lets go of
+//! its database ([`FromWorker::Stored`]) and the page reopens it in a fresh worker, so the
+//! import's memory (the decoded snapshot, at its peak; a wasm heap never shrinks) goes away
+//! with this worker. Without OPFS the database stays in this worker's memory.
 
 #[cfg(not(target_arch = "wasm32"))]
 fn main() {}
@@ -29,6 +36,7 @@ mod imp {
         Engine, Failure, FromWorker, Origin, Preview, Progress, Stop, Storage, ToWorker,
     };
     use pt_snap_import::{ImportRequest, ReplayMode, Stage};
+    use pt_snap_opfs::{Entry, Pool};
     use sha2::{Digest, Sha256};
     use wasm_bindgen::prelude::*;
     use wasm_bindgen_futures::JsFuture;
@@ -45,8 +53,13 @@ mod imp {
     /// meanwhile; larger ones are hashed here, so that a 1 GB import needs no second GB.
     const HASH_BESIDE_MAX: f64 = 512.0 * 1024.0 * 1024.0;
 
+    /// The page cache of a database read from OPFS, in KiB.
+    const READ_CACHE_KIB: u32 = 128 * 1024;
+
     thread_local! {
         static ENGINE: RefCell<Option<Engine>> = const { RefCell::new(None) };
+        /// The OPFS entry the engine's connection reads, kept open as long as it.
+        static POOL: RefCell<Option<Pool>> = const { RefCell::new(None) };
         /// Set to 1 by the page to interrupt the running question (see `client.rs`).
         static CANCEL: RefCell<Option<Int32Array>> = const { RefCell::new(None) };
     }
@@ -72,11 +85,16 @@ mod imp {
                         import(&file, replay, buckets).await
                     })
                 }
-                Ok(ToWorker::Open) => with_file(file, |file| async move { open_db(&file) }),
-                Ok(ToWorker::Reopen { .. }) => post(&FromWorker::Failed(Failure::new(
-                    "INTERNAL_ERROR",
-                    "This worker keeps no cache.",
-                ))),
+                Ok(ToWorker::Open) => with_file(file, |file| async move {
+                    open_db(&file).map(Outcome::Open)
+                }),
+                Ok(ToWorker::Reopen {
+                    sha256,
+                    warnings,
+                    cache_hit,
+                }) => wasm_bindgen_futures::spawn_local(async move {
+                    finish(reopen(&sha256, warnings, cache_hit).await.map(Outcome::Open))
+                }),
                 Ok(ToWorker::Ask {
                     id,
                     budget_s,
@@ -97,11 +115,19 @@ mod imp {
         post(&FromWorker::Ready);
     }
 
-    /// Runs `job` on the attached file and posts what it gives: the open database, or why not.
+    /// What opening a file ends in.
+    enum Outcome {
+        /// The database, open here.
+        Open(Engine),
+        /// The database, complete in OPFS and let go of (see the module's note).
+        Stored { sha256: String, warnings: Vec<String> },
+    }
+
+    /// Runs `job` on the attached file and posts what it gives.
     fn with_file<F, Fut>(file: Option<File>, job: F)
     where
         F: FnOnce(File) -> Fut + 'static,
-        Fut: std::future::Future<Output = Result<Engine, Failure>> + 'static,
+        Fut: std::future::Future<Output = Result<Outcome, Failure>> + 'static,
     {
         let Some(file) = file else {
             post(&FromWorker::Failed(Failure::new(
@@ -110,16 +136,57 @@ mod imp {
             )));
             return;
         };
-        wasm_bindgen_futures::spawn_local(async move {
-            match job(file).await {
-                Ok(engine) => {
-                    let overview = engine.overview().clone();
-                    ENGINE.with(|e| *e.borrow_mut() = Some(engine));
-                    post(&FromWorker::Opened(overview));
-                }
-                Err(f) => post(&FromWorker::Failed(f)),
+        wasm_bindgen_futures::spawn_local(async move { finish(job(file).await) });
+    }
+
+    fn finish(outcome: Result<Outcome, Failure>) {
+        match outcome {
+            Ok(Outcome::Open(engine)) => {
+                let overview = engine.overview().clone();
+                ENGINE.with(|e| *e.borrow_mut() = Some(engine));
+                post(&FromWorker::Opened(overview));
             }
-        });
+            Ok(Outcome::Stored { sha256, warnings }) => {
+                post(&FromWorker::Stored { sha256, warnings })
+            }
+            Err(f) => post(&FromWorker::Failed(f)),
+        }
+    }
+
+    /// Opens a cached database read-only, by its source's SHA-256.
+    async fn reopen(
+        sha256: &str,
+        warnings: Vec<String>,
+        cache_hit: bool,
+    ) -> Result<Engine, Failure> {
+        let entry = pt_snap_opfs::find(sha256)
+            .await
+            .map_err(storage)?
+            .ok_or_else(|| storage("the cached database is gone (removed in another tab?)"))?;
+        let pool = Pool::install(sha256).await.map_err(storage)?;
+        let conn = pool.open(false).map_err(backend)?;
+        // Each page read goes through a sync access handle: keep what the views read in
+        // memory, up to a bound (SQLite's default is 2 MiB).
+        conn.execute_batch(&format!("PRAGMA cache_size = -{}", READ_CACHE_KIB))
+            .map_err(backend)?;
+        let engine = Engine::from_connection(
+            conn,
+            Origin {
+                name: entry.source_name,
+                imported: true,
+                db_bytes: entry.db_bytes,
+                warnings,
+                storage: Storage::Opfs,
+                cache_hit,
+            },
+        )?;
+        POOL.with(|p| *p.borrow_mut() = Some(pool));
+        Ok(engine)
+    }
+
+    /// The browser's storage failed: the import's code, and what went wrong.
+    fn storage(e: impl std::fmt::Display) -> Failure {
+        backend(format!("the browser's file storage (OPFS): {e}"))
     }
 
     /// Stops a question at its deadline (the page's clock) or when the page sets the cancel
@@ -159,11 +226,35 @@ mod imp {
         )
     }
 
-    async fn import(file: &File, replay: ReplayMode, buckets: usize) -> Result<Engine, Failure> {
+    async fn import(file: &File, replay: ReplayMode, buckets: usize) -> Result<Outcome, Failure> {
         let total = file.size();
+        let mut opfs = pt_snap_opfs::available().await;
+        // A cached import of a file this size: hash first, and reopen it if it is this one.
+        let mut known_sha = None;
+        if opfs {
+            let candidates = pt_snap_opfs::find_by_size(total as u64)
+                .await
+                .unwrap_or_default();
+            if !candidates.is_empty() {
+                post(&FromWorker::Progress(Progress::Hashing { bytes: 0.0, total }));
+                let sha = sha256_of(file).await?;
+                if candidates.iter().any(|e| e.sha256 == sha) {
+                    // Held by another tab's worker, it is imported again here, in memory.
+                    if let Ok(engine) = reopen(&sha, Vec::new(), true).await {
+                        return Ok(Outcome::Open(engine));
+                    }
+                    opfs = false;
+                }
+                known_sha = Some(sha);
+            }
+        }
         let scope: DedicatedWorkerGlobalScope = js_sys::global().unchecked_into();
-        let digest = hash_beside(&scope, file);
-        let mut reader = FileChunks::new(file.clone(), digest.is_none())?;
+        let digest = match known_sha {
+            Some(_) => None,
+            None => hash_beside(&scope, file),
+        };
+        let hash_inline = known_sha.is_none() && digest.is_none();
+        let mut reader = FileChunks::new(file.clone(), hash_inline)?;
         let mut last_posted = 0u64;
         let step = ((total / 100.0) as u64).max(256 * 1024);
         let snapshot = pt_snap_model::decode(&mut reader, &mut |p| {
@@ -177,23 +268,40 @@ mod imp {
             }
         })
         .map_err(failed)?;
-        let sha256 = match digest {
-            Some(digest) => match JsFuture::from(digest).await.map(|r| get(&r, "hex")) {
+        let sha256 = match (known_sha, digest) {
+            (Some(sha), _) => sha,
+            (None, Some(digest)) => match JsFuture::from(digest).await.map(|r| get(&r, "hex")) {
                 Ok(hex) if hex.is_string() => hex.as_string().unwrap_or_default(),
                 // WebCrypto refused (or the helper died): hash here after all.
                 _ => hash_here(FileChunks::new(file.clone(), true)?)?,
             },
-            None => hash_here(reader)?,
+            (None, None) => hash_here(reader)?,
         };
         let request = ImportRequest {
             device: None,
-            source_sha256: sha256,
+            source_sha256: sha256.clone(),
             source_size: total as u64,
             source_name: file.name(),
             completed_at: now_utc_iso(),
             replay,
         };
-        let conn = rusqlite::Connection::open_in_memory().map_err(backend)?;
+        // Another tab importing the same file holds its entry: this import stays in memory.
+        let pool = match opfs {
+            true => match Pool::install(&sha256).await {
+                Ok(pool) => {
+                    // What a killed or refused import of this file left.
+                    pool.reset().await.map_err(storage)?;
+                    Some(pool)
+                }
+                Err(_) => None,
+            },
+            false => None,
+        };
+        let conn = match &pool {
+            Some(pool) => pool.open(true),
+            None => rusqlite::Connection::open_in_memory(),
+        }
+        .map_err(backend)?;
         let mut preview = Preview {
             name: file.name(),
             devices: Vec::new(),
@@ -235,47 +343,96 @@ mod imp {
         )
         .map_err(failed)?;
         drop(snapshot);
-        let db_bytes = conn
-            .query_row(
-                "SELECT page_count * page_size FROM pragma_page_count, pragma_page_size",
-                [],
-                |r| r.get::<_, i64>(0),
+        let Some(pool) = pool else {
+            let db_bytes = conn
+                .query_row(
+                    "SELECT page_count * page_size FROM pragma_page_count, pragma_page_size",
+                    [],
+                    |r| r.get::<_, i64>(0),
+                )
+                .map_err(backend)? as u64;
+            return Engine::from_connection(
+                conn,
+                Origin {
+                    name: file.name(),
+                    imported: true,
+                    db_bytes,
+                    warnings: summary.warnings,
+                    storage: Storage::Memory,
+                    cache_hit: false,
+                },
             )
-            .map_err(backend)? as u64;
-        Engine::from_connection(
-            conn,
-            Origin {
-                name: file.name(),
-                imported: true,
-                db_bytes,
-                warnings: summary.warnings,
-                storage: Storage::Memory,
-                cache_hit: false,
-            },
-        )
+            .map(Outcome::Open);
+        };
+        drop(conn);
+        let entry = Entry {
+            sha256: sha256.clone(),
+            source_name: file.name(),
+            source_size: total as u64,
+            source_last_modified: file.last_modified(),
+            db_bytes: 0,
+            imported_at: now_utc_iso(),
+        };
+        pool.commit(&entry).await.map_err(storage)?;
+        pool.close().map_err(storage)?;
+        Ok(Outcome::Stored {
+            sha256,
+            warnings: summary.warnings,
+        })
     }
 
-    /// "Download .db": the database's image as a Blob (posted with the message).
-    fn download() {
-        let answer = ENGINE.with(|e| match e.borrow_mut().as_mut() {
-            Some(engine) => {
-                let name = engine.overview().name.clone();
-                engine
-                    .with_image(|image| {
-                        let parts = js_sys::Array::of1(&Uint8Array::from(image));
-                        let opts = web_sys::BlobPropertyBag::new();
-                        opts.set_type("application/vnd.sqlite3");
-                        web_sys::Blob::new_with_u8_array_sequence_and_options(&parts, &opts)
-                    })
-                    .and_then(|blob| {
-                        blob.map(|b| (format!("{name}.db"), b))
-                            .map_err(|e| Failure::new("INTERNAL_ERROR", format!("{e:?}")))
-                    })
+    /// The file's SHA-256, by the helper worker where it can, else here.
+    async fn sha256_of(file: &File) -> Result<String, Failure> {
+        let scope: DedicatedWorkerGlobalScope = js_sys::global().unchecked_into();
+        if let Some(digest) = hash_beside(&scope, file) {
+            if let Ok(hex) = JsFuture::from(digest).await.map(|r| get(&r, "hex")) {
+                if let Some(hex) = hex.as_string() {
+                    return Ok(hex);
+                }
             }
+        }
+        hash_here(FileChunks::new(file.clone(), true)?)
+    }
+
+    /// "Download .db": the database as a Blob posted with the message: the OPFS file itself
+    /// (nothing copied), or the in-memory database's image.
+    fn download() {
+        let name = ENGINE.with(|e| e.borrow().as_ref().map(|e| format!("{}.db", e.overview().name)));
+        let Some(name) = name else {
+            post(&FromWorker::Download(Err(Failure::new(
+                "DATABASE_NOT_OPEN",
+                "No database is open.",
+            ))));
+            return;
+        };
+        if POOL.with(|p| p.borrow().is_some()) {
+            wasm_bindgen_futures::spawn_local(async move {
+                // The pool stays in its cell: the engine's connection reads through it.
+                let pool = POOL.with(|p| p.borrow_mut().take());
+                let blob = match &pool {
+                    Some(pool) => pool.export_blob().await.map_err(storage),
+                    None => Err(storage("the database was closed")),
+                };
+                POOL.with(|p| *p.borrow_mut() = pool);
+                match blob {
+                    Ok(blob) => post_with(&FromWorker::Download(Ok(name)), "blob", &blob),
+                    Err(f) => post(&FromWorker::Download(Err(f))),
+                }
+            });
+            return;
+        }
+        let blob = ENGINE.with(|e| match e.borrow_mut().as_mut() {
+            Some(engine) => engine.with_image(|image| {
+                let parts = js_sys::Array::of1(&Uint8Array::from(image));
+                let opts = web_sys::BlobPropertyBag::new();
+                opts.set_type("application/vnd.sqlite3");
+                web_sys::Blob::new_with_u8_array_sequence_and_options(&parts, &opts)
+                    .map_err(|e| Failure::new("INTERNAL_ERROR", format!("{e:?}")))
+            }),
             None => Err(Failure::new("DATABASE_NOT_OPEN", "No database is open.")),
         });
-        match answer {
-            Ok((name, blob)) => post_with(&FromWorker::Download(Ok(name)), "blob", &blob),
+        match blob.and_then(|b| b) {
+            Ok(blob) => post_with(&FromWorker::Download(Ok(name)), "blob", &blob),
             Err(f) => post(&FromWorker::Download(Err(f))),
         }
     }
