@@ -498,7 +498,7 @@ await check('the bundled sample: the welcome button, then #sample in the URL bri
 });
 
 /** The engine's state values the page showed, in order, from a fresh drop of `file`. */
-async function engineStates(p, file) {
+async function engineStates(p, file, shotName = null) {
   await p.evaluate(() => {
     window.__states = [];
     window.__peaksAtPeaks = null;
@@ -514,6 +514,10 @@ async function engineStates(p, file) {
     window.__stateObserver.observe(document.body, { subtree: true, childList: true, attributes: true, attributeFilter: ['data-value'] });
   });
   await p.setInputFiles('[data-testid=file-input]', file);
+  if (shotName) {
+    await p.waitForSelector('[data-testid=engine-state][data-value=peaks]', { timeout: 60000, polling: 'raf' })
+      .then(() => shot(shotName, p)).catch(() => {});
+  }
   // The file shown before may have the same name and be ready: wait for this one's states.
   await p.waitForFunction(() => window.__states.includes('peaks') && window.__states[window.__states.length - 1] === 'ready'
     && !document.querySelector('[data-testid=import-progress]'), null, { timeout: 300000 }).catch(() => {});
@@ -525,7 +529,7 @@ async function engineStates(p, file) {
 
 await check("peaks first: the replay's peaks show before the database is ready, and are memory_peak's", async () => {
   const want = read('expected-fresh-peak.json').rows[0];
-  const { states, peaks: shown } = await engineStates(page, path.join(out, 'fresh.pickle'));
+  const { states, peaks: shown } = await engineStates(page, path.join(out, 'fresh.pickle'), '21-peaks-first');
   eq(JSON.stringify(states), JSON.stringify(['peaks', 'ready']), 'engine states in order');
   eq(JSON.stringify(shown), JSON.stringify(['allocated', 'active', 'reserved'].map((n) => String(want[`peak_${n}`]))), 'peak cards while the database was written');
   await peaksAre(page, want, 'ready');

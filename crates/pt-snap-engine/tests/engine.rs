@@ -279,6 +279,8 @@ fn messages_survive_their_trip_as_text_with_every_integer_exact() {
         },
         ToWorker::Reopen {
             sha256: "ab".repeat(32),
+            warnings: vec!["w".into()],
+            cache_hit: true,
         },
         ToWorker::Open,
         ToWorker::Download,
