@@ -11,9 +11,8 @@
 
 use std::path::Path;
 
-use pt_snap_dataset::read::{Dataset, ReadError, ValidationCache};
+use pt_snap_dataset::read::{Dataset, ValidationCache};
 
-use crate::budget::Deadline;
 use crate::error::CliError;
 
 fn disabled() -> bool {
@@ -46,41 +45,5 @@ pub fn cache() -> ValidationCache {
 
 /// Validates the dataset at absolute `path`; `None` when it is not a dataset path.
 pub fn open(path: &Path) -> Result<Option<Dataset>, CliError> {
-    Dataset::open(path, &mut cache()).map_err(|e| error(e, None))
-}
-
-/// A dataset failure as the reference reports it.
-pub fn error(e: ReadError, deadline: Option<&Deadline>) -> CliError {
-    let query_hint =
-        "Inspect the template SQL and database layout, then retry with --template-info --json.";
-    match e {
-        ReadError::Schema(m) => CliError::schema_invalid(m),
-        ReadError::InvalidParameter(m) => CliError::invalid_parameter(
-            m,
-            "Check --slice, the event ids or ranges in --params, and the dataset work limits.",
-        ),
-        ReadError::Render(m) => CliError::invalid_parameter(
-            m,
-            "Check --params against 'pt-snap query --template-info <name> --json'.",
-        ),
-        ReadError::DeviceNotFound(m) => CliError::new(
-            "DEVICE_NOT_FOUND",
-            m,
-            Some("Pass --device with an id present in the database, or omit it to use the first device."),
-        ),
-        ReadError::TemplateNotFound(n) => CliError::new(
-            "TEMPLATE_NOT_FOUND",
-            format!("Template '{n}' not found"),
-            Some("Use 'pt-snap query --list --json' to list available templates."),
-        ),
-        ReadError::Failed(m) => CliError::new("QUERY_FAILED", m, Some(query_hint)),
-        ReadError::Timeout => match deadline {
-            Some(d) => d.timeout_error().with_text_prefix("Error: "),
-            None => CliError::new(
-                "QUERY_TIMEOUT",
-                "Query timed out after None seconds",
-                Some("Retry with a higher --timeout, or tighten -n / filters so the query does less work."),
-            ),
-        },
-    }
+    Dataset::open(path, &mut cache()).map_err(|e| CliError::query(e, None, "Error: "))
 }

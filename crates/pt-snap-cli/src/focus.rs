@@ -3,9 +3,9 @@
 //! tools share one focus.
 
 use std::fs;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
+use pt_snap_contract::{publish, python};
 use pt_snap_db::SnapshotDb;
 use serde_json::{json, Map, Value};
 
@@ -214,28 +214,7 @@ pub fn write_json_atomic(path: &Path, value: &Value) -> CliResult<()> {
         |e: std::io::Error| CliError::internal(format!("cannot write {}: {e}", path.display()));
     let dir = path.parent().expect("focus files live in a directory");
     fs::create_dir_all(dir).map_err(fail)?;
-    let tmp = dir.join(format!(
-        ".{}.tmp-{}",
-        path.file_name().and_then(|n| n.to_str()).unwrap_or("focus"),
-        std::process::id()
-    ));
-    let mut options = fs::OpenOptions::new();
-    options.write(true).create(true).truncate(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        options.mode(0o600);
-    }
-    let result = (|| {
-        let mut f = options.open(&tmp)?;
-        f.write_all(crate::output::pretty(value).as_bytes())?;
-        f.sync_all()?;
-        fs::rename(&tmp, path)
-    })();
-    if result.is_err() {
-        let _ = fs::remove_file(&tmp);
-    }
-    result.map_err(fail)
+    publish::write_file(path, python::pretty(value).as_bytes(), 0o600).map_err(fail)
 }
 
 /// What `focus --json` and `import --json` report about a focus.

@@ -33,7 +33,7 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             e.report(json);
-            ExitCode::from(e.exit)
+            ExitCode::from(e.exit())
         }
     }
 }

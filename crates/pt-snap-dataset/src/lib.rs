@@ -8,6 +8,8 @@
 //! * [`read`]: validating a dataset (with a verified fingerprint cache), its `overview` and
 //!   metadata, and dataset-global answers of the 11 supported templates with work budgets.
 
+#![forbid(unsafe_code)]
+
 pub mod manifest;
 pub mod read;
 pub mod write;

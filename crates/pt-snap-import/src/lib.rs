@@ -6,6 +6,8 @@
 //! the very same code as the CLI. Publishing the file atomically, the SHA-256 reuse cache and
 //! the focus file are the CLI's business.
 
+#![forbid(unsafe_code)]
+
 mod failure;
 mod hash;
 
@@ -19,7 +21,7 @@ use pt_snap_replay::{BlockRow, Issue, ReplayError, RowSink, TraceRow};
 pub use pt_snap_replay::Mode as ReplayMode;
 use rusqlite::Connection;
 
-pub use failure::{Failure, IMPORT_FAILED_HINT, REPLAY_FAILED_HINT, SNAPSHOT_INVALID_HINT};
+pub use failure::{Failure, ImportFailure};
 pub use hash::sha256_hex;
 
 /// The name we write into `pt_snap_metadata.importer_name`.

@@ -27,12 +27,15 @@
 //! answers in the browser. [`Analyzer::timeline`] gives the counters over events,
 //! downsampled so that no extreme is lost.
 
+#![forbid(unsafe_code)]
+
 pub mod contract;
 mod engine;
 mod error;
 mod functions;
 pub mod params;
-pub mod python;
+/// Python's spellings, shared with every crate that writes what the reference writes.
+pub use pt_snap_contract::python;
 pub mod registry;
 mod scan;
 mod sql;

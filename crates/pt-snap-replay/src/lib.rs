@@ -11,6 +11,8 @@
 //! [`RowSink`], in the order the reference writes them (events last to first, then the
 //! pre-trace blocks and synthetic segment events).
 
+#![forbid(unsafe_code)]
+
 mod lenient;
 mod state;
 mod stepwise;

@@ -6,7 +6,8 @@
 
 use std::path::PathBuf;
 
-use pt_snap_dataset::read::{run_charged, Budget, Dataset, DatasetRequest, ReadError};
+use pt_snap_dataset::read::{run_charged, Budget, Dataset, DatasetRequest};
+use pt_snap_query::QueryError;
 use pt_snap_query::{Interrupt, WorkLimits};
 use serde_json::{Map, Value as Json};
 
@@ -52,7 +53,7 @@ pub fn peak_memory_dataset(
     ds: &Dataset,
     req: &PeakRequest,
     budget: &DatasetBudget,
-) -> Result<PeakReport, ReadError> {
+) -> Result<PeakReport, QueryError> {
     let mut charged = Budget::new(budget.limits, budget.interrupt.clone());
     compose(req, |template, params| {
         let o = run_charged(
@@ -74,7 +75,7 @@ pub fn peak_memory_dataset(
 /// `report memory-tree` on a dataset: the engine checks the device, then refuses the frame
 /// tree (`active_memory_frame_tree_at_event` is not a dataset-global template), as the
 /// reference does; this is that refusal.
-pub fn memory_tree_dataset(ds: &Dataset, req: &TreeRequest, budget: &DatasetBudget) -> ReadError {
+pub fn memory_tree_dataset(ds: &Dataset, req: &TreeRequest, budget: &DatasetBudget) -> QueryError {
     let mut params = Map::new();
     params.insert("event_id".into(), req.event_id.into());
     params.insert("include_static".into(), req.include_static.into());
@@ -84,7 +85,7 @@ pub fn memory_tree_dataset(ds: &Dataset, req: &TreeRequest, budget: &DatasetBudg
         Err(e) => e,
         // Not reachable while the engine has no frame tree; refuse rather than show rows
         // no renderer here was checked against.
-        Ok(_) => ReadError::Failed(
+        Ok(_) => QueryError::Failed(
             "Unsupported dataset-global template/custom SQL or runtime override; select an \
              explicit standalone member. A built-in name is not a merge contract."
                 .into(),

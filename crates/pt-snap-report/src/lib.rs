@@ -10,6 +10,8 @@
 //! through `pt-snap-dataset`'s query engine ([`peak_memory_dataset`],
 //! [`memory_tree_dataset`]); the browser app, which opens no datasets, builds without it.
 
+#![forbid(unsafe_code)]
+
 #[cfg(feature = "dataset")]
 mod dataset;
 mod peak;

@@ -12,6 +12,8 @@
 //! No filesystem and no clock here: the CLI reads the source, writes files, reads each one
 //! back for [`validate`], and publishes the directory.
 
+#![forbid(unsafe_code)]
+
 mod encode;
 mod state;
 

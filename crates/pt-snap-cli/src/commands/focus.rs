@@ -2,6 +2,7 @@
 
 use std::path::Path;
 
+use pt_snap_contract::envelope;
 use pt_snap_db::SnapshotDb;
 use serde_json::{json, Value};
 
@@ -68,7 +69,7 @@ fn report(action: &str, state: &FocusState, extra: Vec<(&str, Value)>, json: boo
                 .map(|(k, v)| (k.as_str(), v.clone())),
         );
         fields.extend(extra);
-        output::print_json(&output::envelope(fields));
+        output::print_json(&envelope::success(fields));
         return;
     }
     let (_, layout, layout_error) = focus::describe_db(&state.db_path);

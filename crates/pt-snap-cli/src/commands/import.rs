@@ -5,12 +5,15 @@ use std::fs::{self, File};
 use std::io::{BufReader, Read};
 use std::path::{Path, PathBuf};
 
+use pt_snap_contract::envelope;
+use pt_snap_contract::publish::{self, Existing};
 use pt_snap_db::{Metadata, SnapshotDb, IMPORT_FORMAT_VERSION};
 use pt_snap_import::{Failure, ImportRequest, ReplayMode};
 use pt_snap_model::decode::{describe_start, Detected, HEAD_LEN};
 use serde_json::{json, Value};
 
 use super::import_dataset::Kind as DatasetKind;
+
 use crate::cli::ImportArgs;
 use crate::error::{CliError, CliResult};
 use crate::focus::{self, FocusRecord, FocusState, Source};
@@ -105,7 +108,7 @@ pub fn run(args: &ImportArgs) -> CliResult {
         .map_err(CliError::from)
         .and_then(|db| super::metadata::LenientReplay::of(&db))?;
     if args.json {
-        let mut out = output::envelope(vec![
+        let mut out = envelope::success(vec![
             ("db_path", json!(target.display().to_string())),
             ("device_id", json!(device)),
             ("reused", json!(reused)),
@@ -341,12 +344,14 @@ fn build_and_publish(
             "Snapshot import backend failed: metadata read back differs: {written:?}"
         )));
     }
-    tmp.persist(target).map_err(|e| {
+    let tmp = tmp.into_temp_path();
+    publish::rename(&tmp, target, Existing::Replace).map_err(|e| {
         CliError::import_failed(format!(
-            "Snapshot import backend failed: cannot publish {}: {}",
+            "Snapshot import backend failed: cannot publish {}: {e}",
             target.display(),
-            e.error
         ))
     })?;
+    // Published: the temporary name no longer exists, so there is nothing to delete.
+    let _ = tmp.keep();
     Ok(summary)
 }

@@ -14,6 +14,8 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
+use pt_snap_contract::envelope;
+use pt_snap_contract::publish;
 use pt_snap_dataset::manifest::{
     self, CompatibilityIdentity, Manifest, NativeIdentity, MSINSIGHT_CACHE_SALT,
     MSINSIGHT_DEFAULT_EVENTS_PER_SLICE,
@@ -22,7 +24,6 @@ use pt_snap_dataset::write::{self, DatasetPlan, Layout};
 use pt_snap_db::Metadata;
 use pt_snap_import::{IMPORTER_NAME, IMPORTER_VERSION};
 use serde_json::{json, Value};
-use sha2::{Digest, Sha256};
 
 use crate::cli::ImportArgs;
 use crate::error::{CliError, CliResult};
@@ -154,7 +155,7 @@ pub fn run(args: &ImportArgs, kind: Kind, source: &Path, device: Option<i64>) ->
     };
     let path = target.display().to_string();
     if args.json {
-        output::print_json(&output::envelope(vec![
+        output::print_json(&envelope::success(vec![
             ("db_path", json!(path)),
             ("device_id", json!(device)),
             ("reused", json!(outcome.reused)),
@@ -217,29 +218,12 @@ fn resolved(path: &Path) -> PathBuf {
 
 /// SHA-256 of `salt` followed by the file's bytes, as lowercase hex.
 fn hash_file(path: &Path, salt: &[u8]) -> CliResult<String> {
-    let mut hasher = Sha256::new();
-    hasher.update(salt);
-    let mut file = File::open(path).map_err(backend)?;
-    // Shards are hundreds of MB: read in 1 MiB chunks, not `io::copy`'s 8 KiB.
-    let mut chunk = vec![0u8; 1 << 20];
-    loop {
-        match file.read(&mut chunk) {
-            Ok(0) => break,
-            Ok(n) => hasher.update(&chunk[..n]),
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(backend(e)),
-        }
-    }
-    Ok(format!("{:x}", hasher.finalize()))
+    let file = File::open(path).map_err(backend)?;
+    pt_snap_import::sha256_hex(salt.chain(file)).map_err(backend)
 }
 
 fn decode_error(e: pt_snap_model::DecodeError) -> CliError {
-    match e {
-        pt_snap_model::DecodeError::Unsafe(m) => {
-            CliError::import_failed(format!("Snapshot pickle rejected: Unsafe pickle: {m}"))
-        }
-        e => CliError::import_failed(format!("Snapshot import backend reported failure: {e}")),
-    }
+    pt_snap_import::ImportFailure::from(e).into()
 }
 
 fn recheck_source(source: &Path, sha256: &str) -> CliResult<()> {
@@ -660,23 +644,14 @@ fn publish(
         ))
     };
     if !replace {
-        if target.exists() || target.is_symlink() {
-            return Err(failed(std::io::Error::from(
-                std::io::ErrorKind::AlreadyExists,
-            )));
-        }
-        return fs::rename(artifact, target).map_err(failed);
+        return publish::rename(artifact, target, publish::Existing::Refuse).map_err(failed);
     }
     let target_name = target.file_name().unwrap_or_default().to_string_lossy();
     let recovery = parent.join(format!(".{target_name}.recovery-{}", owner.token()));
     fs::create_dir(&recovery).map_err(failed)?;
     let previous = recovery.join("previous");
-    if let Err(e) = fs::rename(target, &previous) {
-        let _ = fs::remove_dir(&recovery);
-        return Err(failed(e));
-    }
-    if let Err(e) = fs::rename(artifact, target) {
-        if let Err(back) = fs::rename(&previous, target) {
+    if let Err(e) = publish::replace_dir(artifact, target, &previous) {
+        if let Some(back) = e.rollback {
             // Keep the evidence: the recovery directory is not removed, and its lock file is
             // left for the next import of the target, which restores it.
             owner.keep_lock_file();
@@ -686,7 +661,7 @@ fn publish(
             )));
         }
         let _ = fs::remove_dir(&recovery);
-        return Err(failed(e));
+        return Err(failed(e.error));
     }
     fs::rename(&previous, recovery.join("discard"))
         .and_then(|()| fs::remove_dir_all(&recovery))

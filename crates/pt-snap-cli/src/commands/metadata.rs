@@ -2,12 +2,13 @@
 
 use std::path::Path;
 
+use pt_snap_contract::python;
 use pt_snap_dataset::read::Dataset;
 use pt_snap_db::{Metadata, SnapshotDb};
 use serde_json::{json, Value};
 
 use crate::error::CliResult;
-use crate::{focus, output};
+use crate::focus;
 
 pub fn to_json(m: &Metadata) -> Value {
     json!({
@@ -114,7 +115,7 @@ pub fn run(db_path: Option<&Path>, json: bool) -> CliResult {
     if let Some(meta) = status["metadata"].as_object() {
         println!("Metadata:");
         for (k, v) in meta {
-            println!("  {k}: {}", output::python_str(v));
+            println!("  {k}: {}", python::str_of_json(v));
         }
     }
     Ok(())

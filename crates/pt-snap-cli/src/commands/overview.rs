@@ -2,6 +2,7 @@
 
 use std::path::Path;
 
+use pt_snap_contract::envelope;
 use pt_snap_dataset::read::Dataset;
 use serde_json::json;
 
@@ -30,7 +31,7 @@ pub fn run(db_path: Option<&Path>, json: bool) -> CliResult {
                 })
             })
             .collect();
-        let mut out = output::envelope(vec![
+        let mut out = envelope::success(vec![
             ("db_path", json!(path.display().to_string())),
             ("focus_source", json!(source.name())),
             ("devices", json!(devices)),
@@ -77,7 +78,7 @@ fn dataset(ds: &Dataset, path: &Path, source: focus::Source, json: bool) -> CliR
                 json!({"device_id": d, "first_event_id": first, "last_event_id": last})
             })
             .collect();
-        output::print_json(&output::envelope(vec![
+        output::print_json(&envelope::success(vec![
             ("db_path", json!(path.display().to_string())),
             ("focus_source", json!(source.name())),
             ("dataset", info),

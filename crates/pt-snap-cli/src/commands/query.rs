@@ -2,6 +2,7 @@
 
 use std::path::{Path, PathBuf};
 
+use pt_snap_contract::{envelope, python, ErrorCode};
 use pt_snap_dataset::read::{DatasetOutcome, DatasetRequest};
 use pt_snap_query::{registry, Analyzer, QueryOutcome, QueryRequest, WorkLimits, CATEGORIES};
 use serde_json::{json, Map, Value};
@@ -10,7 +11,7 @@ use crate::budget::Deadline;
 use crate::cli::QueryArgs;
 use crate::error::{CliError, CliResult};
 use crate::focus::{self, Resolved};
-use crate::output::{self, python_dumps, python_str};
+use crate::output;
 
 const QUERY_PREFIX: &str = "Error executing query: ";
 
@@ -49,15 +50,8 @@ pub fn run(a: &QueryArgs) -> CliResult {
             interrupt: deadline.interrupt(),
             lifecycle_cache: crate::dataset::lifecycle_cache(),
         };
-        let outcome = pt_snap_dataset::read::run(&ds, &request).map_err(|e| {
-            let device = matches!(e, pt_snap_dataset::read::ReadError::DeviceNotFound(_));
-            let err = crate::dataset::error(e, Some(&deadline));
-            if device {
-                err
-            } else {
-                err.with_text_prefix(QUERY_PREFIX)
-            }
-        })?;
+        let outcome = pt_snap_dataset::read::run(&ds, &request)
+            .map_err(|e| CliError::query(e, Some(&deadline), QUERY_PREFIX))?;
         deadline.check()?;
         if a.json {
             print_dataset_json(&outcome, &absolute, &resolved, &deadline);
@@ -84,7 +78,7 @@ pub fn run(a: &QueryArgs) -> CliResult {
     };
     let outcome = analyzer
         .run(&request)
-        .map_err(|e| CliError::query(e, &deadline))?;
+        .map_err(|e| CliError::query(e, Some(&deadline), QUERY_PREFIX))?;
     deadline.check()?;
     if a.json {
         print_json(&outcome, &path, &resolved, &deadline);
@@ -133,7 +127,7 @@ pub fn open(resolved: &Resolved) -> CliResult<(Analyzer, PathBuf)> {
 }
 
 fn print_json(outcome: &QueryOutcome, path: &Path, resolved: &Resolved, deadline: &Deadline) {
-    output::print_json(&output::envelope(vec![
+    output::print_json(&envelope::success(vec![
         ("db_path", json!(path.display().to_string())),
         ("focus_source", json!(resolved.source.name())),
         ("device_id", json!(outcome.device_id)),
@@ -151,7 +145,7 @@ fn print_json(outcome: &QueryOutcome, path: &Path, resolved: &Resolved, deadline
 }
 
 fn print_dataset_json(o: &DatasetOutcome, path: &Path, resolved: &Resolved, deadline: &Deadline) {
-    output::print_json(&output::envelope(vec![
+    output::print_json(&envelope::success(vec![
         ("db_path", json!(path.display().to_string())),
         ("focus_source", json!(resolved.source.name())),
         ("device_id", json!(o.device_id)),
@@ -273,7 +267,7 @@ fn list(category: Option<&str>, json: bool) -> CliResult {
                 })
             })
             .collect();
-        output::print_json(&output::envelope(vec![
+        output::print_json(&envelope::success(vec![
             ("category", json!(category)),
             ("templates", Value::Array(templates)),
         ]));
@@ -295,9 +289,8 @@ fn list(category: Option<&str>, json: bool) -> CliResult {
 fn template_info(name: &str, db_path: Option<&Path>, limits: &WorkLimits, json: bool) -> CliResult {
     let t = registry::find(name).ok_or_else(|| {
         CliError::new(
-            "TEMPLATE_NOT_FOUND",
+            ErrorCode::TemplateNotFound,
             format!("Template '{name}' not found"),
-            Some("Use 'pt-snap query --list --json' to list available templates."),
         )
     })?;
     let c = &t.contract;
@@ -305,7 +298,7 @@ fn template_info(name: &str, db_path: Option<&Path>, limits: &WorkLimits, json: 
     if json {
         let mut fields = vec![("template", json!(c.name))];
         fields.extend(info.iter().map(|(k, v)| (k.as_str(), v.clone())));
-        output::print_json(&output::envelope(fields));
+        output::print_json(&envelope::success(fields));
         return Ok(());
     }
     println!("Template: {}", c.name);
@@ -314,7 +307,7 @@ fn template_info(name: &str, db_path: Option<&Path>, limits: &WorkLimits, json: 
     println!("Devices: {}", c.devices_label());
     println!(
         "Dataset Support: {}",
-        python_dumps(&c.dataset_support(limits), true)
+        python::dumps(&c.dataset_support(limits), true)
     );
     println!(
         "Semantics Version: {}",
@@ -332,13 +325,13 @@ fn template_info(name: &str, db_path: Option<&Path>, limits: &WorkLimits, json: 
             " (optional)"
         };
         let choices = p.choices.as_ref().map_or(String::new(), |ch| {
-            let items: Vec<String> = ch.iter().map(python_str).collect();
+            let items: Vec<String> = ch.iter().map(python::str_of_json).collect();
             format!(" [choices: {}]", items.join(", "))
         });
         let default = if p.default.is_null() {
             String::new()
         } else {
-            format!(" [default: {}]", python_str(&p.default))
+            format!(" [default: {}]", python::str_of_json(&p.default))
         };
         println!("  {pname}: {}{required}{choices}{default}", p.kind.name());
         println!("    {}", p.description);
@@ -402,7 +395,7 @@ fn template_info(name: &str, db_path: Option<&Path>, limits: &WorkLimits, json: 
         println!(
             "  pt-snap query {db} --template-use {} --params '{}'",
             c.name,
-            python_dumps(&Value::Object(example), false)
+            python::dumps(&Value::Object(example), false)
         );
     }
     Ok(())

@@ -1,7 +1,7 @@
 //! `pt-snap report peak-memory` and `pt-snap report memory-tree`.
 
-use pt_snap_dataset::read::ReadError;
-use pt_snap_query::{QueryError, WorkLimits};
+use pt_snap_contract::ErrorCode;
+use pt_snap_query::WorkLimits;
 use pt_snap_report::{
     memory_tree, memory_tree_dataset, peak_memory, peak_memory_dataset, DatasetBudget, Metric,
     PeakRequest, TreeRequest,
@@ -48,18 +48,11 @@ fn peak(a: &PeakMemoryArgs) -> CliResult {
         // A dataset: both queries charged to one work budget.
         deadline.check().map_err(prefixed)?;
         let budget = dataset_budget(limits, &deadline);
-        peak_memory_dataset(&ds, &request, &budget).map_err(|e| {
-            let device = matches!(e, ReadError::DeviceNotFound(_));
-            let err = crate::dataset::error(e, Some(&deadline));
-            if device {
-                err
-            } else {
-                prefixed(err)
-            }
-        })?
+        peak_memory_dataset(&ds, &request, &budget)
+            .map_err(|e| CliError::query(e, Some(&deadline), REPORT_PREFIX))?
     } else {
         let (analyzer, _) = super::query::open(&resolved).map_err(|e| {
-            if e.code == "DATABASE_NOT_FOUND" {
+            if e.code == ErrorCode::DatabaseNotFound {
                 e
             } else {
                 prefixed(e)
@@ -67,7 +60,8 @@ fn peak(a: &PeakMemoryArgs) -> CliResult {
         })?;
         analyzer.set_interrupt(deadline.interrupt());
         lenient = LenientReplay::of(analyzer.db())?;
-        peak_memory(&analyzer, &request).map_err(|e| report_error(e, &deadline))?
+        peak_memory(&analyzer, &request)
+            .map_err(|e| CliError::query(e, Some(&deadline), REPORT_PREFIX))?
     };
     deadline.check().map_err(prefixed)?;
     report.timeout_s = deadline.seconds;
@@ -96,10 +90,10 @@ fn dataset_budget(limits: WorkLimits, deadline: &Deadline) -> DatasetBudget {
 fn tree(a: &MemoryTreeArgs) -> CliResult {
     if a.json && a.format == TreeFormat::Html {
         return Err(CliError::new(
-            "INVALID_PARAMETER",
+            ErrorCode::InvalidParameter,
             "--json cannot be combined with --format html.",
-            None,
-        ));
+        )
+        .with_hint(None));
     }
     let limits = a.limits.resolve()?;
     let deadline = Deadline::start(a.timeout)?;
@@ -116,7 +110,7 @@ fn tree(a: &MemoryTreeArgs) -> CliResult {
         // device check) is the answer, in every output format.
         deadline.check()?;
         let e = memory_tree_dataset(&ds, &request, &dataset_budget(limits, &deadline));
-        return Err(crate::dataset::error(e, Some(&deadline)));
+        return Err(CliError::query(e, Some(&deadline), "Error: "));
     }
     let analyzer = super::query::open(&resolved)
         .map(|(analyzer, _)| analyzer)
@@ -124,10 +118,11 @@ fn tree(a: &MemoryTreeArgs) -> CliResult {
     analyzer.set_interrupt(deadline.interrupt());
     let lenient = LenientReplay::of(analyzer.db())?;
     let tree = memory_tree(&analyzer, &request)
-        .map_err(|e| CliError::query(e, &deadline).with_text_prefix("Error: "))?;
+        .map_err(|e| CliError::query(e, Some(&deadline), "Error: "))?;
     deadline.check()?;
-    let incomplete =
-        |e: pt_snap_report::IncompleteTree| CliError::new("INVALID_PARAMETER", e.to_string(), None);
+    let incomplete = |e: pt_snap_report::IncompleteTree| {
+        CliError::new(ErrorCode::InvalidParameter, e.to_string()).with_hint(None)
+    };
     if a.json {
         let mut out = tree.to_json(deadline.seconds);
         LenientReplay::annotate(&lenient, &mut out);
@@ -153,15 +148,4 @@ fn existing(resolved: &focus::Resolved) -> CliResult<std::path::PathBuf> {
         )));
     }
     Ok(path)
-}
-
-/// Query failures inside a report read `Error generating report: …`, except a wrong device.
-fn report_error(e: QueryError, deadline: &Deadline) -> CliError {
-    let device = matches!(e, QueryError::DeviceNotFound(_));
-    let err = CliError::query(e, deadline);
-    if device {
-        err
-    } else {
-        err.with_text_prefix(REPORT_PREFIX)
-    }
 }

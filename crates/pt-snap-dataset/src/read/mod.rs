@@ -15,37 +15,12 @@ mod validate;
 
 use serde_json::{json, Map, Value};
 
-pub use budget::{py_json_len, Budget};
+pub use budget::Budget;
+pub use pt_snap_query::QueryError;
 pub use query::{run, run_charged, DatasetOutcome, DatasetRequest};
 pub use validate::{is_dataset_path, Dataset, ValidationCache};
 
 use crate::manifest::Manifest;
-
-/// Why a dataset could not be read or queried; the variants map to the reference's codes.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-pub enum ReadError {
-    /// `DATABASE_SCHEMA_INVALID`: not a valid dataset.
-    #[error("{0}")]
-    Schema(String),
-    /// `INVALID_PARAMETER` with the reference's generic hint (its `InvalidParameterError`).
-    #[error("{0}")]
-    InvalidParameter(String),
-    /// `INVALID_PARAMETER` from template parameter validation (its `TemplateRenderError`).
-    #[error("{0}")]
-    Render(String),
-    /// `DEVICE_NOT_FOUND`.
-    #[error("{0}")]
-    DeviceNotFound(String),
-    /// `TEMPLATE_NOT_FOUND`.
-    #[error("Template '{0}' not found")]
-    TemplateNotFound(String),
-    /// `QUERY_FAILED`: unsupported template, budget exceeded, SQLite failure.
-    #[error("{0}")]
-    Failed(String),
-    /// `QUERY_TIMEOUT`.
-    #[error("Query timed out")]
-    Timeout,
-}
 
 /// The template → dataset semantics table (Appendix B), in the reference's order.
 pub const SUPPORTED: [(&str, &str); 11] = [

@@ -27,7 +27,7 @@ use super::derived::{self, BLOCK_COLUMNS};
 use super::sources::{
     install_interrupt, read_rows, sha_hex, sql_failed, EventSource, Row, Sources,
 };
-use super::{Budget, Dataset, ReadError, SUPPORTED};
+use super::{Budget, Dataset, SUPPORTED};
 use crate::manifest::SliceRecord;
 
 const METRICS: [&str; 3] = ["allocated", "active", "reserved"];
@@ -74,15 +74,15 @@ struct Page {
     scope: Map<String, Value>,
 }
 
-fn failed(msg: &str) -> ReadError {
-    ReadError::Failed(msg.to_owned())
+fn failed(msg: &str) -> QueryError {
+    QueryError::Failed(msg.to_owned())
 }
 
 fn int(p: &Params, name: &str) -> Option<i64> {
     p.int(name)
 }
 
-pub fn run(ds: &Dataset, req: &DatasetRequest) -> Result<DatasetOutcome, ReadError> {
+pub fn run(ds: &Dataset, req: &DatasetRequest) -> Result<DatasetOutcome, QueryError> {
     run_charged(ds, req, &mut Budget::new(req.limits, req.interrupt.clone()))
 }
 
@@ -95,14 +95,14 @@ pub fn run_charged(
     ds: &Dataset,
     req: &DatasetRequest,
     budget: &mut Budget,
-) -> Result<DatasetOutcome, ReadError> {
+) -> Result<DatasetOutcome, QueryError> {
     let ids = ds.device_ids();
     let device_id = req.device.unwrap_or(ids[0]);
     let device = ds.manifest.device(device_id).ok_or_else(|| {
-        ReadError::DeviceNotFound(format!("Device {device_id} not found. Available: {ids:?}"))
+        QueryError::DeviceNotFound(format!("Device {device_id} not found. Available: {ids:?}"))
     })?;
     let t = registry::find(&req.template)
-        .ok_or_else(|| ReadError::TemplateNotFound(req.template.clone()))?;
+        .ok_or_else(|| QueryError::TemplateNotFound(req.template.clone()))?;
     if !SUPPORTED.iter().any(|(n, _)| *n == req.template) {
         return Err(failed(
             "Unsupported dataset-global template/custom SQL or runtime override; select an \
@@ -111,21 +111,17 @@ pub fn run_charged(
     }
     for name in ["id", "min_id", "max_id", "start_id", "end_id", "event_id"] {
         if req.params.get(name).is_some_and(Value::is_boolean) {
-            return Err(ReadError::InvalidParameter(
+            return Err(QueryError::OutOfScope(
                 "Event/block endpoints must not be booleans.".into(),
             ));
         }
     }
-    let params = Analyzer::validate(&req.template, &req.params).map_err(|e| match e {
-        QueryError::InvalidParameter(m) => ReadError::Render(m),
-        QueryError::TemplateNotFound(n) => ReadError::TemplateNotFound(n),
-        other => ReadError::Failed(other.to_string()),
-    })?;
+    let params = Analyzer::validate(&req.template, &req.params)?;
     let slice = match req.slice {
         None => None,
         Some(s) if s >= 0 && (s as usize) < device.slices.len() => Some(s as usize),
         Some(_) => {
-            return Err(ReadError::InvalidParameter(
+            return Err(QueryError::OutOfScope(
                 "scope.slice_index: range: integer out of range".into(),
             ))
         }
@@ -273,7 +269,7 @@ fn event_range(
     template: &str,
     params: &Params,
     slice: Option<usize>,
-) -> Result<(i64, i64, Vec<usize>), ReadError> {
+) -> Result<(i64, i64, Vec<usize>), QueryError> {
     let slices = &src.device.slices;
     let members: Vec<usize> = match slice {
         Some(s) => vec![s],
@@ -304,7 +300,7 @@ fn event_range(
     };
     for e in [start, end, event].into_iter().flatten() {
         if !(low..=high).contains(&e) {
-            return Err(ReadError::InvalidParameter(
+            return Err(QueryError::OutOfScope(
                 "Event range must lie within the selected real scope.".into(),
             ));
         }
@@ -319,7 +315,7 @@ fn event_range(
         low = low.max(e);
         high = high.min(e);
     } else if low > high {
-        return Err(ReadError::InvalidParameter(
+        return Err(QueryError::OutOfScope(
             "Event range start must not exceed end.".into(),
         ));
     }
@@ -340,7 +336,7 @@ fn range_statistics(
     scope: &mut Map<String, Value>,
     predicate: &str,
     values: &[Sql],
-) -> Result<(i64, HashMap<usize, i64>), ReadError> {
+) -> Result<(i64, HashMap<usize, i64>), QueryError> {
     let (mut count, mut matching) = (0, 0);
     let mut per = HashMap::new();
     let (mut first, mut last): (Option<i64>, Option<i64>) = (None, None);
@@ -395,7 +391,7 @@ fn peaks(
     items: &[usize],
     template: &str,
     scope: &mut Map<String, Value>,
-) -> Result<Vec<Row>, ReadError> {
+) -> Result<Vec<Row>, QueryError> {
     range_statistics(src, low, high, items, scope, "1", &[])?;
     let mut chosen: Vec<(&str, Row)> = Vec::new();
     let trace = src.trace();
@@ -562,7 +558,7 @@ fn events_page(
     scope: &mut Map<String, Value>,
     offset: i64,
     limit: i64,
-) -> Result<(Vec<Row>, i64), ReadError> {
+) -> Result<(Vec<Row>, i64), QueryError> {
     let mut fields: Vec<&str> = METRICS.to_vec();
     let mut columns: Vec<&str> = vec!["id"];
     columns.extend(METRICS);
@@ -661,7 +657,7 @@ fn text_stacks(
     items: &[usize],
     params: &Params,
     scope: &mut Map<String, Value>,
-) -> Result<Vec<Row>, ReadError> {
+) -> Result<Vec<Row>, QueryError> {
     let mut grouped: Vec<(String, Row)> = Vec::new();
     let mut index: HashMap<String, usize> = HashMap::new();
     let mut events = 0;
@@ -788,7 +784,7 @@ fn stack_groups_by_id(
     item: usize,
     low: i64,
     high: i64,
-) -> Result<Vec<Row>, ReadError> {
+) -> Result<Vec<Row>, QueryError> {
     type Group = derived::Group; // count, sum, max, min id
     let trace = src.trace();
     let interrupt = src.budget.interrupt.clone();
@@ -818,7 +814,7 @@ fn stack_groups_by_id(
         while let Some(r) = rows.next().map_err(sql_failed)? {
             n = n.wrapping_add(1);
             if n.is_multiple_of(65536) && interrupt.as_ref().is_some_and(|f| f()) {
-                return Err(ReadError::Timeout);
+                return Err(QueryError::Timeout);
             }
             let (cs, size, id): (i64, i64, i64) = (
                 r.get(0).map_err(sql_failed)?,
@@ -880,7 +876,7 @@ fn global(
     max_rows: Option<i64>,
     exact_total: bool,
     slice: Option<usize>,
-) -> Result<Page, ReadError> {
+) -> Result<Page, QueryError> {
     let (low, high, items) = event_range(src, template, params, slice)?;
     let mut scope = range_scope(src, low, high, &items);
     let (offset, limit) = window(params, max_rows);
@@ -1006,7 +1002,7 @@ impl<'s, 'a> Attached<'s, 'a> {
         src: &'s mut Sources<'a>,
         items: &[usize],
         path: Option<&std::path::Path>,
-    ) -> Result<Self, ReadError> {
+    ) -> Result<Self, QueryError> {
         let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
             | OpenFlags::SQLITE_OPEN_CREATE
             | OpenFlags::SQLITE_OPEN_URI;
@@ -1014,14 +1010,14 @@ impl<'s, 'a> Attached<'s, 'a> {
             Some(p) => Connection::open_with_flags(p, flags),
             None => Connection::open_with_flags(":memory:", flags),
         }
-        .map_err(|e| ReadError::Failed(e.to_string()))?;
+        .map_err(|e| QueryError::Failed(e.to_string()))?;
         install_interrupt(&mut conn, &src.budget);
         conn.execute_batch("PRAGMA trusted_schema=OFF")
             .map_err(sql_failed)?;
         for &item in items {
             let uri = member_uri(src, item);
             conn.execute(&format!("ATTACH DATABASE ? AS \"s{item}\""), [uri])
-                .map_err(|e| ReadError::Failed(e.to_string()))?;
+                .map_err(|e| QueryError::Failed(e.to_string()))?;
         }
         if path.is_none() {
             conn.execute_batch("PRAGMA query_only=ON")
@@ -1030,12 +1026,12 @@ impl<'s, 'a> Attached<'s, 'a> {
         Ok(Self { src, conn })
     }
 
-    fn read(&mut self, sql: &str, params: &[Sql]) -> Result<Vec<Row>, ReadError> {
+    fn read(&mut self, sql: &str, params: &[Sql]) -> Result<Vec<Row>, QueryError> {
         self.src.query_count += 1;
         read_rows(&self.conn, &mut self.src.budget, sql, params)
     }
 
-    fn execute(&mut self, sql: &str, params: &[Sql]) -> Result<(), ReadError> {
+    fn execute(&mut self, sql: &str, params: &[Sql]) -> Result<(), QueryError> {
         self.src.budget.check()?;
         self.src.query_count += 1;
         let max = self.src.budget.limits.max_scratch_db_bytes;
@@ -1044,7 +1040,7 @@ impl<'s, 'a> Attached<'s, 'a> {
             .map(|_| ())
             .map_err(|e| match &e {
                 rusqlite::Error::SqliteFailure(f, _) if f.code == rusqlite::ErrorCode::DiskFull => {
-                    ReadError::Failed(format!(
+                    QueryError::Failed(format!(
                         "Dataset lifecycle scratch space exhausted (derived database page limit or \
                          disk full; max_scratch_db_bytes={max}); no partial global result."
                     ))
@@ -1069,7 +1065,7 @@ fn required_slices(
     src: &mut Sources,
     items: &[usize],
     limit: usize,
-) -> Result<Option<Vec<usize>>, ReadError> {
+) -> Result<Option<Vec<usize>>, QueryError> {
     let all = src.device.slices.len();
     let mut required: std::collections::BTreeSet<usize> = items.iter().copied().collect();
     if required.len() > limit {
@@ -1145,7 +1141,7 @@ fn owners_by_index(
     item: usize,
     required: &std::collections::BTreeSet<usize>,
     cap: usize,
-) -> Result<Option<Vec<Row>>, ReadError> {
+) -> Result<Option<Vec<Row>>, QueryError> {
     let block = src.block();
     let probes: Vec<String> = src
         .device
@@ -1265,7 +1261,7 @@ fn scratch_lifecycle_cte(terminal: usize) -> String {
 
 /// Builds the scratch database: one row per lifecycle token, with proofs from the owner
 /// shards; shards are attached one at a time as `src`.
-fn build_scratch(a: &mut Attached, items: &[usize]) -> Result<Vec<(usize, i64)>, ReadError> {
+fn build_scratch(a: &mut Attached, items: &[usize]) -> Result<Vec<(usize, i64)>, QueryError> {
     let mut needed_rows = Vec::new();
     let max = a.src.budget.limits.max_scratch_db_bytes;
     for pragma in [
@@ -1414,8 +1410,8 @@ enum Derivation {
     Indexed,
 }
 
-fn scratch_exhausted(max: i64) -> ReadError {
-    ReadError::Failed(format!(
+fn scratch_exhausted(max: i64) -> QueryError {
+    QueryError::Failed(format!(
         "Dataset lifecycle scratch space exhausted (derived database page limit or disk full; \
          max_scratch_db_bytes={max}); no partial global result."
     ))
@@ -1427,10 +1423,10 @@ fn scratch_exhausted(max: i64) -> ReadError {
 fn scratch_lifecycles<'s, 'a>(
     src: &'s mut Sources<'a>,
     items: &[usize],
-) -> Result<(Attached<'s, 'a>, Option<tempfile::TempDir>, Derivation), ReadError> {
+) -> Result<(Attached<'s, 'a>, Option<tempfile::TempDir>, Derivation), QueryError> {
     let max = src.budget.limits.max_scratch_db_bytes;
     let storage = |e: &dyn std::fmt::Display| {
-        ReadError::Failed(format!(
+        QueryError::Failed(format!(
             "Dataset lifecycle scratch storage failed (max_scratch_db_bytes={max}); no partial \
              global result: {e}"
         ))
@@ -1532,7 +1528,7 @@ fn scratch_lifecycles<'s, 'a>(
     Ok((a, Some(tmp), Derivation::Scratch))
 }
 
-fn attach_src(a: &mut Attached, item: usize) -> Result<(), ReadError> {
+fn attach_src(a: &mut Attached, item: usize) -> Result<(), QueryError> {
     let uri = member_uri(a.src, item);
     a.execute("ATTACH DATABASE ? AS src", &[Sql::Text(uri)])?;
     a.execute("PRAGMA src.cache_size=-2048", &[])?;
@@ -1542,13 +1538,13 @@ fn attach_src(a: &mut Attached, item: usize) -> Result<(), ReadError> {
     Ok(())
 }
 
-fn detach_src(a: &mut Attached) -> Result<(), ReadError> {
+fn detach_src(a: &mut Attached) -> Result<(), QueryError> {
     a.conn
         .execute_batch("DETACH DATABASE src")
         .map_err(sql_failed)
 }
 
-fn large_observation_set(src: &mut Sources, items: &[usize]) -> Result<bool, ReadError> {
+fn large_observation_set(src: &mut Sources, items: &[usize]) -> Result<bool, QueryError> {
     let mut remaining = ATTACHED_OBSERVATION_LIMIT + 1;
     let block = src.block();
     for &item in items {
@@ -1597,7 +1593,7 @@ fn lifecycles(
     params: &Params,
     scope: &mut Map<String, Value>,
     candidate: i64,
-) -> Result<(Vec<Row>, i64), ReadError> {
+) -> Result<(Vec<Row>, i64), QueryError> {
     let required = required_slices(src, items, ATTACH_LIMIT)?;
     let (predicate, values) = lifecycle_filter(template, params);
     let scratch_enabled = src.budget.limits.max_scratch_db_bytes != 0;
@@ -1867,10 +1863,10 @@ fn live_plan(
     item: usize,
     event: i64,
     min_size: i64,
-) -> Result<LivePlan, ReadError> {
+) -> Result<LivePlan, QueryError> {
     let block = src.block();
     let conn = src.conn(item)?;
-    let capped = |cond: &str, v: i64| -> Result<i64, ReadError> {
+    let capped = |cond: &str, v: i64| -> Result<i64, QueryError> {
         conn.query_row(
             &format!("SELECT COUNT(*) FROM (SELECT 1 FROM {block} WHERE {cond} LIMIT ?)"),
             [v, LIVE_INDEX_ROWS + 1],
@@ -1978,7 +1974,7 @@ fn attribution(
     max_rows: Option<i64>,
     exact_total: bool,
     slice: Option<usize>,
-) -> Result<Page, ReadError> {
+) -> Result<Page, QueryError> {
     let event = int(params, "event_id").unwrap_or(-1);
     let item = src.target(event, slice)?;
     let Some(owners) = required_slices(src, &[item], ATTACH_LIMIT)? else {
@@ -2157,7 +2153,7 @@ fn attribution(
 }
 
 /// Adds the lifecycle and source columns to the returned blocks of `active_blocks_at_event`.
-fn hydrate_blocks(src: &mut Sources, blocks: &mut [Row]) -> Result<(), ReadError> {
+fn hydrate_blocks(src: &mut Sources, blocks: &mut [Row]) -> Result<(), QueryError> {
     let ids: Vec<i64> = blocks
         .iter()
         .flat_map(|b| [get_i(b, "allocEventId"), get_i(b, "freeEventId")])

@@ -301,19 +301,9 @@ impl DatasetPlan<'_> {
 /// `manifest.json` text as the reference writes it (`json.dump(…, indent=2)`): two-space
 /// indentation, ASCII only (other characters as `\uXXXX` escapes), no final newline.
 pub fn manifest_json<T: serde::Serialize>(manifest: &T) -> String {
-    let pretty = serde_json::to_string_pretty(manifest).expect("manifests serialise");
-    let mut out = String::with_capacity(pretty.len());
-    for c in pretty.chars() {
-        if c.is_ascii() {
-            out.push(c);
-        } else {
-            let mut units = [0u16; 2];
-            for unit in c.encode_utf16(&mut units) {
-                out.push_str(&format!("\\u{unit:04x}"));
-            }
-        }
-    }
-    out
+    pt_snap_contract::python::ensure_ascii(
+        &serde_json::to_string_pretty(manifest).expect("manifests serialise"),
+    )
 }
 
 /// Whether an action is one of the eight an msinsight export may hold.
