@@ -133,6 +133,13 @@ impl CliError {
     }
 }
 
+/// A source's failure outside a template run (its metadata, its bounds), read `Error: …`.
+impl From<QueryError> for CliError {
+    fn from(e: QueryError) -> Self {
+        CliError::query(e, None, "Error: ")
+    }
+}
+
 impl From<rusqlite::Error> for CliError {
     fn from(e: rusqlite::Error) -> Self {
         CliError::internal(format!("SQLite: {e}"))

@@ -5,7 +5,8 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use pt_snap_dataset::read::{Dataset, QueryError, ValidationCache};
+use pt_snap_dataset::read::{Dataset, ValidationCache};
+use pt_snap_query::QueryError;
 
 fn golden(set: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))

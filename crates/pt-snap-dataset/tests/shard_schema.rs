@@ -6,8 +6,9 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use pt_snap_dataset::read::{Dataset, QueryError, ValidationCache};
+use pt_snap_dataset::read::{Dataset, ValidationCache};
 use pt_snap_db::rusqlite::Connection;
+use pt_snap_query::QueryError;
 use sha2::{Digest, Sha256};
 
 fn copy_dir(from: &Path, to: &Path) {

@@ -30,6 +30,10 @@ pub enum QueryError {
     /// answer the template, or the work budget was exceeded.
     #[error("{0}")]
     Failed(String),
+    /// `ERROR`: reading the database failed outside any template (its metadata, its
+    /// devices' bounds).
+    #[error("SQLite: {0}")]
+    ReadFailed(String),
 }
 
 impl QueryError {
@@ -51,6 +55,7 @@ impl QueryError {
             Self::SchemaInvalid(_) => ErrorCode::DatabaseSchemaInvalid,
             Self::Timeout => ErrorCode::QueryTimeout,
             Self::Failed(_) => ErrorCode::QueryFailed,
+            Self::ReadFailed(_) => ErrorCode::Other,
         }
     }
 

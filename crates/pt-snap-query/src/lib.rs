@@ -38,6 +38,7 @@ pub mod params;
 pub use pt_snap_contract::python;
 pub mod registry;
 mod scan;
+mod source;
 mod sql;
 mod stack;
 mod templates;
@@ -48,7 +49,8 @@ pub use contract::{Contract, OutputColumn, ParamType, Parameter, WorkLimits, CAT
 pub use engine::{Analyzer, Interrupt, QueryOutcome, QueryRequest};
 pub use error::QueryError;
 pub use params::{ParamValue, Params};
-pub use pt_snap_db::{rusqlite, CallstackLayout, OpenError};
+pub use pt_snap_db::{rusqlite, CallstackLayout, DeviceBounds, Metadata, OpenError};
 pub use registry::Template;
+pub use source::{metadata_json, ImportMetadata, MetadataStatus, Source};
 pub use timeline::{Extent, Timeline, TimelineBucket, TimelineRequest};
 pub use value::Value;

@@ -16,7 +16,7 @@ use super::import_dataset::Kind as DatasetKind;
 
 use crate::cli::ImportArgs;
 use crate::error::{CliError, CliResult};
-use crate::focus::{self, FocusRecord, FocusState, Source};
+use crate::focus::{self, FocusRecord, FocusSource, FocusState};
 use crate::output;
 use crate::progress::ImportProgress;
 use crate::stale;
@@ -98,7 +98,7 @@ pub fn run(args: &ImportArgs) -> CliResult {
         )?;
         Some(FocusState {
             db_path: target.clone(),
-            source: Source::Project,
+            source: FocusSource::Project,
             focus_file: Some(file),
             device_id: device,
         })
@@ -106,14 +106,15 @@ pub fn run(args: &ImportArgs) -> CliResult {
 
     let lenient = SnapshotDb::open_readonly(&target)
         .map_err(CliError::from)
-        .and_then(|db| super::metadata::LenientReplay::of(&db))?;
+        .and_then(|db| Ok(db.lenient_replay_issues()?))?
+        .map(|issues| super::metadata::LenientReplay { issues });
     if args.json {
         let mut out = envelope::success(vec![
             ("db_path", json!(target.display().to_string())),
             ("device_id", json!(device)),
             ("reused", json!(reused)),
             ("cache_miss_reason", json!(miss)),
-            ("metadata", crate::commands::metadata::to_json(&metadata)),
+            ("metadata", pt_snap_query::metadata_json(&metadata)),
             (
                 "focus_state",
                 focus_state

@@ -27,7 +27,7 @@ use serde_json::{json, Value};
 
 use crate::cli::ImportArgs;
 use crate::error::{CliError, CliResult};
-use crate::focus::{self, FocusRecord, FocusState, Source};
+use crate::focus::{self, FocusRecord, FocusSource, FocusState};
 use crate::output;
 use crate::progress::ImportProgress;
 use crate::stale;
@@ -148,7 +148,7 @@ pub fn run(args: &ImportArgs, kind: Kind, source: &Path, device: Option<i64>) ->
         )?;
         Some(FocusState {
             db_path: target.clone(),
-            source: Source::Project,
+            source: FocusSource::Project,
             focus_file: Some(file),
             device_id: device,
         })
@@ -160,10 +160,7 @@ pub fn run(args: &ImportArgs, kind: Kind, source: &Path, device: Option<i64>) ->
             ("device_id", json!(device)),
             ("reused", json!(outcome.reused)),
             ("cache_miss_reason", json!(outcome.miss)),
-            (
-                "metadata",
-                crate::commands::metadata::to_json(&outcome.metadata),
-            ),
+            ("metadata", pt_snap_query::metadata_json(&outcome.metadata)),
             (
                 "focus_state",
                 focus_state

@@ -17,8 +17,8 @@ use pt_snap_db::rusqlite::{Connection, OpenFlags};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use super::QueryError;
 use crate::manifest::{self, ContractError, Manifest, ValidManifest};
+use pt_snap_query::QueryError;
 
 const ACTIONS: [&str; 8] = [
     "segment_map",

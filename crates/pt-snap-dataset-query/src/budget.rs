@@ -4,10 +4,8 @@
 //! query — there is never a partial global answer.
 
 use pt_snap_contract::python;
-use pt_snap_query::{Interrupt, WorkLimits};
+use pt_snap_query::{Interrupt, QueryError, WorkLimits};
 use serde_json::{Map, Value};
-
-use super::QueryError;
 
 pub struct Budget {
     pub limits: WorkLimits,

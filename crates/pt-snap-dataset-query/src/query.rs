@@ -19,16 +19,17 @@
 
 use std::collections::HashMap;
 
+use pt_snap_dataset::manifest::SliceRecord;
+use pt_snap_dataset::read::{Dataset, SUPPORTED};
 use pt_snap_db::rusqlite::{self, types::Value as Sql, Connection, OpenFlags};
-use pt_snap_query::{registry, Analyzer, Interrupt, ParamValue, Params, QueryError, WorkLimits};
+use pt_snap_query::{registry, Analyzer, ParamValue, Params, QueryError};
 use serde_json::{json, Map, Value};
 
-use super::derived::{self, BLOCK_COLUMNS};
-use super::sources::{
+use crate::derived::{self, BLOCK_COLUMNS};
+use crate::sources::{
     install_interrupt, read_rows, sha_hex, sql_failed, EventSource, Row, Sources,
 };
-use super::{Budget, Dataset, SUPPORTED};
-use crate::manifest::SliceRecord;
+use crate::Budget;
 
 const METRICS: [&str; 3] = ["allocated", "active", "reserved"];
 /// SQLite's default `SQLITE_LIMIT_ATTACHED`.
@@ -44,8 +45,6 @@ pub struct DatasetRequest {
     pub max_rows: Option<i64>,
     pub exact_total: bool,
     pub slice: Option<i64>,
-    pub limits: WorkLimits,
-    pub interrupt: Option<Interrupt>,
     /// Where derived lifecycle databases may be kept between calls (`None`: rebuilt by every
     /// call in a temporary directory, as the reference does).
     pub lifecycle_cache: Option<std::path::PathBuf>,
@@ -82,15 +81,10 @@ fn int(p: &Params, name: &str) -> Option<i64> {
     p.int(name)
 }
 
-pub fn run(ds: &Dataset, req: &DatasetRequest) -> Result<DatasetOutcome, QueryError> {
-    run_charged(ds, req, &mut Budget::new(req.limits, req.interrupt.clone()))
-}
-
-/// [`run`] charged to a work budget the caller carries over several queries: a report's
-/// composition runs all its queries inside one budget and one deadline (spec §8.1), so the
-/// second query fails where the first one's rows and bytes plus its own exceed the limits.
-/// The budget's limits and interrupt stand for `req.limits` and `req.interrupt`; on success
-/// it holds the consumption of every query charged to it so far.
+/// Answers `req`, charged to a work budget the caller carries over several queries: a
+/// report's composition runs all its queries inside one budget and one deadline (spec §8.1),
+/// so the second query fails where the first one's rows and bytes plus its own exceed the
+/// limits. On success the budget holds the consumption of every query charged to it so far.
 pub fn run_charged(
     ds: &Dataset,
     req: &DatasetRequest,

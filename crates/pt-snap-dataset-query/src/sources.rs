@@ -4,12 +4,14 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
+use pt_snap_dataset::manifest::DeviceRecord;
+use pt_snap_dataset::read::Dataset;
 use pt_snap_db::rusqlite::{self, types::ValueRef, Connection, OpenFlags};
+use pt_snap_query::QueryError;
 use serde_json::{json, Map, Value};
 use sha2::{Digest, Sha256};
 
-use super::{Budget, Dataset, QueryError};
-use crate::manifest::DeviceRecord;
+use crate::Budget;
 
 pub type Row = Map<String, Value>;
 

@@ -22,8 +22,8 @@ use std::path::{Path, PathBuf};
 use pt_snap_db::rusqlite::{Connection, OpenFlags};
 use serde::{Deserialize, Serialize};
 
-use super::sources::install_interrupt;
-use super::Budget;
+use crate::sources::install_interrupt;
+use crate::Budget;
 
 /// Version of the kept lifecycle database's layout; kept databases of another layout are
 /// rebuilt.
