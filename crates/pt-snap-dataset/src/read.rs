@@ -7,6 +7,7 @@ mod validate;
 use pt_snap_query::{ImportMetadata, MetadataStatus};
 use serde_json::{json, Map, Value};
 
+pub(crate) use validate::hash_file;
 pub use validate::{is_dataset_path, Dataset, ValidationCache};
 
 use crate::manifest::Manifest;

@@ -17,9 +17,10 @@ use std::sync::Mutex;
 use pt_snap_contract::envelope;
 use pt_snap_contract::publish;
 use pt_snap_dataset::manifest::{
-    self, CompatibilityIdentity, Manifest, NativeIdentity, MSINSIGHT_CACHE_SALT,
+    self, CompatibilityIdentity, NativeIdentity, MSINSIGHT_CACHE_SALT,
     MSINSIGHT_DEFAULT_EVENTS_PER_SLICE,
 };
+use pt_snap_dataset::reuse::{self, Decision, Reused};
 use pt_snap_dataset::write::{self, DatasetPlan, Layout};
 use pt_snap_db::Metadata;
 use pt_snap_import::{IMPORTER_NAME, IMPORTER_VERSION};
@@ -77,6 +78,19 @@ struct Outcome {
     devices: Vec<i64>,
     slice_count: usize,
     omitted: Vec<i64>,
+}
+
+impl Outcome {
+    fn reused(r: Reused) -> Self {
+        Outcome {
+            metadata: r.metadata,
+            reused: true,
+            miss: None,
+            devices: r.devices,
+            slice_count: r.slice_count,
+            omitted: r.omitted_devices,
+        }
+    }
 }
 
 fn backend(message: impl std::fmt::Display) -> CliError {
@@ -232,74 +246,6 @@ fn recheck_source(source: &Path, sha256: &str) -> CliResult<()> {
     Ok(())
 }
 
-/// A dataset found at the target: its parsed manifest and whether every member still has the
-/// hash the manifest attests.
-struct Existing {
-    manifest: manifest::ValidManifest,
-    intact: bool,
-}
-
-/// Reads the dataset at `target`, requiring exactly the files its manifest names; with
-/// `verify`, re-hashes every member against the manifest (else `intact` is left true).
-fn inspect(target: &Path, verify: bool) -> Result<Existing, String> {
-    if !target.is_dir() || target.is_symlink() {
-        return Err("Target must be a canonical non-symlink native dataset directory".into());
-    }
-    let bytes = fs::read(target.join("manifest.json")).map_err(|e| match e.kind() {
-        std::io::ErrorKind::NotFound => "manifest.json: missing: artifact file missing".into(),
-        _ => format!("manifest.json: read: {e}"),
-    })?;
-    let parsed = manifest::parse(&bytes).map_err(|e| e.to_string())?;
-    let mut expected: Vec<String> = vec!["manifest.json".into()];
-    let mut files = Vec::new();
-    for d in &parsed.devices {
-        expected.push(format!("device_{}", d.device_id));
-        for s in &d.slices {
-            files.push(s.file.clone());
-            expected.push(s.file.clone());
-        }
-    }
-    expected.sort();
-    let mut actual = Vec::new();
-    for entry in fs::read_dir(target).map_err(|e| e.to_string())? {
-        let entry = entry.map_err(|e| e.to_string())?;
-        let name = entry.file_name().to_string_lossy().into_owned();
-        if entry.file_type().map_err(|e| e.to_string())?.is_dir() {
-            for inner in fs::read_dir(entry.path()).map_err(|e| e.to_string())? {
-                let inner = inner.map_err(|e| e.to_string())?;
-                actual.push(format!("{name}/{}", inner.file_name().to_string_lossy()));
-            }
-        }
-        actual.push(name);
-    }
-    actual.sort();
-    if actual != expected {
-        return Err("dataset: members: unexpected/missing dataset member".into());
-    }
-    let declared: Vec<Option<String>> = match &parsed.manifest {
-        Manifest::Native(_) => parsed
-            .devices
-            .iter()
-            .flat_map(|d| d.slices.iter().map(|s| s.sha256.clone()))
-            .collect(),
-        Manifest::Compatibility(m) => match m.extension() {
-            Some(Ok(ext)) => files.iter().map(|f| ext.members.get(f).cloned()).collect(),
-            _ => vec![None; files.len()],
-        },
-    };
-    let intact = !verify
-        || files.iter().zip(&declared).all(|(file, want)| {
-            want.as_deref().is_some_and(|want| {
-                let path = target.join(file);
-                !path.is_symlink() && hash_file(&path, b"").ok().as_deref() == Some(want)
-            })
-        });
-    Ok(Existing {
-        manifest: parsed,
-        intact,
-    })
-}
-
 fn native(
     args: &ImportArgs,
     source: &Path,
@@ -309,53 +255,21 @@ fn native(
     events_per_slice: i64,
     device: Option<i64>,
 ) -> CliResult<Outcome> {
-    let existing = if target.exists() || target.is_symlink() {
-        let found = inspect(target, true)
-            .and_then(|e| {
-                if e.manifest.is_native() {
-                    Ok(e)
-                } else {
-                    Err("format: format: unsupported native format".into())
-                }
-            })
-            .map_err(|why| {
-                CliError::import_failed(format!(
-                    "Existing target is not a recognized native dataset; preserved: {why}"
-                ))
-            })?;
-        Some(found)
-    } else {
-        None
-    };
-    let miss = match &existing {
-        None => "database_missing",
-        Some(_) if args.force => "forced",
-        Some(found) => {
-            let Manifest::Native(m) = &found.manifest.manifest else {
-                unreachable!("filtered above")
-            };
-            let reason = if found.intact {
-                "dataset_identity_changed"
-            } else {
-                "database_invalid"
-            };
-            if found.intact && m.identity == NativeIdentity::new(sha256, device, events_per_slice) {
+    let identity = NativeIdentity::new(sha256, device, events_per_slice);
+    let (miss, replace) =
+        match reuse::native(target, &identity, args.force).map_err(CliError::import_failed)? {
+            Decision::Reuse(reused) => {
                 recheck_source(source, sha256)?;
-                return Ok(Outcome {
-                    metadata: m.metadata.clone().into(),
-                    reused: true,
-                    miss: None,
-                    devices: found.manifest.device_ids(),
-                    slice_count: found.manifest.devices.iter().map(|d| d.slices.len()).sum(),
-                    omitted: m.omitted_devices.clone(),
-                });
+                return Ok(Outcome::reused(reused));
             }
-            return Err(CliError::import_failed(format!(
-                "Existing dataset is not reusable ({reason}); use --force to replace this recognized native artifact. Existing target and focus preserved."
-            )));
-        }
+            Decision::Build { miss, replace } => (miss, replace),
+        };
+    let publish_as = if replace {
+        Publish::Replace
+    } else {
+        Publish::New { cache_hash: None }
     };
-    build(
+    let mut outcome = build(
         args,
         Kind::Native,
         source,
@@ -364,16 +278,10 @@ fn native(
         sha256,
         events_per_slice,
         device,
-        if existing.is_some() {
-            Publish::Replace
-        } else {
-            Publish::New { cache_hash: None }
-        },
-    )
-    .map(|mut o| {
-        o.miss = Some(miss);
-        o
-    })
+        publish_as,
+    )?;
+    outcome.miss = Some(miss);
+    Ok(outcome)
 }
 
 fn msinsight(
@@ -391,61 +299,37 @@ fn msinsight(
             e.message
         ))
     })?;
-    if target.exists() || target.is_symlink() {
-        let refuse = |why: String| {
-            CliError::import_failed(format!(
-                "Existing compatible output is not reusable; preserved even under --force. Choose a new output directory: {why}"
-            ))
-        };
-        let found = inspect(target, true).map_err(refuse)?;
-        let Manifest::Compatibility(m) = &found.manifest.manifest else {
-            return Err(refuse(
-                "Unsupported or inconsistent pt-snap compatibility identity".into(),
-            ));
-        };
-        let ext = match m.extension() {
-            Some(Ok(ext)) => ext,
-            Some(Err(e)) => return Err(refuse(e.to_string())),
-            None => return Err(refuse("ptSnap extension missing".into())),
-        };
-        if !found.intact {
-            return Err(refuse("Compatible member hash changed".into()));
+    let identity = CompatibilityIdentity::new(sha256, device, events_per_slice);
+    let file = resolved(source).display().to_string();
+    let size = fs::metadata(source).map(|m| m.len() as i64).unwrap_or(-1);
+    let the_source = reuse::MsinsightSource {
+        cache_hash: &cache_hash,
+        file: &file,
+        size,
+    };
+    match reuse::msinsight(target, &identity, &the_source).map_err(CliError::import_failed)? {
+        Decision::Reuse(reused) => {
+            recheck_source(source, sha256)?;
+            Ok(Outcome::reused(reused))
         }
-        let size = fs::metadata(source).map(|m| m.len() as i64).unwrap_or(-1);
-        if ext.identity != CompatibilityIdentity::new(sha256, device, events_per_slice)
-            || m.cache_hash != cache_hash
-            || m.source_file != resolved(source).display().to_string()
-            || ext.metadata.source_size != size
-        {
-            return Err(refuse("Source/options/format identity changed".into()));
+        Decision::Build { miss, .. } => {
+            let mut outcome = build(
+                args,
+                Kind::Msinsight,
+                source,
+                target,
+                name,
+                sha256,
+                events_per_slice,
+                device,
+                Publish::New {
+                    cache_hash: Some(&cache_hash),
+                },
+            )?;
+            outcome.miss = Some(miss);
+            Ok(outcome)
         }
-        recheck_source(source, sha256)?;
-        return Ok(Outcome {
-            metadata: ext.metadata.into(),
-            reused: true,
-            miss: None,
-            devices: found.manifest.device_ids(),
-            slice_count: found.manifest.devices.iter().map(|d| d.slices.len()).sum(),
-            omitted: ext.omitted_devices,
-        });
     }
-    build(
-        args,
-        Kind::Msinsight,
-        source,
-        target,
-        name,
-        sha256,
-        events_per_slice,
-        device,
-        Publish::New {
-            cache_hash: Some(&cache_hash),
-        },
-    )
-    .map(|mut o| {
-        o.miss = Some("database_missing");
-        o
-    })
 }
 
 /// How [`build`] puts the dataset in place.
@@ -541,7 +425,7 @@ fn build(
         .map_err(backend)?;
     // What we publish must read back as the dataset we meant (the members were hashed as
     // they were written).
-    inspect(&artifact, false).map_err(backend)?;
+    reuse::inspect(&artifact, false).map_err(backend)?;
 
     if rehash
         .join()
