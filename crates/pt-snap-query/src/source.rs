@@ -113,15 +113,5 @@ impl ImportMetadata {
 
 /// The nine metadata fields in the reference's order.
 pub fn metadata_json(m: &Metadata) -> Json {
-    json!({
-        "metadata_schema_version": m.metadata_schema_version,
-        "import_format_version": m.import_format_version,
-        "source_sha256": m.source_sha256,
-        "source_size": m.source_size,
-        "source_name": m.source_name,
-        "requested_device": m.requested_device,
-        "importer_name": m.importer_name,
-        "importer_version": m.importer_version,
-        "completed_at": m.completed_at,
-    })
+    serde_json::to_value(m).expect("metadata serialises")
 }

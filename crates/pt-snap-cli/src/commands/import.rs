@@ -83,49 +83,21 @@ pub fn run(args: &ImportArgs) -> CliResult {
             Err(reason) => build(reason, Box::new(move || Ok(sha)))?,
         }
     };
-    let reused = miss.is_none();
 
-    let focus_state = if args.no_focus {
-        None
-    } else {
-        let file = focus::project_file_here()?;
-        focus::write_record(
-            &file,
-            &FocusRecord {
-                db_path: Some(target.display().to_string()),
-                device_id: device,
-            },
-        )?;
-        Some(FocusState {
-            db_path: target.clone(),
-            source: FocusSource::Project,
-            focus_file: Some(file),
-            device_id: device,
-        })
-    };
+    let focus_state = focus_on(&target, device, args.no_focus)?;
 
     let lenient = SnapshotDb::open_readonly(&target)
         .map_err(CliError::from)
         .and_then(|db| Ok(db.lenient_replay_issues()?))?
         .map(|issues| super::metadata::LenientReplay { issues });
     if args.json {
-        let mut out = envelope::success(vec![
-            ("db_path", json!(target.display().to_string())),
-            ("device_id", json!(device)),
-            ("reused", json!(reused)),
-            ("cache_miss_reason", json!(miss)),
-            ("metadata", pt_snap_query::metadata_json(&metadata)),
-            (
-                "focus_state",
-                focus_state
-                    .as_ref()
-                    .map_or(Value::Null, FocusState::to_json),
-            ),
-            (
-                "focus_source",
-                json!(focus_state.as_ref().map(|_| "project")),
-            ),
-        ]);
+        let mut out = envelope::success(import_fields(
+            &target,
+            device,
+            miss,
+            &metadata,
+            focus_state.as_ref(),
+        ));
         super::metadata::LenientReplay::annotate(&lenient, &mut out);
         output::print_json(&out);
     } else {
@@ -270,6 +242,53 @@ fn reusable(
     } else {
         Ok(metadata)
     }
+}
+
+/// Points the project focus at what an import made (unless `--no-focus`).
+pub(super) fn focus_on(
+    target: &Path,
+    device: Option<i64>,
+    no_focus: bool,
+) -> CliResult<Option<FocusState>> {
+    if no_focus {
+        return Ok(None);
+    }
+    let file = focus::project_file_here()?;
+    focus::write_record(
+        &file,
+        &FocusRecord {
+            db_path: Some(target.display().to_string()),
+            device_id: device,
+        },
+    )?;
+    Ok(Some(FocusState {
+        db_path: target.to_path_buf(),
+        source: FocusSource::Project,
+        focus_file: Some(file),
+        device_id: device,
+    }))
+}
+
+/// The keys every `import --json` starts with; `miss` is `None` when the target was reused.
+pub(super) fn import_fields(
+    target: &Path,
+    device: Option<i64>,
+    miss: Option<&str>,
+    metadata: &Metadata,
+    focus_state: Option<&FocusState>,
+) -> Vec<(&'static str, Value)> {
+    vec![
+        ("db_path", json!(target.display().to_string())),
+        ("device_id", json!(device)),
+        ("reused", json!(miss.is_none())),
+        ("cache_miss_reason", json!(miss)),
+        ("metadata", pt_snap_query::metadata_json(metadata)),
+        (
+            "focus_state",
+            focus_state.map_or(Value::Null, FocusState::to_json),
+        ),
+        ("focus_source", json!(focus_state.map(|_| "project"))),
+    ]
 }
 
 /// Imports into a temp file beside the target, checks it, then renames it over the target.

@@ -24,11 +24,11 @@ use pt_snap_dataset::reuse::{self, Decision, Reused};
 use pt_snap_dataset::write::{self, DatasetPlan, Layout};
 use pt_snap_db::Metadata;
 use pt_snap_import::{IMPORTER_NAME, IMPORTER_VERSION};
-use serde_json::{json, Value};
+use serde_json::json;
 
 use crate::cli::ImportArgs;
 use crate::error::{CliError, CliResult};
-use crate::focus::{self, FocusRecord, FocusSource, FocusState};
+use crate::focus;
 use crate::output;
 use crate::progress::ImportProgress;
 use crate::stale;
@@ -128,70 +128,39 @@ pub fn run(args: &ImportArgs, kind: Kind, source: &Path, device: Option<i64>) ->
         }
     }
     let sha256 = hash_file(source, b"")?;
-    let outcome = match kind {
-        Kind::Native => native(
-            args,
-            source,
-            &target,
-            &name,
-            &sha256,
-            events_per_slice,
-            device,
-        )?,
-        Kind::Msinsight => msinsight(
-            args,
-            source,
-            &target,
-            &name,
-            &sha256,
-            events_per_slice,
-            device,
-        )?,
+    let reuse_or_build = match kind {
+        Kind::Native => native,
+        Kind::Msinsight => msinsight,
     };
+    let outcome = reuse_or_build(
+        args,
+        source,
+        &target,
+        &name,
+        &sha256,
+        events_per_slice,
+        device,
+    )?;
 
-    let focus_state = if args.no_focus {
-        None
-    } else {
-        let file = focus::project_file_here()?;
-        focus::write_record(
-            &file,
-            &FocusRecord {
-                db_path: Some(target.display().to_string()),
-                device_id: device,
-            },
-        )?;
-        Some(FocusState {
-            db_path: target.clone(),
-            source: FocusSource::Project,
-            focus_file: Some(file),
-            device_id: device,
-        })
-    };
+    let focus_state = super::import::focus_on(&target, device, args.no_focus)?;
     let path = target.display().to_string();
     if args.json {
-        output::print_json(&envelope::success(vec![
-            ("db_path", json!(path)),
-            ("device_id", json!(device)),
-            ("reused", json!(outcome.reused)),
-            ("cache_miss_reason", json!(outcome.miss)),
-            ("metadata", pt_snap_query::metadata_json(&outcome.metadata)),
-            (
-                "focus_state",
-                focus_state
-                    .as_ref()
-                    .map_or(Value::Null, FocusState::to_json),
-            ),
-            (
-                "focus_source",
-                json!(focus_state.as_ref().map(|_| "project")),
-            ),
+        let mut fields = super::import::import_fields(
+            &target,
+            device,
+            outcome.miss,
+            &outcome.metadata,
+            focus_state.as_ref(),
+        );
+        fields.extend([
             ("dataset_path", json!(path)),
             ("devices", json!(outcome.devices)),
             ("slice_count", json!(outcome.slice_count)),
             ("format", json!(kind.format())),
             ("omitted_devices", json!(outcome.omitted)),
             ("rebuilt", json!(!outcome.reused)),
-        ]));
+        ]);
+        output::print_json(&envelope::success(fields));
     } else {
         let action = if outcome.reused { "Reused" } else { "Imported" };
         println!("{action}: {path}");
