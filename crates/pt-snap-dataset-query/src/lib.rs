@@ -18,6 +18,8 @@ mod budget;
 mod derived;
 mod query;
 mod sources;
+#[cfg(test)]
+mod testdata;
 
 use std::cell::RefCell;
 use std::path::PathBuf;

@@ -408,3 +408,62 @@ pub(super) fn preexisting(
     )?;
     Ok((rows, range_scope(src, event, event, &[item])))
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use crate::testdata::{pair, project, run, same_as_database};
+
+    /// At every event, what was live (blocks allocated before the trace, and groups by
+    /// allocation callstack) is the single database's, whichever shard owns the event and
+    /// the allocations.
+    #[test]
+    fn the_live_set_at_an_event_is_the_databases() {
+        let p = pair(3);
+        let keys = [
+            "callstack",
+            "category",
+            "block_count",
+            "size_bytes",
+            "requested_bytes",
+            "percent_of_active_blocks",
+        ];
+        for device in [0, 1] {
+            for event in [0, 4, 8, 14] {
+                same_as_database(&p, "preexisting_live", json!({"event_id": event}), device);
+                let params = json!({"event_id": event});
+                let db = run(
+                    &p.database,
+                    "active_memory_callstack_at_event",
+                    params.clone(),
+                    device,
+                );
+                let ds = run(
+                    &p.dataset,
+                    "active_memory_callstack_at_event",
+                    params,
+                    device,
+                );
+                assert_eq!(
+                    project(&ds, &keys),
+                    project(&db, &keys),
+                    "device {device} event {event}"
+                );
+            }
+        }
+    }
+
+    /// An event the device does not have is a parameter out of the dataset's scope.
+    #[test]
+    fn an_event_outside_the_dataset_is_out_of_scope() {
+        let p = pair(4);
+        let mut request = pt_snap_query::QueryRequest::new("preexisting_live").device(0);
+        request.params = json!({"event_id": 1000}).as_object().unwrap().clone();
+        let err = pt_snap_query::Source::run(&p.dataset, &request).unwrap_err();
+        assert!(
+            matches!(err, pt_snap_query::QueryError::OutOfScope(_)),
+            "{err:?}"
+        );
+    }
+}

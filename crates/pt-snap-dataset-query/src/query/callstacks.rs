@@ -221,3 +221,21 @@ pub(super) fn stack_groups_by_id(
     src.charge(&rows)?;
     Ok(rows)
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use crate::testdata::{pair, same_as_database};
+
+    /// Grouped across shards by callstack, the statistics are the single database's.
+    #[test]
+    fn groups_over_shards_are_the_databases() {
+        for events_per_slice in [1, 5] {
+            let p = pair(events_per_slice);
+            for device in [0, 1] {
+                same_as_database(&p, "callstack_analysis", json!({}), device);
+            }
+        }
+    }
+}

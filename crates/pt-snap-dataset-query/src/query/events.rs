@@ -105,3 +105,51 @@ pub(super) fn events_page(
     sort_rows(&mut rows, &order, dir == "DESC");
     Ok((rows, total))
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use crate::testdata::{pair, project, run};
+
+    /// The real events of every shard, in id order: the database's events with ids ≥ 0, and
+    /// never a boundary row.
+    #[test]
+    fn real_events_are_the_databases() {
+        let p = pair(3);
+        let keys = ["id", "action", "address", "size"];
+        for device in [0, 1] {
+            let db = run(&p.database, "event", json!({"min_id": 0}), device);
+            let ds = run(&p.dataset, "event", json!({}), device);
+            assert_eq!(ds.total, 15);
+            assert_eq!(project(&ds, &keys), project(&db, &keys), "device {device}");
+            let db = run(&p.database, "allocation", json!({"min_id": 0}), device);
+            let ds = run(&p.dataset, "allocation", json!({}), device);
+            assert_eq!(
+                project(&ds, &["id"]),
+                project(&db, &["id"]),
+                "device {device}"
+            );
+        }
+    }
+
+    /// A page of a global sort spans shards: the largest events first, whichever shard holds
+    /// them.
+    #[test]
+    fn a_sorted_page_is_taken_over_all_shards() {
+        let p = pair(2);
+        let params = json!({"order_by": "size", "order_dir": "DESC", "limit": 3});
+        let ds = run(&p.dataset, "event", params.clone(), 0);
+        let sizes: Vec<i64> = project(&ds, &["size"])
+            .iter()
+            .map(|r| r["size"].as_i64().unwrap())
+            .collect();
+        let mut all: Vec<i64> = project(&run(&p.dataset, "event", json!({}), 0), &["size"])
+            .iter()
+            .map(|r| r["size"].as_i64().unwrap())
+            .collect();
+        all.sort_unstable_by(|a, b| b.cmp(a));
+        assert_eq!(sizes, all[..3]);
+        assert!(ds.has_more);
+    }
+}

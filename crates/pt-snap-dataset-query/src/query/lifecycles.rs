@@ -61,7 +61,10 @@ pub(super) fn scratch_lifecycle_cte(terminal: usize) -> String {
 
 /// Builds the scratch database: one row per lifecycle token, with proofs from the owner
 /// shards; shards are attached one at a time as `src`.
-pub(super) fn build_scratch(a: &mut Attached, items: &[usize]) -> Result<Vec<(usize, i64)>, QueryError> {
+pub(super) fn build_scratch(
+    a: &mut Attached,
+    items: &[usize],
+) -> Result<Vec<(usize, i64)>, QueryError> {
     let mut needed_rows = Vec::new();
     let max = a.src.budget.limits.max_scratch_db_bytes;
     for pragma in [
@@ -328,7 +331,10 @@ pub(super) fn scratch_lifecycles<'s, 'a>(
     Ok((a, Some(tmp), Derivation::Scratch))
 }
 
-pub(super) fn large_observation_set(src: &mut Sources, items: &[usize]) -> Result<bool, QueryError> {
+pub(super) fn large_observation_set(
+    src: &mut Sources,
+    items: &[usize],
+) -> Result<bool, QueryError> {
     let mut remaining = ATTACHED_OBSERVATION_LIMIT + 1;
     let block = src.block();
     for &item in items {
@@ -356,7 +362,8 @@ pub(super) const BLOCK_FILTERS: [&str; 6] = [
 ];
 
 /// The kept summary figures, in the reference's summary row order.
-pub(super) const SUMMARY_COLUMNS: &str = "lifecycles, allocation_events_resolved, free_events_resolved, \
+pub(super) const SUMMARY_COLUMNS: &str =
+    "lifecycles, allocation_events_resolved, free_events_resolved, \
      unproved_identities, missing_allocations, invariant_conflict, free_conflict";
 
 pub(super) fn lifecycle_filter(template: &str, params: &Params) -> (String, Vec<Sql>) {
@@ -618,4 +625,41 @@ pub(super) fn lifecycles(
     coverage.insert("source_queries".into(), json!(src.query_count));
     scope.insert("source_coverage".into(), Value::Object(coverage));
     Ok((rows, get_i(&summary, "matching").unwrap_or(0)))
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use crate::testdata::{pair, project, run, same_as_database};
+
+    /// A block seen in several shards is one lifecycle: freed lifetimes and survivors are
+    /// the single database's.
+    #[test]
+    fn lifecycles_are_deduplicated_across_shards() {
+        for events_per_slice in [1, 4] {
+            let p = pair(events_per_slice);
+            for device in [0, 1] {
+                same_as_database(&p, "freed_block_lifetime", json!({}), device);
+                let keys = ["id", "address", "size", "allocEventId"];
+                let db = run(&p.database, "leak_detection", json!({}), device);
+                let ds = run(&p.dataset, "leak_detection", json!({}), device);
+                assert_eq!(project(&ds, &keys), project(&db, &keys), "device {device}");
+            }
+        }
+    }
+
+    /// `leak_detection` is about the end of the trace: one shard cannot answer it.
+    #[test]
+    fn leak_detection_refuses_a_slice() {
+        let mut p = pair(4);
+        p.dataset.options.slice = Some(0);
+        let err = pt_snap_query::Source::run(
+            &p.dataset,
+            &pt_snap_query::QueryRequest::new("leak_detection"),
+        )
+        .unwrap_err();
+        assert_eq!(err.code(), "QUERY_FAILED");
+        assert!(err.to_string().contains("terminal dataset scope"), "{err}");
+    }
 }

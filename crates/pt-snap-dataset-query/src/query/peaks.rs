@@ -98,3 +98,41 @@ pub(super) fn peaks(
     scope.insert("peak_owner_slices".into(), Value::Object(owners));
     Ok(vec![out])
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use crate::testdata::{pair, run, same_as_database};
+
+    /// Merged shard by shard, the peaks are the single database's: no extreme is lost at a
+    /// shard boundary, whatever the shard size.
+    #[test]
+    fn peaks_over_shards_are_the_databases() {
+        for events_per_slice in [1, 4] {
+            let p = pair(events_per_slice);
+            for device in [0, 1] {
+                same_as_database(&p, "memory_peak", json!({}), device);
+                same_as_database(&p, "allocator_gap", json!({}), device);
+            }
+        }
+    }
+
+    /// A range names the shards it covers; the peak found is inside it.
+    #[test]
+    fn a_range_is_searched_only_where_it_lies() {
+        let p = pair(4);
+        let o = run(
+            &p.dataset,
+            "memory_peak",
+            json!({"start_id": 5, "end_id": 9}),
+            0,
+        );
+        let event = o.get(0, "peak_active_event_id").and_then(|v| v.as_i64());
+        assert!(event.is_some_and(|e| (5..=9).contains(&e)), "{event:?}");
+        let scope = o.scope.unwrap();
+        assert_eq!(scope["first_event_id"], 5);
+        assert_eq!(scope["last_event_id"], 9);
+        assert_eq!(scope["slice_indices"], json!([1, 2]));
+    }
+}
