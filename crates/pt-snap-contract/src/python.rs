@@ -6,10 +6,6 @@
 //! its JSON (`1e-06`, not `1e-6`; `\u00e9` where it escapes) and its metadata are spelled the
 //! way Python spells them, and agents and scripts parse those spellings.
 
-use std::io;
-
-use serde::Serialize;
-use serde_json::ser::{Formatter, PrettyFormatter};
 use serde_json::Value;
 
 /// `repr(f)` for a float: the shortest round-trip digits, exponent notation below 1e-4 and
@@ -159,15 +155,43 @@ pub fn ensure_ascii(s: &str) -> String {
 /// `json.dumps(value, indent=2, ensure_ascii=False)`: two-space indentation, non-ASCII kept,
 /// floats as `repr` (`1e-06`).
 pub fn pretty(value: &Value) -> String {
-    let mut out = Vec::new();
-    let mut ser = serde_json::Serializer::with_formatter(
-        &mut out,
-        PythonFloats(PrettyFormatter::with_indent(b"  ")),
-    );
-    value
-        .serialize(&mut ser)
-        .expect("JSON values always serialise");
-    String::from_utf8(out).expect("serde_json writes UTF-8")
+    let mut out = String::new();
+    write_pretty(value, 0, &mut out);
+    out
+}
+
+fn write_pretty(value: &Value, depth: usize, out: &mut String) {
+    let newline = |out: &mut String, depth: usize| {
+        out.push('\n');
+        out.push_str(&"  ".repeat(depth));
+    };
+    match value {
+        Value::Array(items) if !items.is_empty() => {
+            out.push('[');
+            for (i, item) in items.iter().enumerate() {
+                out.push_str(if i == 0 { "" } else { "," });
+                newline(out, depth + 1);
+                write_pretty(item, depth + 1, out);
+            }
+            newline(out, depth);
+            out.push(']');
+        }
+        Value::Object(map) if !map.is_empty() => {
+            out.push('{');
+            for (i, (key, item)) in map.iter().enumerate() {
+                out.push_str(if i == 0 { "" } else { "," });
+                newline(out, depth + 1);
+                out.push_str(&Value::from(key.as_str()).to_string());
+                out.push_str(": ");
+                write_pretty(item, depth + 1, out);
+            }
+            newline(out, depth);
+            out.push('}');
+        }
+        Value::Number(n) if n.is_f64() => out.push_str(&float_repr(n.as_f64().unwrap_or(f64::NAN))),
+        // Scalars and empty containers: JSON's own spelling (`[]`, `{}`, escaped strings).
+        other => out.push_str(&other.to_string()),
+    }
 }
 
 /// `json.dumps(value, indent=2)`: [`pretty`] with Python's default `ensure_ascii=True`.
@@ -269,50 +293,6 @@ fn dumps_str_len(s: &str) -> usize {
         .sum::<usize>()
 }
 
-/// serde_json's pretty printer with Python's float spelling.
-struct PythonFloats<'a>(PrettyFormatter<'a>);
-
-impl Formatter for PythonFloats<'_> {
-    fn write_f64<W: ?Sized + io::Write>(&mut self, writer: &mut W, value: f64) -> io::Result<()> {
-        writer.write_all(float_repr(value).as_bytes())
-    }
-    fn begin_array<W: ?Sized + io::Write>(&mut self, w: &mut W) -> io::Result<()> {
-        self.0.begin_array(w)
-    }
-    fn end_array<W: ?Sized + io::Write>(&mut self, w: &mut W) -> io::Result<()> {
-        self.0.end_array(w)
-    }
-    fn begin_array_value<W: ?Sized + io::Write>(
-        &mut self,
-        w: &mut W,
-        first: bool,
-    ) -> io::Result<()> {
-        self.0.begin_array_value(w, first)
-    }
-    fn end_array_value<W: ?Sized + io::Write>(&mut self, w: &mut W) -> io::Result<()> {
-        self.0.end_array_value(w)
-    }
-    fn begin_object<W: ?Sized + io::Write>(&mut self, w: &mut W) -> io::Result<()> {
-        self.0.begin_object(w)
-    }
-    fn end_object<W: ?Sized + io::Write>(&mut self, w: &mut W) -> io::Result<()> {
-        self.0.end_object(w)
-    }
-    fn begin_object_key<W: ?Sized + io::Write>(
-        &mut self,
-        w: &mut W,
-        first: bool,
-    ) -> io::Result<()> {
-        self.0.begin_object_key(w, first)
-    }
-    fn begin_object_value<W: ?Sized + io::Write>(&mut self, w: &mut W) -> io::Result<()> {
-        self.0.begin_object_value(w)
-    }
-    fn end_object_value<W: ?Sized + io::Write>(&mut self, w: &mut W) -> io::Result<()> {
-        self.0.end_object_value(w)
-    }
-}
-
 /// `datetime.fromtimestamp(secs + micros / 1e6, UTC).isoformat()` with microseconds always
 /// written (`2026-12-02T13:21:45.664383+00:00`): the metadata's `completed_at`.
 pub fn isoformat_utc(secs: i64, micros: u32) -> String {
@@ -408,6 +388,12 @@ mod tests {
         let v = serde_json::json!({"x": [1e-6], "é": {}});
         assert_eq!(pretty(&v), "{\n  \"x\": [\n    1e-06\n  ],\n  \"é\": {}\n}");
         assert!(pretty_ascii(&v).contains("\"\\u00e9\""));
+        let nested =
+            serde_json::json!({"a": [1, {"b": [], "c": {}}, "x\"\u{1}é"], "d": null, "e": [true]});
+        assert_eq!(
+            pretty(&nested),
+            serde_json::to_string_pretty(&nested).unwrap()
+        );
     }
 
     #[test]

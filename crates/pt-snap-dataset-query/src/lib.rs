@@ -26,13 +26,13 @@ use std::path::PathBuf;
 
 use pt_snap_dataset::read::Dataset;
 use pt_snap_query::{
-    DeviceBounds, ImportMetadata, Interrupt, QueryError, QueryOutcome, QueryRequest, Source, Value,
+    DeviceBounds, ImportMetadata, Interrupt, QueryError, QueryOutcome, QueryRequest, Source,
     WorkLimits,
 };
 use serde_json::Value as Json;
 
 pub use budget::Budget;
-use query::{run_charged, DatasetOutcome, DatasetRequest};
+use query::{run_charged, DatasetRequest};
 
 /// How a [`DatasetSource`] answers: the scope and limits of the command that opened it.
 #[derive(Clone, Default)]
@@ -83,8 +83,7 @@ impl Source for DatasetSource {
             slice: self.options.slice,
             lifecycle_cache: self.options.lifecycle_cache.clone(),
         };
-        let answer = run_charged(&self.dataset, &request, &mut self.budget.borrow_mut())?;
-        Ok(outcome(answer))
+        run_charged(&self.dataset, &request, &mut self.budget.borrow_mut())
     }
 
     fn bounds(&self) -> Result<Vec<DeviceBounds>, QueryError> {
@@ -105,40 +104,5 @@ impl Source for DatasetSource {
 
     fn overview(&self) -> Option<Json> {
         Some(self.dataset.to_json())
-    }
-}
-
-/// A dataset answer in the shape of a database's: columns in the rows' key order (every row
-/// of one answer has the same keys), values that print and serialise as the JSON did.
-fn outcome(o: DatasetOutcome) -> QueryOutcome {
-    let columns: Vec<String> = o
-        .rows
-        .first()
-        .map(|r| r.keys().cloned().collect())
-        .unwrap_or_default();
-    let rows = o
-        .rows
-        .into_iter()
-        .map(|row| {
-            debug_assert!(
-                row.keys().eq(columns.iter()),
-                "rows of one answer differ in keys"
-            );
-            row.into_iter().map(|(_, v)| Value::from(v)).collect()
-        })
-        .collect();
-    QueryOutcome {
-        template: o.template,
-        device_id: o.device_id,
-        effective_params: o.effective_params,
-        semantics_version: o.semantics_version,
-        columns,
-        rows,
-        total: o.total,
-        returned: o.returned,
-        has_more: o.has_more,
-        truncated: o.truncated,
-        total_is_exact: o.total_is_exact,
-        scope: Some(o.scope),
     }
 }

@@ -22,7 +22,7 @@ use std::collections::HashMap;
 use pt_snap_dataset::manifest::SliceRecord;
 use pt_snap_dataset::read::{Dataset, SUPPORTED};
 use pt_snap_db::rusqlite::{self, types::Value as Sql, Connection, OpenFlags};
-use pt_snap_query::{registry, Analyzer, ParamValue, Params, QueryError};
+use pt_snap_query::{registry, Analyzer, ParamValue, Params, QueryError, QueryOutcome};
 use serde_json::{json, Map, Value};
 
 use crate::derived::{self, BLOCK_COLUMNS};
@@ -63,19 +63,15 @@ pub struct DatasetRequest {
     pub lifecycle_cache: Option<std::path::PathBuf>,
 }
 
-#[derive(Debug, Clone)]
-pub struct DatasetOutcome {
-    pub template: String,
-    pub device_id: i64,
-    pub effective_params: Params,
-    pub semantics_version: Option<i64>,
-    pub total: i64,
-    pub returned: i64,
-    pub has_more: bool,
-    pub truncated: bool,
-    pub total_is_exact: bool,
-    pub rows: Vec<Row>,
-    pub scope: Value,
+/// One question to a merge: the template, its validated parameters, the `-n` cap,
+/// `--exact-total` and the shard `--slice` selects.
+#[derive(Clone, Copy)]
+struct Question<'q> {
+    template: &'q str,
+    params: &'q Params,
+    max_rows: Option<i64>,
+    exact_total: bool,
+    slice: Option<usize>,
 }
 
 struct Page {
@@ -102,7 +98,7 @@ pub fn run_charged(
     ds: &Dataset,
     req: &DatasetRequest,
     budget: &mut Budget,
-) -> Result<DatasetOutcome, QueryError> {
+) -> Result<QueryOutcome, QueryError> {
     let ids = ds.device_ids();
     let device_id = req.device.unwrap_or(ids[0]);
     let device = ds.manifest.device(device_id).ok_or_else(|| {
@@ -141,24 +137,18 @@ pub fn run_charged(
     };
     let mut src = Sources::new(ds, device, carried);
     src.lifecycle_cache = req.lifecycle_cache.clone();
-    let name = req.template.as_str();
-    let mut page = match name {
-        "active_blocks_at_event" | "active_memory_callstack_at_event" => attribution(
-            &mut src,
-            name,
-            &params,
-            req.max_rows,
-            req.exact_total,
-            slice,
-        )?,
-        _ => global(
-            &mut src,
-            name,
-            &params,
-            req.max_rows,
-            req.exact_total,
-            slice,
-        )?,
+    let question = Question {
+        template: req.template.as_str(),
+        params: &params,
+        max_rows: req.max_rows,
+        exact_total: req.exact_total,
+        slice,
+    };
+    let mut page = match question.template {
+        "active_blocks_at_event" | "active_memory_callstack_at_event" => {
+            attribution(&mut src, question)?
+        }
+        _ => global(&mut src, question)?,
     };
     if let Some(b) = int(&params, "stack_bytes").filter(|b| *b >= 0) {
         summarize_stacks(&mut page.rows, b);
@@ -180,11 +170,32 @@ pub fn run_charged(
         effective.set("limit", ParamValue::Int(cap));
     }
     let returned = page.rows.len() as i64;
-    Ok(DatasetOutcome {
+    // Every row of one answer has the same keys: they are the columns, in order.
+    let columns: Vec<String> = page
+        .rows
+        .first()
+        .map(|r| r.keys().cloned().collect())
+        .unwrap_or_default();
+    let rows = page
+        .rows
+        .into_iter()
+        .map(|row| {
+            debug_assert!(
+                row.keys().eq(columns.iter()),
+                "rows of one answer differ in keys"
+            );
+            row.into_iter()
+                .map(|(_, v)| pt_snap_query::Value::from(v))
+                .collect()
+        })
+        .collect();
+    Ok(QueryOutcome {
         template: c.name.clone(),
         device_id,
         effective_params: effective,
         semantics_version: c.semantics_version,
+        columns,
+        rows,
         total: if req.exact_total {
             page.total
         } else {
@@ -194,8 +205,7 @@ pub fn run_charged(
         has_more: page.has_more,
         truncated: page.has_more || page.offset > 0,
         total_is_exact: req.exact_total || (!page.has_more && page.offset == 0),
-        rows: page.rows,
-        scope: Value::Object(page.scope),
+        scope: Some(Value::Object(page.scope)),
     })
 }
 
@@ -458,14 +468,14 @@ fn sort_rows(rows: &mut [Row], key: &str, desc: bool) {
     });
 }
 
-fn global(
-    src: &mut Sources,
-    template: &str,
-    params: &Params,
-    max_rows: Option<i64>,
-    exact_total: bool,
-    slice: Option<usize>,
-) -> Result<Page, QueryError> {
+fn global(src: &mut Sources, question: Question) -> Result<Page, QueryError> {
+    let Question {
+        template,
+        params,
+        max_rows,
+        exact_total,
+        slice,
+    } = question;
     let (low, high, items) = event_range(src, template, params, slice)?;
     let mut scope = range_scope(src, low, high, &items);
     let (offset, limit) = window(params, max_rows);

@@ -141,3 +141,14 @@ pub fn same_as_database(pair: &Pair, template: &str, params: Value, device: i64)
         "{template} device {device}"
     );
 }
+
+/// `template` answers on the dataset cut in shards of each of `sizes` events what it answers
+/// on the database, on both devices.
+pub fn agree_at_shard_sizes(sizes: &[usize], template: &str, params: Value) {
+    for &events_per_slice in sizes {
+        let pair = pair(events_per_slice);
+        for device in [0, 1] {
+            same_as_database(&pair, template, params.clone(), device);
+        }
+    }
+}

@@ -41,11 +41,7 @@ pub fn run(args: &ImportArgs) -> CliResult {
         }
         None => source.parent().expect("a file has a parent").to_path_buf(),
     };
-    let name = source
-        .file_name()
-        .and_then(|n| n.to_str())
-        .ok_or_else(|| CliError::snapshot_invalid("Snapshot file name is not valid UTF-8"))?
-        .to_owned();
+    let name = source_name(&source)?;
     let target = out_dir.join(format!("{name}.db"));
     // Before anything else, so that a reused target also loses them.
     for w in stale::clean(&target, stale::Artifacts::Db) {
@@ -242,6 +238,15 @@ fn reusable(
     } else {
         Ok(metadata)
     }
+}
+
+/// The snapshot's file name: what targets are named after and metadata records.
+pub(super) fn source_name(source: &Path) -> CliResult<String> {
+    source
+        .file_name()
+        .and_then(|n| n.to_str())
+        .map(str::to_owned)
+        .ok_or_else(|| CliError::snapshot_invalid("Snapshot file name is not valid UTF-8"))
 }
 
 /// Points the project focus at what an import made (unless `--no-focus`).

@@ -108,11 +108,7 @@ pub fn run(args: &ImportArgs, kind: Kind, source: &Path, device: Option<i64>) ->
         Some(dir) => focus::absolute(dir)?,
         None => source.parent().expect("a file has a parent").to_path_buf(),
     };
-    let name = source
-        .file_name()
-        .and_then(|n| n.to_str())
-        .ok_or_else(|| CliError::snapshot_invalid("Snapshot file name is not valid UTF-8"))?
-        .to_owned();
+    let name = super::import::source_name(source)?;
     let target = out_dir.join(format!("{name}.{}", kind.suffix()));
     if resolved(&target) != target || target.is_symlink() {
         return Err(CliError::import_failed(match kind {
@@ -128,12 +124,9 @@ pub fn run(args: &ImportArgs, kind: Kind, source: &Path, device: Option<i64>) ->
         }
     }
     let sha256 = hash_file(source, b"")?;
-    let reuse_or_build = match kind {
-        Kind::Native => native,
-        Kind::Msinsight => msinsight,
-    };
     let outcome = reuse_or_build(
         args,
+        kind,
         source,
         &target,
         &name,
@@ -215,8 +208,12 @@ fn recheck_source(source: &Path, sha256: &str) -> CliResult<()> {
     Ok(())
 }
 
-fn native(
+/// The reference's reuse rule for `kind` at `target` (`pt_snap_dataset::reuse`), then the
+/// reused dataset, or a new one built and published.
+#[allow(clippy::too_many_arguments)]
+fn reuse_or_build(
     args: &ImportArgs,
+    kind: Kind,
     source: &Path,
     target: &Path,
     name: &str,
@@ -224,23 +221,50 @@ fn native(
     events_per_slice: i64,
     device: Option<i64>,
 ) -> CliResult<Outcome> {
-    let identity = NativeIdentity::new(sha256, device, events_per_slice);
-    let (miss, replace) =
-        match reuse::native(target, &identity, args.force).map_err(CliError::import_failed)? {
-            Decision::Reuse(reused) => {
-                recheck_source(source, sha256)?;
-                return Ok(Outcome::reused(reused));
-            }
-            Decision::Build { miss, replace } => (miss, replace),
-        };
+    // An msinsight export records a salted hash of its source (`cacheHash`).
+    let cache_hash = match kind {
+        Kind::Native => None,
+        Kind::Msinsight => Some(hash_file(source, MSINSIGHT_CACHE_SALT).map_err(|e| {
+            CliError::import_failed(format!(
+                "Cannot calculate msinsight cacheHash: {}",
+                e.message
+            ))
+        })?),
+    };
+    let decision = match &cache_hash {
+        None => reuse::native(
+            target,
+            &NativeIdentity::new(sha256, device, events_per_slice),
+            args.force,
+        ),
+        Some(cache_hash) => reuse::msinsight(
+            target,
+            &CompatibilityIdentity::new(sha256, device, events_per_slice),
+            &reuse::MsinsightSource {
+                cache_hash,
+                file: &resolved(source).display().to_string(),
+                size: fs::metadata(source).map(|m| m.len() as i64).unwrap_or(-1),
+            },
+        ),
+    }
+    .map_err(CliError::import_failed)?;
+    let (miss, replace) = match decision {
+        Decision::Reuse(reused) => {
+            recheck_source(source, sha256)?;
+            return Ok(Outcome::reused(reused));
+        }
+        Decision::Build { miss, replace } => (miss, replace),
+    };
     let publish_as = if replace {
         Publish::Replace
     } else {
-        Publish::New { cache_hash: None }
+        Publish::New {
+            cache_hash: cache_hash.as_deref(),
+        }
     };
     let mut outcome = build(
         args,
-        Kind::Native,
+        kind,
         source,
         target,
         name,
@@ -251,54 +275,6 @@ fn native(
     )?;
     outcome.miss = Some(miss);
     Ok(outcome)
-}
-
-fn msinsight(
-    args: &ImportArgs,
-    source: &Path,
-    target: &Path,
-    name: &str,
-    sha256: &str,
-    events_per_slice: i64,
-    device: Option<i64>,
-) -> CliResult<Outcome> {
-    let cache_hash = hash_file(source, MSINSIGHT_CACHE_SALT).map_err(|e| {
-        CliError::import_failed(format!(
-            "Cannot calculate msinsight cacheHash: {}",
-            e.message
-        ))
-    })?;
-    let identity = CompatibilityIdentity::new(sha256, device, events_per_slice);
-    let file = resolved(source).display().to_string();
-    let size = fs::metadata(source).map(|m| m.len() as i64).unwrap_or(-1);
-    let the_source = reuse::MsinsightSource {
-        cache_hash: &cache_hash,
-        file: &file,
-        size,
-    };
-    match reuse::msinsight(target, &identity, &the_source).map_err(CliError::import_failed)? {
-        Decision::Reuse(reused) => {
-            recheck_source(source, sha256)?;
-            Ok(Outcome::reused(reused))
-        }
-        Decision::Build { miss, .. } => {
-            let mut outcome = build(
-                args,
-                Kind::Msinsight,
-                source,
-                target,
-                name,
-                sha256,
-                events_per_slice,
-                device,
-                Publish::New {
-                    cache_hash: Some(&cache_hash),
-                },
-            )?;
-            outcome.miss = Some(miss);
-            Ok(outcome)
-        }
-    }
 }
 
 /// How [`build`] puts the dataset in place.

@@ -133,14 +133,14 @@ pub(super) fn group_cte(cte: &str, top_n: i64) -> String {
     )
 }
 
-pub(super) fn attribution(
-    src: &mut Sources,
-    template: &str,
-    params: &Params,
-    max_rows: Option<i64>,
-    exact_total: bool,
-    slice: Option<usize>,
-) -> Result<Page, QueryError> {
+pub(super) fn attribution(src: &mut Sources, question: Question) -> Result<Page, QueryError> {
+    let Question {
+        template,
+        params,
+        max_rows,
+        exact_total,
+        slice,
+    } = question;
     let event = int(params, "event_id").unwrap_or(-1);
     let item = src.target(event, slice)?;
     let Some(owners) = required_slices(src, &[item], ATTACH_LIMIT)? else {

@@ -226,16 +226,11 @@ pub(super) fn stack_groups_by_id(
 mod tests {
     use serde_json::json;
 
-    use crate::testdata::{pair, same_as_database};
+    use crate::testdata::agree_at_shard_sizes;
 
     /// Grouped across shards by callstack, the statistics are the single database's.
     #[test]
     fn groups_over_shards_are_the_databases() {
-        for events_per_slice in [1, 5] {
-            let p = pair(events_per_slice);
-            for device in [0, 1] {
-                same_as_database(&p, "callstack_analysis", json!({}), device);
-            }
-        }
+        agree_at_shard_sizes(&[1, 5], "callstack_analysis", json!({}));
     }
 }

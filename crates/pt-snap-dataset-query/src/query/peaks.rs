@@ -103,19 +103,14 @@ pub(super) fn peaks(
 mod tests {
     use serde_json::json;
 
-    use crate::testdata::{pair, run, same_as_database};
+    use crate::testdata::{agree_at_shard_sizes, pair, run};
 
     /// Merged shard by shard, the peaks are the single database's: no extreme is lost at a
     /// shard boundary, whatever the shard size.
     #[test]
     fn peaks_over_shards_are_the_databases() {
-        for events_per_slice in [1, 4] {
-            let p = pair(events_per_slice);
-            for device in [0, 1] {
-                same_as_database(&p, "memory_peak", json!({}), device);
-                same_as_database(&p, "allocator_gap", json!({}), device);
-            }
-        }
+        agree_at_shard_sizes(&[1, 4], "memory_peak", json!({}));
+        agree_at_shard_sizes(&[1, 4], "allocator_gap", json!({}));
     }
 
     /// A range names the shards it covers; the peak found is inside it.
