@@ -31,15 +31,7 @@ pub const LIFECYCLE_LAYOUT: u32 = 2;
 
 /// A shard's `block_<d>` columns, in table order. They are also `block`'s order keys: each
 /// has an index `lifecycle_by_<key>` on `(key, id)` (rowid last).
-pub const BLOCK_COLUMNS: [&str; 7] = [
-    "id",
-    "address",
-    "size",
-    "requestedSize",
-    "state",
-    "allocEventId",
-    "freeEventId",
-];
+pub use pt_snap_db::schema::BLOCK_COLUMNS;
 
 /// The columns of the reference's `lifecycles` CTE after the block's own, in its order.
 const LIFECYCLE_PROOF_COLUMNS: [&str; 7] = [

@@ -32,7 +32,7 @@ use pt_snap_query::{
 use serde_json::Value as Json;
 
 pub use budget::Budget;
-use query::{run_charged, DatasetRequest};
+use query::run_charged;
 
 /// How a [`DatasetSource`] answers: the scope and limits of the command that opened it.
 #[derive(Clone, Default)]
@@ -74,16 +74,12 @@ impl DatasetSource {
 
 impl Source for DatasetSource {
     fn run(&self, request: &QueryRequest) -> Result<QueryOutcome, QueryError> {
-        let request = DatasetRequest {
-            template: request.template.clone(),
-            params: request.params.clone(),
-            device: request.device,
-            max_rows: request.max_rows,
-            exact_total: request.exact_total,
-            slice: self.options.slice,
-            lifecycle_cache: self.options.lifecycle_cache.clone(),
-        };
-        run_charged(&self.dataset, &request, &mut self.budget.borrow_mut())
+        run_charged(
+            &self.dataset,
+            request,
+            &self.options,
+            &mut self.budget.borrow_mut(),
+        )
     }
 
     fn bounds(&self) -> Result<Vec<DeviceBounds>, QueryError> {

@@ -22,14 +22,16 @@ use std::collections::HashMap;
 use pt_snap_dataset::manifest::SliceRecord;
 use pt_snap_dataset::read::{Dataset, SUPPORTED};
 use pt_snap_db::rusqlite::{self, types::Value as Sql, Connection, OpenFlags};
-use pt_snap_query::{registry, Analyzer, ParamValue, Params, QueryError, QueryOutcome};
+use pt_snap_query::{
+    registry, Analyzer, ParamValue, Params, QueryError, QueryOutcome, QueryRequest,
+};
 use serde_json::{json, Map, Value};
 
 use crate::derived::{self, BLOCK_COLUMNS};
 use crate::sources::{
     install_interrupt, read_rows, sha_hex, sql_failed, EventSource, Row, Sources,
 };
-use crate::Budget;
+use crate::{Budget, DatasetOptions};
 
 mod attach;
 mod attribution;
@@ -50,18 +52,6 @@ const ATTACH_LIMIT: usize = 10;
 /// Beyond this many block observations the lifecycle merge goes to the scratch database.
 const ATTACHED_OBSERVATION_LIMIT: i64 = 4096;
 const BUCKETS: [&str; 5] = ["<1k", "1k-5k", "5k-20k", "20k-100k", ">=100k"];
-
-pub struct DatasetRequest {
-    pub template: String,
-    pub params: Map<String, Value>,
-    pub device: Option<i64>,
-    pub max_rows: Option<i64>,
-    pub exact_total: bool,
-    pub slice: Option<i64>,
-    /// Where derived lifecycle databases may be kept between calls (`None`: rebuilt by every
-    /// call in a temporary directory, as the reference does).
-    pub lifecycle_cache: Option<std::path::PathBuf>,
-}
 
 /// One question to a merge: the template, its validated parameters, the `-n` cap,
 /// `--exact-total` and the shard `--slice` selects.
@@ -96,7 +86,8 @@ fn int(p: &Params, name: &str) -> Option<i64> {
 /// limits. On success the budget holds the consumption of every query charged to it so far.
 pub fn run_charged(
     ds: &Dataset,
-    req: &DatasetRequest,
+    req: &QueryRequest,
+    options: &DatasetOptions,
     budget: &mut Budget,
 ) -> Result<QueryOutcome, QueryError> {
     let ids = ds.device_ids();
@@ -120,7 +111,7 @@ pub fn run_charged(
         }
     }
     let params = Analyzer::validate(&req.template, &req.params)?;
-    let slice = match req.slice {
+    let slice = match options.slice {
         None => None,
         Some(s) if s >= 0 && (s as usize) < device.slices.len() => Some(s as usize),
         Some(_) => {
@@ -136,7 +127,7 @@ pub fn run_charged(
         interrupt: budget.interrupt.clone(),
     };
     let mut src = Sources::new(ds, device, carried);
-    src.lifecycle_cache = req.lifecycle_cache.clone();
+    src.lifecycle_cache = options.lifecycle_cache.clone();
     let question = Question {
         template: req.template.as_str(),
         params: &params,
@@ -469,16 +460,10 @@ fn sort_rows(rows: &mut [Row], key: &str, desc: bool) {
 }
 
 fn global(src: &mut Sources, question: Question) -> Result<Page, QueryError> {
-    let Question {
-        template,
-        params,
-        max_rows,
-        exact_total,
-        slice,
-    } = question;
+    let (template, params, slice) = (question.template, question.params, question.slice);
     let (low, high, items) = event_range(src, template, params, slice)?;
     let mut scope = range_scope(src, low, high, &items);
-    let (offset, limit) = window(params, max_rows);
+    let (offset, limit) = window(params, question.max_rows);
     let candidate = if limit >= 0 { offset + limit } else { -1 };
     let mut total_override = None;
     let mut selected_offset = offset;
@@ -568,7 +553,6 @@ fn global(src: &mut Sources, question: Question) -> Result<Page, QueryError> {
     }
     src.budget.consume(&selected)?;
     let more = total > offset + selected.len() as i64;
-    let _ = exact_total;
     Ok(Page {
         rows: selected,
         total,

@@ -5,8 +5,6 @@
 //! shard, and the same snapshot imported as one database — what the spec says the dataset
 //! answers must agree with.
 
-use std::path::Path;
-
 use pt_snap_dataset::read::{Dataset, ValidationCache};
 use pt_snap_dataset::write::{self, Layout};
 use pt_snap_db::rusqlite::Connection;
@@ -52,23 +50,9 @@ pub fn pair(events_per_slice: usize) -> Pair {
     std::fs::create_dir(&ds_root).unwrap();
     let plan = write::plan(&snapshot, None, events_per_slice).unwrap();
     plan.check(Layout::Native).unwrap();
-    for p in &plan.devices {
-        std::fs::create_dir(ds_root.join(format!("device_{}", p.device))).unwrap();
-    }
-    let mut hashes = std::collections::HashMap::new();
-    for (device_plan, shard) in plan.shards() {
-        let path = ds_root.join(shard.file());
-        let conn = Connection::open(&path).unwrap();
-        write::write_shard(
-            &conn,
-            &plan.source(device_plan, &metadata),
-            shard,
-            Layout::Native,
-        )
+    let hashes = plan
+        .write_shards(&ds_root, &metadata, Layout::Native)
         .unwrap();
-        conn.close().unwrap();
-        hashes.insert(shard.file(), sha256(&path));
-    }
     let manifest = plan.native_manifest(&metadata, &|f: &str| hashes[f].clone());
     std::fs::write(
         ds_root.join("manifest.json"),
@@ -97,10 +81,6 @@ pub fn pair(events_per_slice: usize) -> Pair {
         database: Analyzer::open(&db_path).unwrap(),
         _dir: dir,
     }
-}
-
-fn sha256(path: &Path) -> String {
-    pt_snap_import::sha256_hex(std::fs::File::open(path).unwrap()).unwrap()
 }
 
 /// Runs `template` with `params` (a JSON object) on `device` of `source`.

@@ -14,6 +14,17 @@ pub const ACTIONS: [(i64, &str); 9] = [
 ];
 
 /// Block state codes of the `block_<d>.state` column, in dictionary order.
+/// A `block_<d>` table's columns, in table order.
+pub const BLOCK_COLUMNS: [&str; 7] = [
+    "id",
+    "address",
+    "size",
+    "requestedSize",
+    "state",
+    "allocEventId",
+    "freeEventId",
+];
+
 pub const BLOCK_STATES: [(i64, &str); 3] = [
     (-1, "inactive"),
     (1, "active_allocated"),

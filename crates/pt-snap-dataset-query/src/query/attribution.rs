@@ -134,13 +134,7 @@ pub(super) fn group_cte(cte: &str, top_n: i64) -> String {
 }
 
 pub(super) fn attribution(src: &mut Sources, question: Question) -> Result<Page, QueryError> {
-    let Question {
-        template,
-        params,
-        max_rows,
-        exact_total,
-        slice,
-    } = question;
+    let (template, params, slice) = (question.template, question.params, question.slice);
     let event = int(params, "event_id").unwrap_or(-1);
     let item = src.target(event, slice)?;
     let Some(owners) = required_slices(src, &[item], ATTACH_LIMIT)? else {
@@ -152,7 +146,7 @@ pub(super) fn attribution(src: &mut Sources, question: Question) -> Result<Page,
     let plan = live_plan(src, item, event, min_size)?;
     let cte = active_cte(src, item, &owners, params.bool("include_static"), plan);
     let values = vec![i(min_size), i(event), i(event)];
-    let cap = max_rows.filter(|n| *n > 0).unwrap_or(-1);
+    let cap = question.max_rows.filter(|n| *n > 0).unwrap_or(-1);
     let namespace = src.namespace.clone();
     let mut a = Attached::open(src, &owners, None)?;
     let fields = [
@@ -303,7 +297,7 @@ pub(super) fn attribution(src: &mut Sources, question: Question) -> Result<Page,
     scope.insert("boundary_events_included".into(), json!(false));
     scope.insert("source_coverage".into(), Value::Object(coverage));
     let n = rows.len() as i64;
-    let has_more = if exact_total {
+    let has_more = if question.exact_total {
         total > n + offset
     } else {
         total > n + offset || rank_full

@@ -101,6 +101,33 @@ impl DatasetPlan<'_> {
         }
     }
 
+    /// Writes every shard under `root` (creating the device directories), one after the
+    /// other, and returns each member's SHA-256 by file name — for tools and tests that need a
+    /// dataset on disk; the CLI writes the shards on all cores as it stages them.
+    pub fn write_shards(
+        &self,
+        root: &std::path::Path,
+        metadata: &Metadata,
+        layout: Layout,
+    ) -> Result<std::collections::HashMap<String, String>, WriteError> {
+        let backend = |e: &dyn std::fmt::Display| WriteError::Backend(e.to_string());
+        for p in &self.devices {
+            std::fs::create_dir(root.join(format!("device_{}", p.device)))
+                .map_err(|e| backend(&e))?;
+        }
+        let mut hashes = std::collections::HashMap::new();
+        for (device_plan, shard) in self.shards() {
+            let path = root.join(shard.file());
+            let conn = pt_snap_db::rusqlite::Connection::open(&path).map_err(|e| backend(&e))?;
+            write_shard(&conn, &self.source(device_plan, metadata), shard, layout)
+                .map_err(|e| backend(&e))?;
+            conn.close().map_err(|(_, e)| backend(&e))?;
+            let hash = crate::read::hash_file(&path).map_err(|e| backend(&e))?;
+            hashes.insert(shard.file(), hash);
+        }
+        Ok(hashes)
+    }
+
     /// Refuses what the reference refuses once the shards are staged: for a native dataset
     /// its validation of every shard (`event_values`: known actions, non-negative sizes and
     /// totals; `block_identity`), for an msinsight export the real ids `0..N−1` and the eight
