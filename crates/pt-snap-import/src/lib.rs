@@ -173,21 +173,11 @@ pub fn import_snapshot(
 /// stops at the latest event it cannot reconcile, so a lenient pass (run only on failure)
 /// counts them all and names the earliest, where the trace first went wrong.
 fn all_inconsistencies(snapshot: &Snapshot, device: usize) -> String {
-    struct Discard;
-    impl RowSink for Discard {
-        type Error = std::convert::Infallible;
-        fn trace_row(&mut self, _: &TraceRow) -> Result<(), Self::Error> {
-            Ok(())
-        }
-        fn block_row(&mut self, _: &BlockRow) -> Result<(), Self::Error> {
-            Ok(())
-        }
-    }
     let Ok(replayed) = pt_snap_replay::replay_device(
         snapshot,
         device,
         ReplayMode::Lenient,
-        &mut Discard,
+        &mut pt_snap_replay::DiscardRows,
         &mut |_| {},
     ) else {
         return String::new();

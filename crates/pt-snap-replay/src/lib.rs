@@ -63,6 +63,19 @@ pub trait RowSink {
     fn block_row(&mut self, row: &BlockRow) -> Result<(), Self::Error>;
 }
 
+/// A sink that keeps no row: for replays run only to check a trace or to collect its issues.
+pub struct DiscardRows;
+
+impl RowSink for DiscardRows {
+    type Error = std::convert::Infallible;
+    fn trace_row(&mut self, _: &TraceRow) -> Result<(), Self::Error> {
+        Ok(())
+    }
+    fn block_row(&mut self, _: &BlockRow) -> Result<(), Self::Error> {
+        Ok(())
+    }
+}
+
 /// Why a device could not be replayed.
 #[derive(Debug, thiserror::Error)]
 pub enum ReplayError<E> {

@@ -124,16 +124,16 @@ pub fn run(args: &ImportArgs, kind: Kind, source: &Path, device: Option<i64>) ->
         }
     }
     let sha256 = hash_file(source, b"")?;
-    let outcome = reuse_or_build(
+    let outcome = reuse_or_build(&Job {
         args,
         kind,
         source,
-        &target,
-        &name,
-        &sha256,
+        target: &target,
+        name: &name,
+        sha256: &sha256,
         events_per_slice,
         device,
-    )?;
+    })?;
 
     let focus_state = super::import::focus_on(&target, device, args.no_focus)?;
     let path = target.display().to_string();
@@ -208,21 +208,32 @@ fn recheck_source(source: &Path, sha256: &str) -> CliResult<()> {
     Ok(())
 }
 
-/// The reference's reuse rule for `kind` at `target` (`pt_snap_dataset::reuse`), then the
-/// reused dataset, or a new one built and published.
-#[allow(clippy::too_many_arguments)]
-fn reuse_or_build(
-    args: &ImportArgs,
+/// One dataset import, as `run` resolved it from the command line.
+#[derive(Clone, Copy)]
+struct Job<'a> {
+    args: &'a ImportArgs,
     kind: Kind,
-    source: &Path,
-    target: &Path,
-    name: &str,
-    sha256: &str,
+    source: &'a Path,
+    target: &'a Path,
+    name: &'a str,
+    sha256: &'a str,
     events_per_slice: i64,
     device: Option<i64>,
-) -> CliResult<Outcome> {
+}
+
+/// The reference's reuse rule for `kind` at `target` (`pt_snap_dataset::reuse`), then the
+/// reused dataset, or a new one built and published.
+fn reuse_or_build(job: &Job) -> CliResult<Outcome> {
+    let Job {
+        source,
+        target,
+        sha256,
+        events_per_slice,
+        device,
+        ..
+    } = *job;
     // An msinsight export records a salted hash of its source (`cacheHash`).
-    let cache_hash = match kind {
+    let cache_hash = match job.kind {
         Kind::Native => None,
         Kind::Msinsight => Some(hash_file(source, MSINSIGHT_CACHE_SALT).map_err(|e| {
             CliError::import_failed(format!(
@@ -235,7 +246,7 @@ fn reuse_or_build(
         None => reuse::native(
             target,
             &NativeIdentity::new(sha256, device, events_per_slice),
-            args.force,
+            job.args.force,
         ),
         Some(cache_hash) => reuse::msinsight(
             target,
@@ -262,17 +273,7 @@ fn reuse_or_build(
             cache_hash: cache_hash.as_deref(),
         }
     };
-    let mut outcome = build(
-        args,
-        kind,
-        source,
-        target,
-        name,
-        sha256,
-        events_per_slice,
-        device,
-        publish_as,
-    )?;
+    let mut outcome = build(job, publish_as)?;
     outcome.miss = Some(miss);
     Ok(outcome)
 }
@@ -287,18 +288,17 @@ enum Publish<'a> {
 
 /// Decodes, replays, writes the shards in parallel into a staging directory, writes the
 /// manifest and publishes the dataset at `target`.
-#[allow(clippy::too_many_arguments)]
-fn build(
-    args: &ImportArgs,
-    kind: Kind,
-    source: &Path,
-    target: &Path,
-    name: &str,
-    sha256: &str,
-    events_per_slice: i64,
-    device: Option<i64>,
-    publish_as: Publish<'_>,
-) -> CliResult<Outcome> {
+fn build(job: &Job, publish_as: Publish<'_>) -> CliResult<Outcome> {
+    let Job {
+        args,
+        kind,
+        source,
+        target,
+        name,
+        sha256,
+        events_per_slice,
+        device,
+    } = *job;
     let parent = target.parent().expect("target is in a directory");
     fs::create_dir_all(parent).map_err(backend)?;
     let target_name = target.file_name().unwrap_or_default().to_string_lossy();
