@@ -6,7 +6,7 @@
 //! answers must agree with.
 
 use pt_snap_dataset::read::{Dataset, ValidationCache};
-use pt_snap_dataset::write::{self, Layout};
+use pt_snap_dataset::write;
 use pt_snap_db::rusqlite::Connection;
 use pt_snap_db::{Metadata, METADATA_SCHEMA_VERSION};
 use pt_snap_import::{ImportRequest, ReplayMode};
@@ -48,17 +48,9 @@ pub fn pair(events_per_slice: usize) -> Pair {
 
     let ds_root = root.join("dataset");
     std::fs::create_dir(&ds_root).unwrap();
-    let plan = write::plan(&snapshot, None, events_per_slice).unwrap();
-    plan.check(Layout::Native).unwrap();
-    let hashes = plan
-        .write_shards(&ds_root, &metadata, Layout::Native)
+    write::plan(&snapshot, None, events_per_slice)
+        .and_then(|plan| plan.write_native(&ds_root, &metadata))
         .unwrap();
-    let manifest = plan.native_manifest(&metadata, &|f: &str| hashes[f].clone());
-    std::fs::write(
-        ds_root.join("manifest.json"),
-        write::manifest_json(&manifest),
-    )
-    .unwrap();
     let dataset = Dataset::open(&ds_root, &mut ValidationCache::disabled())
         .unwrap()
         .expect("a dataset path");

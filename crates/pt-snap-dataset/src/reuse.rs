@@ -211,3 +211,137 @@ pub fn msinsight(
         ext.omitted_devices,
     )))
 }
+
+#[cfg(test)]
+mod tests {
+    use pt_snap_db::{Metadata, METADATA_SCHEMA_VERSION};
+
+    use super::*;
+    use crate::write;
+
+    /// One segment, one block allocated in the trace: two events, a shard each.
+    const SNAPSHOT: &str = r#"{
+        "segments": [{"device": 0, "address": 4294967296, "total_size": 4096, "stream": 0,
+            "segment_type": "small", "allocated_size": 512, "active_size": 512,
+            "requested_size": 512, "frames": [], "blocks": [
+                {"address": 4294967296, "size": 512, "requested_size": 512,
+                 "state": "active_allocated", "frames": [{"filename": "a.py", "line": 1, "name": "a"}]},
+                {"address": 4294967808, "size": 3584, "requested_size": 0,
+                 "state": "inactive", "frames": []}]}],
+        "device_traces": [[
+            {"action": "segment_alloc", "addr": 4294967296, "size": 4096, "stream": 0, "frames": []},
+            {"action": "alloc", "addr": 4294967296, "size": 512, "stream": 0,
+             "frames": [{"filename": "a.py", "line": 1, "name": "a"}]}]]
+    }"#;
+
+    fn sha(byte: char) -> String {
+        byte.to_string().repeat(64)
+    }
+
+    /// A native dataset of the snapshot made from the source with hash `sha('a')`.
+    fn dataset(dir: &Path) -> std::path::PathBuf {
+        let snapshot = pt_snap_model::decode_slice(SNAPSHOT.as_bytes()).unwrap();
+        let metadata = Metadata {
+            metadata_schema_version: METADATA_SCHEMA_VERSION,
+            import_format_version: 2,
+            source_sha256: sha('a'),
+            source_size: SNAPSHOT.len() as i64,
+            source_name: "tiny.json".into(),
+            requested_device: None,
+            importer_name: "pt-snap".into(),
+            importer_version: "0".into(),
+            completed_at: "2026-12-04T00:00:00+00:00".into(),
+        };
+        let root = dir.join("tiny.json.pt-snap-native-v2");
+        fs::create_dir(&root).unwrap();
+        write::plan(&snapshot, None, 1)
+            .and_then(|plan| plan.write_native(&root, &metadata))
+            .unwrap();
+        root
+    }
+
+    fn identity(source: char) -> NativeIdentity {
+        NativeIdentity::new(&sha(source), None, 1)
+    }
+
+    #[test]
+    fn a_missing_target_is_built() {
+        let dir = tempfile::tempdir().unwrap();
+        let decision = native(&dir.path().join("absent"), &identity('a'), false).unwrap();
+        assert!(matches!(
+            decision,
+            Decision::Build {
+                miss: "database_missing",
+                replace: false
+            }
+        ));
+    }
+
+    #[test]
+    fn an_intact_dataset_of_the_same_import_is_reused() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dataset(dir.path());
+        let Decision::Reuse(reused) = native(&root, &identity('a'), false).unwrap() else {
+            panic!("not reused")
+        };
+        assert_eq!(reused.metadata.source_sha256, sha('a'));
+        assert_eq!((reused.devices, reused.slice_count), (vec![0], 2));
+    }
+
+    #[test]
+    fn another_source_is_refused_unless_forced() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dataset(dir.path());
+        let refusal = native(&root, &identity('b'), false).err().unwrap();
+        assert!(refusal.contains("(dataset_identity_changed)"), "{refusal}");
+        assert!(matches!(
+            native(&root, &identity('b'), true).unwrap(),
+            Decision::Build {
+                miss: "forced",
+                replace: true
+            }
+        ));
+    }
+
+    #[test]
+    fn a_changed_member_is_not_reused() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dataset(dir.path());
+        let member = root.join("device_0/slice_00000.db");
+        let mut bytes = fs::read(&member).unwrap();
+        let last = bytes.len() - 1;
+        bytes[last] ^= 1;
+        fs::write(&member, bytes).unwrap();
+        let refusal = native(&root, &identity('a'), false).err().unwrap();
+        assert!(refusal.contains("(database_invalid)"), "{refusal}");
+    }
+
+    #[test]
+    fn a_stray_file_means_it_is_not_a_dataset_even_forced() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dataset(dir.path());
+        fs::write(root.join("notes.txt"), "mine").unwrap();
+        let refusal = native(&root, &identity('a'), true).err().unwrap();
+        assert!(
+            refusal.starts_with("Existing target is not a recognized native dataset; preserved:"),
+            "{refusal}"
+        );
+    }
+
+    #[test]
+    fn an_msinsight_export_is_never_replaced() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dataset(dir.path());
+        let source = MsinsightSource {
+            cache_hash: "0",
+            file: "/tiny.json",
+            size: 1,
+        };
+        let identity = CompatibilityIdentity::new(&sha('a'), None, 1);
+        let refusal = msinsight(&root, &identity, &source).err().unwrap();
+        assert!(
+            refusal.contains("preserved even under --force"),
+            "{refusal}"
+        );
+    }
+}

@@ -128,6 +128,20 @@ impl DatasetPlan<'_> {
         Ok(hashes)
     }
 
+    /// Writes the plan as a native dataset in the empty directory `root`: the checks, the
+    /// shards one after the other, the manifest last.
+    pub fn write_native(
+        &self,
+        root: &std::path::Path,
+        metadata: &Metadata,
+    ) -> Result<(), WriteError> {
+        self.check(Layout::Native)?;
+        let hashes = self.write_shards(root, metadata, Layout::Native)?;
+        let manifest = self.native_manifest(metadata, &|f: &str| hashes[f].clone());
+        std::fs::write(root.join("manifest.json"), manifest_json(&manifest))
+            .map_err(|e| WriteError::Backend(e.to_string()))
+    }
+
     /// Refuses what the reference refuses once the shards are staged: for a native dataset
     /// its validation of every shard (`event_values`: known actions, non-negative sizes and
     /// totals; `block_identity`), for an msinsight export the real ids `0..N−1` and the eight
