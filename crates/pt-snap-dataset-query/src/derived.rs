@@ -19,6 +19,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use pt_snap_contract::publish;
 use pt_snap_db::rusqlite::{Connection, OpenFlags};
 use serde::{Deserialize, Serialize};
 
@@ -207,9 +208,7 @@ pub fn store_stack_groups(
     kept.shards.insert(shard, groups);
     let write = || -> std::io::Result<()> {
         std::fs::create_dir_all(dir)?;
-        let staged = path.with_extension(format!("json.tmp{}", std::process::id()));
-        std::fs::write(&staged, serde_json::to_vec(&kept)?)?;
-        std::fs::rename(&staged, &path)?;
+        publish::write_file(&path, &serde_json::to_vec(&kept)?, 0o666)?;
         prune(dir, ".stacks.json", 8);
         Ok(())
     };

@@ -19,6 +19,7 @@
 
 use std::collections::HashMap;
 
+use pt_snap_contract::publish;
 use pt_snap_dataset::manifest::SliceRecord;
 use pt_snap_dataset::read::{Dataset, SUPPORTED};
 use pt_snap_db::rusqlite::{self, types::Value as Sql, Connection, OpenFlags};

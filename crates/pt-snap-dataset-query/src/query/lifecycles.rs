@@ -303,15 +303,13 @@ pub(super) fn scratch_lifecycles<'s, 'a>(
             if built.is_err() {
                 return Ok(false);
             }
-            std::fs::rename(&staged, &db)?;
+            publish::rename(&staged, &db, publish::Existing::Replace)?;
             let body = serde_json::to_vec(&KeptScratch {
                 needed,
                 page_count,
                 layout: derived::LIFECYCLE_LAYOUT,
             })?;
-            let staged = meta.with_extension(format!("json.tmp{}", std::process::id()));
-            std::fs::write(&staged, body)?;
-            std::fs::rename(&staged, &meta)?;
+            publish::write_file(&meta, &body, 0o666)?;
             derived::prune(&dir, ".db", 8);
             Ok(true)
         };

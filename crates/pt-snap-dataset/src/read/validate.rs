@@ -266,10 +266,11 @@ impl ValidationCache {
         if let Some(dir) = path.parent() {
             let _ = fs::create_dir_all(dir);
         }
-        let tmp = path.with_extension(format!("tmp{}", std::process::id()));
-        if fs::write(&tmp, serde_json::to_vec(&list).unwrap_or_default()).is_ok() {
-            let _ = fs::rename(&tmp, path);
-        }
+        let _ = pt_snap_contract::publish::write_file(
+            path,
+            &serde_json::to_vec(&list).unwrap_or_default(),
+            0o666,
+        );
     }
 }
 
