@@ -16,4 +16,6 @@
 pub mod manifest;
 pub mod read;
 pub mod reuse;
+#[cfg(test)]
+mod testdata;
 pub mod write;

@@ -1029,3 +1029,80 @@ fn validate_compatibility_shards(root: &Path, m: &ValidManifest) -> Result<i64, 
     }
     Ok(boundaries)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testdata::dataset;
+
+    fn open(root: &Path, cache: &mut ValidationCache) -> Result<Dataset, QueryError> {
+        Dataset::open(root, cache).map(|d| d.expect("a dataset path"))
+    }
+
+    fn schema_message(e: QueryError) -> String {
+        match e {
+            QueryError::SchemaInvalid(m) => m,
+            other => panic!("not a schema error: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_written_dataset_validates_with_a_stable_fingerprint() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = fs::canonicalize(dataset(dir.path())).unwrap();
+        let first = open(&root, &mut ValidationCache::disabled()).unwrap();
+        assert_eq!((first.real_event_count, first.from_cache), (2, false));
+        // The manifest path names the same dataset.
+        let again = open(
+            &root.join("manifest.json"),
+            &mut ValidationCache::disabled(),
+        )
+        .unwrap();
+        assert_eq!(again.fingerprint, first.fingerprint);
+        let database = Dataset::open(&root.join("x.db"), &mut ValidationCache::disabled());
+        assert!(
+            matches!(database, Ok(None)),
+            "a file path is not a dataset path"
+        );
+    }
+
+    #[test]
+    fn a_member_with_other_bytes_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = fs::canonicalize(dataset(dir.path())).unwrap();
+        let member = root.join("device_0/slice_00001.db");
+        let mut bytes = fs::read(&member).unwrap();
+        let last = bytes.len() - 1;
+        bytes[last] ^= 1;
+        fs::write(&member, bytes).unwrap();
+        let message = schema_message(open(&root, &mut ValidationCache::disabled()).unwrap_err());
+        assert!(message.starts_with("Invalid dataset:"), "{message}");
+    }
+
+    #[test]
+    fn a_file_the_manifest_does_not_name_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = fs::canonicalize(dataset(dir.path())).unwrap();
+        fs::write(root.join("device_0/notes.txt"), "mine").unwrap();
+        schema_message(open(&root, &mut ValidationCache::disabled()).unwrap_err());
+    }
+
+    /// The cache skips the full validation only while every member is untouched.
+    #[test]
+    fn the_cache_is_used_until_a_member_is_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = fs::canonicalize(dataset(dir.path())).unwrap();
+        let cache_file = dir.path().join("cache.json");
+        let full = open(&root, &mut ValidationCache::at(cache_file.clone())).unwrap();
+        let cached = open(&root, &mut ValidationCache::at(cache_file.clone())).unwrap();
+        assert!(!full.from_cache && cached.from_cache);
+        assert_eq!(cached.fingerprint, full.fingerprint);
+        // Same bytes, new ctime: validated in full again. (File times tick at the kernel's
+        // clock granularity, a few milliseconds: wait for the next tick.)
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        let member = root.join("device_0/slice_00000.db");
+        fs::write(&member, fs::read(&member).unwrap()).unwrap();
+        let revalidated = open(&root, &mut ValidationCache::at(cache_file)).unwrap();
+        assert!(!revalidated.from_cache);
+    }
+}
