@@ -75,6 +75,7 @@ pub(crate) fn measure(cmd: &mut Command) -> Measure {
         .expect("spawn");
     let pid = child.id() as libc::pid_t;
     let mut status = 0;
+    // SAFETY: `rusage` is plain integers and timevals, for which all-zero bytes are valid.
     let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
     // SAFETY: waits for our own child; `usage` is a valid out-pointer.
     let r = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };

@@ -5,6 +5,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use clap::Args;
+use pt_snap_contract::ErrorCode;
 use pt_snap_query::{python, Interrupt, QueryError, WorkLimits};
 
 use crate::error::{CliError, CliResult};
@@ -182,8 +183,6 @@ impl Deadline {
     /// `QUERY_TIMEOUT`: the reference's message for the user's limit; for the default one,
     /// a message that says so and how to raise or remove it.
     pub fn timeout_error(&self) -> CliError {
-        let hint =
-            "Retry with a higher --timeout, or tighten -n / filters so the query does less work.";
         let (message, hint) = match (self.seconds, self.limit) {
             (None, Some(limit)) => (
                 format!(
@@ -191,22 +190,22 @@ impl Deadline {
                      {ENV_TIMEOUT} was given)",
                     QueryError::timeout_message(limit)
                 ),
-                format!(
+                Some(format!(
                     "Raise the limit with --timeout <seconds> or {ENV_TIMEOUT}, disable it with \
                      --timeout 0, or tighten -n / filters so the query does less work."
-                ),
+                )),
             ),
             (seconds, _) => (
                 format!(
                     "Query timed out after {} seconds",
                     seconds.map_or("None".into(), python::float_repr)
                 ),
-                hint.to_owned(),
+                ErrorCode::QueryTimeout.hint().map(str::to_owned),
             ),
         };
         CliError {
-            hint: Some(hint),
-            ..CliError::new("QUERY_TIMEOUT", message, None)
+            hint,
+            ..CliError::new(ErrorCode::QueryTimeout, message)
         }
         .with_text_prefix("Error executing query: ")
     }

@@ -1,26 +1,35 @@
 //! The error contract: a code, a message and a hint, printed as the reference's envelope.
 
-use serde_json::json;
+use pt_snap_contract::{envelope, ErrorCode};
+use pt_snap_query::QueryError;
 
-/// A failure to report to the user. `exit` is 1 for domain errors, 2 for usage errors.
+use crate::budget::Deadline;
+
+/// A failure to report to the user.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CliError {
-    pub code: &'static str,
+    pub code: ErrorCode,
     pub message: String,
     pub hint: Option<String>,
-    pub exit: u8,
     /// What precedes the message in text mode (`query` says `Error executing query: `).
     pub text_prefix: &'static str,
 }
 
 impl CliError {
-    pub fn new(code: &'static str, message: impl Into<String>, hint: Option<&str>) -> Self {
+    /// A failure with its code's default hint.
+    pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
         CliError {
             code,
             message: message.into(),
-            hint: hint.map(str::to_owned),
-            exit: 1,
+            hint: code.hint().map(str::to_owned),
             text_prefix: "Error: ",
+        }
+    }
+
+    pub fn with_hint(self, hint: Option<&str>) -> Self {
+        CliError {
+            hint: hint.map(str::to_owned),
+            ..self
         }
     }
 
@@ -31,58 +40,47 @@ impl CliError {
         }
     }
 
+    /// The process's exit status.
+    pub fn exit(&self) -> u8 {
+        self.code.exit_status()
+    }
+
     pub fn snapshot_invalid(message: impl Into<String>) -> Self {
-        pt_snap_import::Failure::snapshot_invalid(message).into()
+        Self::new(ErrorCode::SnapshotInvalid, message)
     }
 
     pub fn import_failed(message: impl Into<String>) -> Self {
-        pt_snap_import::Failure::import_failed(message).into()
+        Self::new(ErrorCode::ImportFailed, message)
     }
 
     pub fn invalid_parameter(message: impl Into<String>, hint: &str) -> Self {
-        Self::new("INVALID_PARAMETER", message, Some(hint))
+        Self::new(ErrorCode::InvalidParameter, message).with_hint(Some(hint))
     }
 
     pub fn usage(message: impl Into<String>) -> Self {
-        CliError {
-            exit: 2,
-            ..Self::invalid_parameter(
-                message,
-                "Fix the command-line usage and retry. Use --help for options.",
-            )
-        }
+        Self::new(ErrorCode::Usage, message)
     }
 
     pub fn focus_not_configured() -> Self {
         Self::new(
-            "FOCUS_NOT_CONFIGURED",
+            ErrorCode::FocusNotConfigured,
             "No database path specified and no database configured.",
-            Some("Use 'pt-snap focus <database_path>' or pass a database path argument."),
         )
     }
 
     pub fn focus_file_invalid(path: &std::path::Path) -> Self {
         Self::new(
-            "FOCUS_FILE_INVALID",
+            ErrorCode::FocusFileInvalid,
             format!("Invalid project focus file: {}", path.display()),
-            Some("Fix or remove the invalid .pt-snap/focus.json and set focus again."),
         )
     }
 
     pub fn database_not_found(message: impl Into<String>) -> Self {
-        Self::new(
-            "DATABASE_NOT_FOUND",
-            message,
-            Some("Use 'pt-snap focus <database_path>' or pass a database path that exists."),
-        )
+        Self::new(ErrorCode::DatabaseNotFound, message)
     }
 
     pub fn schema_invalid(message: impl Into<String>) -> Self {
-        Self::new(
-            "DATABASE_SCHEMA_INVALID",
-            message,
-            Some("Confirm the file is a SnapshotDB with a dictionary table."),
-        )
+        Self::new(ErrorCode::DatabaseSchemaInvalid, message)
     }
 
     pub fn device_not_found(device: i64, available: &[i64]) -> Self {
@@ -91,63 +89,32 @@ impl CliError {
         } else {
             format!("Device {device} not found. Available: {available:?}")
         };
-        Self::new(
-            "DEVICE_NOT_FOUND",
-            message,
-            Some("Pass --device with an id present in the database, or omit it to use the first device."),
-        )
+        Self::new(ErrorCode::DeviceNotFound, message)
     }
 
-    /// A query engine failure with the reference's code, hint and text-mode prefix.
-    pub fn query(e: pt_snap_query::QueryError, deadline: &crate::budget::Deadline) -> Self {
-        use pt_snap_query::QueryError as Q;
-        let err = match &e {
-            Q::TemplateNotFound(_) => Self::new(
-                e.code(),
-                e.to_string(),
-                Some("Use 'pt-snap query --list --json' to list available templates."),
-            ),
-            Q::InvalidParameter(m) => Self::new(
-                e.code(),
-                m.clone(),
-                Some("Check --params against 'pt-snap query --template-info <name> --json'."),
-            ),
-            Q::DeviceNotFound(m) => {
-                return Self::new(
-                    e.code(),
-                    m.clone(),
-                    Some("Pass --device with an id present in the database, or omit it to use the first device."),
-                )
-            }
-            Q::Timeout => deadline.timeout_error(),
-            Q::Failed(m) => Self::new(
-                e.code(),
-                m.clone(),
-                Some("Inspect the template SQL and database layout, then retry with --template-info --json."),
-            ),
+    /// A query's failure (a database's or a dataset's), read `<prefix><message>` in text
+    /// mode — except a wrong device, which every command reports as `Error: …`.
+    pub fn query(e: QueryError, deadline: Option<&Deadline>, prefix: &'static str) -> Self {
+        let err = match e {
+            QueryError::Timeout => match deadline {
+                Some(d) => d.timeout_error(),
+                None => Self::new(
+                    ErrorCode::QueryTimeout,
+                    "Query timed out after None seconds",
+                ),
+            },
+            QueryError::DeviceNotFound(m) => return Self::new(ErrorCode::DeviceNotFound, m),
+            e => Self::new(e.error_code(), e.to_string()).with_hint(e.hint()),
         };
-        err.with_text_prefix("Error executing query: ")
+        err.with_text_prefix(prefix)
     }
 
     pub fn skill_error(message: impl Into<String>) -> Self {
-        Self::new(
-            "SKILL_ERROR",
-            message,
-            Some("Use 'pt-snap skill list --json' and check --target / --dir options."),
-        )
+        Self::new(ErrorCode::SkillError, message)
     }
 
     pub fn internal(message: impl Into<String>) -> Self {
-        Self::new("ERROR", message, None)
-    }
-
-    /// The JSON error envelope (§2.2).
-    pub fn envelope(&self) -> serde_json::Value {
-        json!({
-            "schema_version": 1,
-            "ok": false,
-            "error": {"code": self.code, "message": self.message, "hint": self.hint},
-        })
+        Self::new(ErrorCode::Other, message)
     }
 
     /// Prints the error: the envelope on stderr under `--json`, readable text on stderr
@@ -155,13 +122,21 @@ impl CliError {
     /// results only).
     pub fn report(&self, json: bool) {
         if json {
-            eprintln!("{}", crate::output::pretty(&self.envelope()));
+            let envelope = envelope::error(self.code, &self.message, self.hint.as_deref());
+            eprintln!("{}", pt_snap_contract::python::pretty(&envelope));
         } else {
             eprintln!("{}{}", self.text_prefix, self.message);
             if let Some(hint) = &self.hint {
                 eprintln!("{hint}");
             }
         }
+    }
+}
+
+/// A source's failure outside a template run (its metadata, its bounds), read `Error: …`.
+impl From<QueryError> for CliError {
+    fn from(e: QueryError) -> Self {
+        CliError::query(e, None, "Error: ")
     }
 }
 
@@ -172,9 +147,9 @@ impl From<rusqlite::Error> for CliError {
 }
 
 /// The import's own mapping of its failures, shared with the browser app.
-impl From<pt_snap_import::Failure> for CliError {
-    fn from(f: pt_snap_import::Failure) -> Self {
-        CliError::new(f.code, f.message, Some(f.hint))
+impl From<pt_snap_import::ImportFailure> for CliError {
+    fn from(f: pt_snap_import::ImportFailure) -> Self {
+        CliError::new(f.error_code(), f.message).with_hint(Some(f.hint))
     }
 }
 

@@ -3,9 +3,9 @@
 //! tools share one focus.
 
 use std::fs;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
+use pt_snap_contract::{publish, python};
 use pt_snap_db::SnapshotDb;
 use serde_json::{json, Map, Value};
 
@@ -17,20 +17,20 @@ const FOCUS_FILE: &str = "focus.json";
 
 /// Where the database path came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Source {
+pub enum FocusSource {
     Explicit,
     Env,
     Project,
     Global,
 }
 
-impl Source {
+impl FocusSource {
     pub fn name(self) -> &'static str {
         match self {
-            Source::Explicit => "explicit",
-            Source::Env => "env",
-            Source::Project => "project",
-            Source::Global => "global",
+            FocusSource::Explicit => "explicit",
+            FocusSource::Env => "env",
+            FocusSource::Project => "project",
+            FocusSource::Global => "global",
         }
     }
 }
@@ -39,7 +39,7 @@ impl Source {
 #[derive(Debug, Clone)]
 pub struct Resolved {
     pub db_path: PathBuf,
-    pub source: Source,
+    pub source: FocusSource,
     /// The focus file the path came from (project or global).
     pub focus_file: Option<PathBuf>,
     pub device_id: Option<i64>,
@@ -156,7 +156,7 @@ pub fn resolve(explicit: Option<&Path>) -> CliResult<Option<Resolved>> {
     if let Some(p) = explicit {
         return Ok(Some(Resolved {
             db_path: p.to_path_buf(),
-            source: Source::Explicit,
+            source: FocusSource::Explicit,
             focus_file: None,
             device_id: None,
         }));
@@ -164,7 +164,7 @@ pub fn resolve(explicit: Option<&Path>) -> CliResult<Option<Resolved>> {
     if let Some(p) = std::env::var_os(ENV_DB_PATH).filter(|p| !p.is_empty()) {
         return Ok(Some(Resolved {
             db_path: PathBuf::from(p),
-            source: Source::Env,
+            source: FocusSource::Env,
             focus_file: None,
             device_id: None,
         }));
@@ -173,7 +173,7 @@ pub fn resolve(explicit: Option<&Path>) -> CliResult<Option<Resolved>> {
         let rec = read_project(&file)?;
         return Ok(Some(Resolved {
             db_path: PathBuf::from(rec.db_path.unwrap_or_default()),
-            source: Source::Project,
+            source: FocusSource::Project,
             focus_file: Some(file),
             device_id: rec.device_id,
         }));
@@ -181,7 +181,7 @@ pub fn resolve(explicit: Option<&Path>) -> CliResult<Option<Resolved>> {
     let global = read_global()?;
     Ok(global.db_path.map(|p| Resolved {
         db_path: PathBuf::from(p),
-        source: Source::Global,
+        source: FocusSource::Global,
         focus_file: global_file().ok(),
         device_id: global.device_id,
     }))
@@ -192,7 +192,7 @@ pub fn resolve_required(explicit: Option<&Path>) -> CliResult<Resolved> {
 }
 
 /// Opens the database a read-only command works on, with the reference's errors.
-pub fn open_db(explicit: Option<&Path>) -> CliResult<(SnapshotDb, PathBuf, Source)> {
+pub fn open_db(explicit: Option<&Path>) -> CliResult<(SnapshotDb, PathBuf, FocusSource)> {
     let resolved = resolve_required(explicit)?;
     let path = absolute(&resolved.db_path)?;
     if !path.is_file() {
@@ -214,34 +214,13 @@ pub fn write_json_atomic(path: &Path, value: &Value) -> CliResult<()> {
         |e: std::io::Error| CliError::internal(format!("cannot write {}: {e}", path.display()));
     let dir = path.parent().expect("focus files live in a directory");
     fs::create_dir_all(dir).map_err(fail)?;
-    let tmp = dir.join(format!(
-        ".{}.tmp-{}",
-        path.file_name().and_then(|n| n.to_str()).unwrap_or("focus"),
-        std::process::id()
-    ));
-    let mut options = fs::OpenOptions::new();
-    options.write(true).create(true).truncate(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        options.mode(0o600);
-    }
-    let result = (|| {
-        let mut f = options.open(&tmp)?;
-        f.write_all(crate::output::pretty(value).as_bytes())?;
-        f.sync_all()?;
-        fs::rename(&tmp, path)
-    })();
-    if result.is_err() {
-        let _ = fs::remove_file(&tmp);
-    }
-    result.map_err(fail)
+    publish::write_file(path, python::pretty(value).as_bytes(), 0o600).map_err(fail)
 }
 
 /// What `focus --json` and `import --json` report about a focus.
 pub struct FocusState {
     pub db_path: PathBuf,
-    pub source: Source,
+    pub source: FocusSource,
     pub focus_file: Option<PathBuf>,
     pub device_id: Option<i64>,
 }
@@ -272,7 +251,7 @@ impl FocusState {
 
 /// Devices and callstack layout of a DB, for focus reports; problems become the layout error.
 pub fn describe_db(path: &Path) -> (Vec<i64>, Option<&'static str>, Option<String>) {
-    match crate::dataset::open(path) {
+    match crate::source::open_dataset(path) {
         Ok(Some(ds)) => return (ds.device_ids(), Some(ds.layout_name()), None),
         Ok(None) => {}
         Err(e) => return (vec![], None, Some(e.message)),

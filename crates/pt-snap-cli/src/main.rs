@@ -5,11 +5,11 @@ mod budget;
 mod cli;
 mod clock;
 mod commands;
-mod dataset;
 mod error;
 mod focus;
 mod output;
 mod progress;
+mod source;
 mod stale;
 
 use std::process::ExitCode;
@@ -33,7 +33,7 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             e.report(json);
-            ExitCode::from(e.exit)
+            ExitCode::from(e.exit())
         }
     }
 }

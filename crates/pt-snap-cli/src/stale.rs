@@ -36,6 +36,8 @@ use std::io::{self, Read as _, Write as _};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
+use pt_snap_contract::publish::{self, Existing};
+
 /// How long files without an owner must have been left alone before they are removed.
 pub const ABANDONED_AFTER: Duration = Duration::from_secs(24 * 60 * 60);
 
@@ -331,7 +333,8 @@ fn recover(recovery: &Path, target: &Path, notes: &mut Vec<String>) -> bool {
             return false;
         }
         Ok(meta) if meta.is_dir() && fs::symlink_metadata(target).is_err() => {
-            match rename_noreplace(&previous, target) {
+            // Never over a target an import of it may be publishing meanwhile.
+            match publish::rename(&previous, target, Existing::Refuse) {
                 Ok(()) => {
                     notes.push(format!(
                         "restored {} from {}, where an interrupted --force import had moved it",
@@ -355,24 +358,6 @@ fn recover(recovery: &Path, target: &Path, notes: &mut Vec<String>) -> bool {
         )),
     }
     false
-}
-
-/// Renames `from` to `to` unless `to` exists (an import of the target may be publishing).
-fn rename_noreplace(from: &Path, to: &Path) -> io::Result<()> {
-    #[cfg(target_os = "linux")]
-    {
-        use rustix::fs::{renameat_with, RenameFlags, CWD};
-        match renameat_with(CWD, from, CWD, to, RenameFlags::NOREPLACE) {
-            Ok(()) => return Ok(()),
-            // File systems without RENAME_NOREPLACE say EINVAL: check, then rename.
-            Err(e) if e == rustix::io::Errno::INVAL || e == rustix::io::Errno::NOSYS => {}
-            Err(e) => return Err(io::Error::from_raw_os_error(e.raw_os_error())),
-        }
-    }
-    if fs::symlink_metadata(to).is_ok() {
-        return Err(io::ErrorKind::AlreadyExists.into());
-    }
-    fs::rename(from, to)
 }
 
 /// Whether nothing in a group's files has changed for [`ABANDONED_AFTER`].

@@ -221,13 +221,7 @@ fn a_memo_walk_is_decoded_in_bounded_memory() {
 }
 
 fn shared_hostile() -> Option<PathBuf> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures/hostile");
-    if dir.is_dir() {
-        Some(dir)
-    } else {
-        eprintln!("SKIPPED: {} is absent", dir.display());
-        None
-    }
+    pt_snap_testkit::shared_dir("fixtures/hostile")
 }
 
 /// Read commands on a hostile DB: each refused with a documented code.

@@ -6,8 +6,16 @@
 //! * [`write`]: building a dataset from a decoded snapshot — the sharded replay, the shard
 //!   databases (native or msinsight layout), the manifests.
 //! * [`read`]: validating a dataset (with a verified fingerprint cache), its `overview` and
-//!   metadata, and dataset-global answers of the 11 supported templates with work budgets.
+//!   import metadata.
+//! * [`reuse`]: what an import does with a dataset already at its target.
+//!
+//! Queries on a validated dataset are `pt-snap-dataset-query`'s.
+
+#![forbid(unsafe_code)]
 
 pub mod manifest;
 pub mod read;
+pub mod reuse;
+#[cfg(test)]
+mod testdata;
 pub mod write;

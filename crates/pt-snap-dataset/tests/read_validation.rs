@@ -5,7 +5,8 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use pt_snap_dataset::read::{Dataset, ReadError, ValidationCache};
+use pt_snap_dataset::read::{Dataset, ValidationCache};
+use pt_snap_query::QueryError;
 
 fn golden(set: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -35,7 +36,7 @@ fn copy(set: &str) -> (tempfile::TempDir, PathBuf) {
     (tmp, root)
 }
 
-fn open(root: &Path, cache: &mut ValidationCache) -> Result<Dataset, ReadError> {
+fn open(root: &Path, cache: &mut ValidationCache) -> Result<Dataset, QueryError> {
     Dataset::open(root, cache).map(|d| d.expect("a dataset path"))
 }
 
@@ -86,7 +87,7 @@ fn a_changed_member_is_refused_even_when_cached() {
     let err = open(&root, &mut ValidationCache::at(cache_file)).unwrap_err();
     assert_eq!(
         err,
-        ReadError::Schema(
+        QueryError::SchemaInvalid(
             "Invalid dataset: device_0/slice_00001.db: hash: member content changed".into()
         )
     );
@@ -99,7 +100,7 @@ fn sidecars_and_stray_files_are_refused() {
     fs::write(root.join("device_0/slice_00000.db-wal"), b"").unwrap();
     let err = open(&root, &mut cache).unwrap_err();
     assert!(
-        matches!(&err, ReadError::Schema(m) if m.contains("unexpected/missing shard")),
+        matches!(&err, QueryError::SchemaInvalid(m) if m.contains("unexpected/missing shard")),
         "{err:?}"
     );
     fs::remove_file(root.join("device_0/slice_00000.db-wal")).unwrap();
@@ -107,7 +108,7 @@ fn sidecars_and_stray_files_are_refused() {
     let err = open(&root, &mut cache).unwrap_err();
     assert_eq!(
         err,
-        ReadError::Schema(
+        QueryError::SchemaInvalid(
             "Invalid dataset: dataset: members: unexpected/missing dataset member".into()
         )
     );
@@ -116,7 +117,7 @@ fn sidecars_and_stray_files_are_refused() {
     fs::write(root.join("device_0/slice_00001.db-journal"), b"").unwrap();
     let err = open(&root, &mut cache).unwrap_err();
     assert!(
-        matches!(&err, ReadError::Schema(m) if m.starts_with("Dataset member has a live SQLite sidecar")),
+        matches!(&err, QueryError::SchemaInvalid(m) if m.starts_with("Dataset member has a live SQLite sidecar")),
         "{err:?}"
     );
 }

@@ -6,8 +6,9 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use pt_snap_dataset::read::{Dataset, ReadError, ValidationCache};
+use pt_snap_dataset::read::{Dataset, ValidationCache};
 use pt_snap_db::rusqlite::Connection;
+use pt_snap_query::QueryError;
 use sha2::{Digest, Sha256};
 
 fn copy_dir(from: &Path, to: &Path) {
@@ -55,7 +56,7 @@ fn altered(set: &str, sql: &str) -> (tempfile::TempDir, PathBuf) {
 
 fn refusal(root: &Path) -> String {
     match Dataset::open(root, &mut ValidationCache::disabled()) {
-        Err(ReadError::Schema(m)) => m,
+        Err(QueryError::SchemaInvalid(m)) => m,
         Err(e) => panic!("{e:?}"),
         Ok(_) => panic!("accepted"),
     }

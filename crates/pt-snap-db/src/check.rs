@@ -46,25 +46,8 @@ fn required_columns(name: &str) -> Option<&'static [&'static str]> {
     Some(match lower.as_str() {
         // The callstack column (`callstackId` in v2, `callstack` in v1) is the layout's
         // business: a mismatch is only an error for the templates that read it (§5.1).
-        _ if device("trace_entry_") => &[
-            "id",
-            "action",
-            "address",
-            "size",
-            "stream",
-            "allocated",
-            "active",
-            "reserved",
-        ],
-        _ if device("block_") => &[
-            "id",
-            "address",
-            "size",
-            "requestedSize",
-            "state",
-            "allocEventId",
-            "freeEventId",
-        ],
+        _ if device("trace_entry_") => &crate::schema::TRACE_COLUMNS,
+        _ if device("block_") => &crate::schema::BLOCK_COLUMNS,
         "callstack" => &["id", "callstack"],
         "frame" => &["id", "filename", "line", "name"],
         "callstack_frame" => &["callstackId", "position", "frameId"],

@@ -9,6 +9,8 @@
 //! [`Writer`] fills a fresh database in one transaction, indexes last. [`SnapshotDb`] reads
 //! one (ours or the reference's) without ever writing.
 
+#![forbid(unsafe_code)]
+
 mod check;
 mod metadata;
 mod reader;

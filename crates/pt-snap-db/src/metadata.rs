@@ -5,7 +5,7 @@ use rusqlite::{Connection, OptionalExtension};
 pub const METADATA_SCHEMA_VERSION: i64 = 1;
 
 /// The one row of `pt_snap_metadata`, in the column (and JSON key) order of the reference.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct Metadata {
     pub metadata_schema_version: i64,
     pub import_format_version: i64,

@@ -14,6 +14,30 @@ pub const ACTIONS: [(i64, &str); 9] = [
 ];
 
 /// Block state codes of the `block_<d>.state` column, in dictionary order.
+/// The columns every `trace_entry_<d>` table has, in table order (the callstack column, which
+/// differs between layouts v1 and v2, aside).
+pub const TRACE_COLUMNS: [&str; 8] = [
+    "id",
+    "action",
+    "address",
+    "size",
+    "stream",
+    "allocated",
+    "active",
+    "reserved",
+];
+
+/// A `block_<d>` table's columns, in table order.
+pub const BLOCK_COLUMNS: [&str; 7] = [
+    "id",
+    "address",
+    "size",
+    "requestedSize",
+    "state",
+    "allocEventId",
+    "freeEventId",
+];
+
 pub const BLOCK_STATES: [(i64, &str); 3] = [
     (-1, "inactive"),
     (1, "active_allocated"),

@@ -4,6 +4,8 @@
 //! so every answer the page can get is computed — and tested — here, natively, by the same
 //! shared crates as the CLI's.
 
+#![forbid(unsafe_code)]
+
 pub mod preview;
 pub mod protocol;
 

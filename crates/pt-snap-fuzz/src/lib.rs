@@ -12,6 +12,8 @@
 //! (which stage refused it and why, or what succeeded); the runner keeps inputs that reach
 //! a description it has not seen yet, a coarse stand-in for coverage feedback.
 
+#![forbid(unsafe_code)]
+
 pub mod mutate;
 pub mod pickle_ops;
 pub mod rng;

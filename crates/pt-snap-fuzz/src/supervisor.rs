@@ -303,12 +303,9 @@ fn known(f: &Finding, input: &[u8]) -> Option<&'static str> {
     (f.kind != "crash" && memo_gap).then_some("likely known: memo-gap memory bomb (LONG_BINPUT)")
 }
 
+/// The first 20 bytes of the input's SHA-256, in hex: an artifact's name.
 fn sha_hex(data: &[u8]) -> String {
-    Sha256::digest(data)
-        .iter()
-        .take(20)
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    pt_snap_contract::python::hex(&Sha256::digest(data)[..20])
 }
 
 /// Saved findings, one artifact per signature (three for timeouts and OOMs, which have no

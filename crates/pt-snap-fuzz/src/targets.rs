@@ -8,7 +8,7 @@
 //! device — so one input runs in milliseconds.
 
 use std::io::{self, Read};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use pt_snap_dataset::read::{Dataset, ValidationCache};
 use pt_snap_dataset::write::{self, Layout};
@@ -368,11 +368,6 @@ fn scratch_root() -> PathBuf {
     std::fs::canonicalize(&dir).unwrap_or(dir)
 }
 
-fn hash_file(path: &Path) -> String {
-    let bytes = std::fs::read(path).expect("a shard just written is readable");
-    format!("{:x}", Sha256::digest(bytes))
-}
-
 /// Target `dataset_write`.
 pub fn dataset_write(data: &[u8]) -> String {
     let snapshot = match pt_snap_model::decode_slice(data) {
@@ -419,20 +414,10 @@ pub fn dataset_write(data: &[u8]) -> String {
         .tempdir_in(scratch_root())
         .expect("a scratch directory");
     let root = dir.path();
-    let mut hashes = std::collections::HashMap::new();
-    for p in &plan.devices {
-        std::fs::create_dir(root.join(format!("device_{}", p.device))).expect("mkdir");
-    }
-    for (device_plan, shard) in plan.shards() {
-        let path = root.join(shard.file());
-        let conn = Connection::open(&path).expect("a new shard file");
-        let source = plan.source(device_plan, &metadata);
-        if let Err(e) = write::write_shard(&conn, &source, shard, layout) {
-            return format!("write_shard {layout:?}: {}", short(&e));
-        }
-        conn.close().map_err(|(_, e)| e).expect("close");
-        hashes.insert(shard.file(), hash_file(&path));
-    }
+    let hashes = match plan.write_shards(root, &metadata, layout) {
+        Ok(hashes) => hashes,
+        Err(e) => return format!("write_shard {layout:?}: {}", short(&e)),
+    };
     let member = |f: &str| hashes[f].clone();
     let manifest = match layout {
         Layout::Native => write::manifest_json(&plan.native_manifest(&metadata, &member)),

@@ -8,6 +8,8 @@
 //! allocator state: each device is simulated twice with the same seed, once to learn
 //! the final state (written first, as `segments`) and once to stream its trace.
 
+#![forbid(unsafe_code)]
+
 /// The streaming protocol-4 writer lives with the decoder in `pt-snap-pickle` (split shares it).
 pub use pt_snap_pickle::write as pickle;
 pub mod rng;

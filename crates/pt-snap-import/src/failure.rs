@@ -4,39 +4,47 @@
 
 use std::fmt::Display;
 
+use pt_snap_contract::{hint, ErrorCode};
 use pt_snap_model::DecodeError;
 
 use crate::ImportError;
 
-pub const SNAPSHOT_INVALID_HINT: &str = "Provide a trusted existing .pkl or .pickle snapshot file.";
-pub const IMPORT_FAILED_HINT: &str =
-    "Confirm the pickle is trusted and replayable, then retry with --force if needed.";
-/// For a trace the strict replay cannot reconcile (the message names the first such event).
-pub const REPLAY_FAILED_HINT: &str = "The trace contradicts the allocator state at the event named. To import it anyway, retry with --lenient: such events are then applied from the trace alone, the numbers are approximate, and each one is listed in the table pt_snap_x_replay_issues.";
-
-/// An import failure as reported: `code` is `SNAPSHOT_INVALID` or `IMPORT_FAILED`.
+/// An import failure as reported: `code` is `SNAPSHOT_INVALID` or `IMPORT_FAILED` (spelled
+/// out, as the browser app passes it on as text).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Failure {
+pub struct ImportFailure {
     pub code: &'static str,
     pub message: String,
     pub hint: &'static str,
 }
 
-impl Failure {
-    /// The file cannot be a snapshot at all (missing, not a file, wrong suffix).
-    pub fn snapshot_invalid(message: impl Into<String>) -> Self {
-        Failure {
-            code: "SNAPSHOT_INVALID",
-            message: message.into(),
-            hint: SNAPSHOT_INVALID_HINT,
+/// The name the browser app knows it by.
+pub type Failure = ImportFailure;
+
+impl ImportFailure {
+    fn new(code: ErrorCode, message: String) -> Self {
+        ImportFailure {
+            code: code.as_str(),
+            message,
+            hint: code.hint().expect("import codes have hints"),
         }
     }
 
+    /// The file cannot be a snapshot at all (missing, not a file, wrong suffix).
+    pub fn snapshot_invalid(message: impl Into<String>) -> Self {
+        Self::new(ErrorCode::SnapshotInvalid, message.into())
+    }
+
     pub fn import_failed(message: impl Into<String>) -> Self {
-        Failure {
-            code: "IMPORT_FAILED",
-            message: message.into(),
-            hint: IMPORT_FAILED_HINT,
+        Self::new(ErrorCode::ImportFailed, message.into())
+    }
+
+    /// The code as the contract's enum.
+    pub fn error_code(&self) -> ErrorCode {
+        if self.code == ErrorCode::SnapshotInvalid.as_str() {
+            ErrorCode::SnapshotInvalid
+        } else {
+            ErrorCode::ImportFailed
         }
     }
 
@@ -58,7 +66,7 @@ impl Failure {
     }
 }
 
-impl From<DecodeError> for Failure {
+impl From<DecodeError> for ImportFailure {
     fn from(e: DecodeError) -> Self {
         match e {
             // The reference's words when its restricted unpickler refuses a class reference.
@@ -70,14 +78,14 @@ impl From<DecodeError> for Failure {
     }
 }
 
-impl From<ImportError> for Failure {
+impl From<ImportError> for ImportFailure {
     fn from(e: ImportError) -> Self {
         match e {
             ImportError::DeviceWithoutEvents { .. } | ImportError::DumpState(_) => {
                 Self::import_failed(format!("Snapshot import backend reported failure: {e}"))
             }
-            ImportError::Replay(_) => Failure {
-                hint: REPLAY_FAILED_HINT,
+            ImportError::Replay(_) => ImportFailure {
+                hint: hint::REPLAY_FAILED,
                 ..Self::import_failed(format!("Snapshot import backend reported failure: {e}"))
             },
             ImportError::Sqlite(e) => Self::backend(e),
@@ -91,7 +99,7 @@ mod tests {
 
     #[test]
     fn a_refused_class_reference_is_rejected_not_a_backend_failure() {
-        let f = Failure::from(DecodeError::Unsafe(
+        let f = ImportFailure::from(DecodeError::Unsafe(
             "global 'os system' is forbidden".into(),
         ));
         assert_eq!(f.code, "IMPORT_FAILED");
@@ -99,7 +107,7 @@ mod tests {
             f.message,
             "Snapshot pickle rejected: Unsafe pickle: global 'os system' is forbidden"
         );
-        let f = Failure::from(DecodeError::Pickle("truncated".into()));
+        let f = ImportFailure::from(DecodeError::Pickle("truncated".into()));
         assert_eq!(
             f.message,
             "Snapshot import backend reported failure: corrupt pickle: truncated"
@@ -108,7 +116,7 @@ mod tests {
 
     #[test]
     fn replay_and_sqlite_failures_keep_their_reference_wording() {
-        let f = Failure::from(ImportError::DeviceWithoutEvents {
+        let f = ImportFailure::from(ImportError::DeviceWithoutEvents {
             device: 3,
             available: vec![0],
         });
@@ -116,20 +124,22 @@ mod tests {
             f.message,
             "Snapshot import backend reported failure: Device 3 has no trace events (devices with events: [0])"
         );
-        let f = Failure::from(ImportError::Sqlite(rusqlite::Error::InvalidQuery));
+        let f = ImportFailure::from(ImportError::Sqlite(rusqlite::Error::InvalidQuery));
         assert!(
             f.message.starts_with("Snapshot import backend failed: "),
             "{}",
             f.message
         );
-        assert_eq!(f.hint, IMPORT_FAILED_HINT);
+        assert_eq!(f.hint, ErrorCode::ImportFailed.hint().unwrap());
     }
 
     #[test]
     fn suffixes_are_checked_case_insensitively() {
-        assert!(Failure::suffix_accepted(".PKL") && Failure::suffix_accepted(".pickle"));
-        assert!(!Failure::suffix_accepted(".db") && !Failure::suffix_accepted(""));
-        let f = Failure::bad_suffix(".txt");
+        assert!(
+            ImportFailure::suffix_accepted(".PKL") && ImportFailure::suffix_accepted(".pickle")
+        );
+        assert!(!ImportFailure::suffix_accepted(".db") && !ImportFailure::suffix_accepted(""));
+        let f = ImportFailure::bad_suffix(".txt");
         assert_eq!(f.code, "SNAPSHOT_INVALID");
         assert_eq!(
             f.message,

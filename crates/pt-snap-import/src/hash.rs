@@ -16,11 +16,7 @@ pub fn sha256_hex<R: Read>(mut reader: R) -> io::Result<String> {
             Err(e) => return Err(e),
         }
     }
-    Ok(hex(&hasher.finalize()))
-}
-
-fn hex(digest: &[u8]) -> String {
-    digest.iter().map(|b| format!("{b:02x}")).collect()
+    Ok(pt_snap_contract::python::hex(&hasher.finalize()))
 }
 
 #[cfg(test)]

@@ -6,6 +6,8 @@
 //! the very same code as the CLI. Publishing the file atomically, the SHA-256 reuse cache and
 //! the focus file are the CLI's business.
 
+#![forbid(unsafe_code)]
+
 mod failure;
 mod hash;
 
@@ -19,7 +21,7 @@ use pt_snap_replay::{BlockRow, Issue, ReplayError, RowSink, TraceRow};
 pub use pt_snap_replay::Mode as ReplayMode;
 use rusqlite::Connection;
 
-pub use failure::{Failure, IMPORT_FAILED_HINT, REPLAY_FAILED_HINT, SNAPSHOT_INVALID_HINT};
+pub use failure::{Failure, ImportFailure};
 pub use hash::sha256_hex;
 
 /// The name we write into `pt_snap_metadata.importer_name`.
@@ -214,21 +216,11 @@ pub fn import_snapshot_observed(
 /// stops at the latest event it cannot reconcile, so a lenient pass (run only on failure)
 /// counts them all and names the earliest, where the trace first went wrong.
 fn all_inconsistencies(snapshot: &Snapshot, device: usize) -> String {
-    struct Discard;
-    impl RowSink for Discard {
-        type Error = std::convert::Infallible;
-        fn trace_row(&mut self, _: &TraceRow) -> Result<(), Self::Error> {
-            Ok(())
-        }
-        fn block_row(&mut self, _: &BlockRow) -> Result<(), Self::Error> {
-            Ok(())
-        }
-    }
     let Ok(replayed) = pt_snap_replay::replay_device(
         snapshot,
         device,
         ReplayMode::Lenient,
-        &mut Discard,
+        &mut pt_snap_replay::DiscardRows,
         &mut |_| {},
     ) else {
         return String::new();

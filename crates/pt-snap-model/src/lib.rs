@@ -10,6 +10,8 @@
 //! accepted layouts). Nothing here touches the filesystem, threads or clocks, so the same code
 //! runs natively and in wasm.
 
+#![forbid(unsafe_code)]
+
 pub mod decode;
 mod stacks;
 

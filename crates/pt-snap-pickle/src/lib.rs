@@ -33,6 +33,8 @@
 //! by at least one opcode byte, and payloads grow only as their bytes arrive. Decoding into a
 //! compacting [`Sink`], as the snapshot decoder does, needs far less.
 
+#![forbid(unsafe_code)]
+
 mod error;
 mod json;
 mod memo;

@@ -91,6 +91,9 @@ pub struct QueryOutcome {
     /// This page is not the whole answer.
     pub truncated: bool,
     pub total_is_exact: bool,
+    /// What a dataset answer covers (its range, shards, fingerprint, work budget and source
+    /// coverage); `None` for a single database.
+    pub scope: Option<Json>,
 }
 
 impl QueryOutcome {
@@ -301,6 +304,7 @@ impl Analyzer {
             has_more,
             truncated,
             total_is_exact,
+            scope: None,
         })
     }
 

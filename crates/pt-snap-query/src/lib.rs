@@ -27,14 +27,18 @@
 //! answers in the browser. [`Analyzer::timeline`] gives the counters over events,
 //! downsampled so that no extreme is lost.
 
+#![forbid(unsafe_code)]
+
 pub mod contract;
 mod engine;
 mod error;
 mod functions;
 pub mod params;
-pub mod python;
+/// Python's spellings, shared with every crate that writes what the reference writes.
+pub use pt_snap_contract::python;
 pub mod registry;
 mod scan;
+mod source;
 mod sql;
 mod stack;
 mod templates;
@@ -45,7 +49,8 @@ pub use contract::{Contract, OutputColumn, ParamType, Parameter, WorkLimits, CAT
 pub use engine::{Analyzer, Interrupt, QueryOutcome, QueryRequest};
 pub use error::QueryError;
 pub use params::{ParamValue, Params};
-pub use pt_snap_db::{rusqlite, CallstackLayout, OpenError};
+pub use pt_snap_db::{rusqlite, CallstackLayout, DeviceBounds, Metadata, OpenError};
 pub use registry::Template;
+pub use source::{metadata_json, ImportMetadata, MetadataStatus, Source};
 pub use timeline::{Downsampler, Extent, Timeline, TimelineBucket, TimelineRequest};
 pub use value::Value;

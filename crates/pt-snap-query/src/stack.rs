@@ -33,7 +33,7 @@ pub fn summarize(
                 },
                 CallstackLayout::V1 => {
                     let digest = Sha256::digest(text.as_deref().unwrap_or("").as_bytes());
-                    format!("v1:sha256:{}", hex(&digest))
+                    format!("v1:sha256:{}", crate::python::hex(&digest))
                 }
             }
         } else {
@@ -56,8 +56,4 @@ pub fn summarize(
         row.push(Value::Bool(original > limit));
     }
     columns.extend(["stack_bytes", "stack_original_bytes", "stack_truncated"].map(str::to_owned));
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }

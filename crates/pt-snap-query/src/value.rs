@@ -15,6 +15,9 @@ pub enum Value {
     Text(Arc<str>),
     Blob(Arc<[u8]>),
     Bool(bool),
+    /// A value no SQLite column holds: a list or object a dataset row carries (its
+    /// `allocation_source`, …), or an integer beyond `i64`.
+    Json(Arc<Json>),
 }
 
 impl Value {
@@ -40,6 +43,7 @@ impl Value {
             Value::Text(s) => Json::from(&**s),
             Value::Blob(b) => Json::from(String::from_utf8_lossy(b).into_owned()),
             Value::Bool(b) => Json::from(*b),
+            Value::Json(v) => (**v).clone(),
         }
     }
 
@@ -68,6 +72,39 @@ impl Value {
             }
             Value::Bool(true) => "True".into(),
             Value::Bool(false) => "False".into(),
+            Value::Json(v) => python::repr_of_json(v),
+        }
+    }
+}
+
+impl From<Json> for Value {
+    /// A JSON value as the row value that prints and serialises the same.
+    fn from(v: Json) -> Self {
+        match v {
+            Json::Null => Value::Null,
+            Json::Bool(b) => Value::Bool(b),
+            Json::Number(n) if n.is_i64() => Value::Int(n.as_i64().unwrap_or_default()),
+            Json::Number(n) if n.is_f64() => Value::Real(n.as_f64().unwrap_or_default()),
+            Json::String(s) => Value::Text(Arc::from(s)),
+            other => Value::Json(Arc::new(other)),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn json_values_round_trip_and_print_like_python() {
+        let row: Json = serde_json::from_str(
+            r#"[null, true, 3, 2.5, 3.0, "a'b", {"k": [1]}, 18446744073709551615]"#,
+        )
+        .unwrap();
+        for v in row.as_array().unwrap() {
+            let value = Value::from(v.clone());
+            assert_eq!(&value.to_json(), v);
+            assert_eq!(value.python_repr(), python::repr_of_json(v));
         }
     }
 }

@@ -1,7 +1,7 @@
 //! `report peak-memory` (spec §8.1): the peaks, the allocator gaps, and what was live at the
 //! chosen metric's peak, grouped by allocation callstack — one composition of two templates.
 
-use pt_snap_query::{python, Analyzer, QueryError, QueryRequest};
+use pt_snap_query::{python, QueryError, QueryOutcome, QueryRequest, Source};
 use serde_json::{json, Map, Value as Json};
 
 /// Which counter's peak to explain.
@@ -69,14 +69,85 @@ impl Default for PeakRequest {
     }
 }
 
-const PEAK_FIELDS: [&str; 6] = [
-    "peak_allocated",
-    "peak_allocated_event_id",
-    "peak_active",
-    "peak_active_event_id",
-    "peak_reserved",
-    "peak_reserved_event_id",
-];
+/// One counter's high-water mark and the first event that reached it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Peak {
+    pub bytes: Option<i64>,
+    /// `None` also when the counter is NULL everywhere (it has no peak then).
+    pub event_id: Option<i64>,
+}
+
+/// `memory_peak`'s six fields: the three counters' peaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Peaks {
+    pub allocated: Peak,
+    pub active: Peak,
+    pub reserved: Peak,
+}
+
+impl Peaks {
+    /// The peaks of an `allocator_gap` row.
+    fn of_row(row: &Map<String, Json>) -> Self {
+        let peak = |m: Metric| {
+            let bytes = row
+                .get(&format!("peak_{}", m.name()))
+                .and_then(Json::as_i64);
+            Peak {
+                bytes,
+                event_id: bytes.and(row.get(m.event_column()).and_then(Json::as_i64)),
+            }
+        };
+        Peaks {
+            allocated: peak(Metric::Allocated),
+            active: peak(Metric::Active),
+            reserved: peak(Metric::Reserved),
+        }
+    }
+
+    pub fn get(&self, metric: Metric) -> Peak {
+        match metric {
+            Metric::Allocated => self.allocated,
+            Metric::Active => self.active,
+            Metric::Reserved => self.reserved,
+        }
+    }
+
+    /// The six fields in the reference's order.
+    fn to_json(self) -> Json {
+        let mut out = Map::new();
+        for m in [Metric::Allocated, Metric::Active, Metric::Reserved] {
+            let p = self.get(m);
+            out.insert(format!("peak_{}", m.name()), json!(p.bytes));
+            out.insert(m.event_column().into(), json!(p.event_id));
+        }
+        Json::Object(out)
+    }
+}
+
+/// The parameters the attribution ran with (`effective_params`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AttributionParams {
+    pub event_id: Option<i64>,
+    pub include_static: bool,
+    pub min_size: i64,
+    pub top_n: i64,
+    /// Only when the request set a budget.
+    pub stack_bytes: Option<i64>,
+}
+
+impl AttributionParams {
+    fn to_json(self) -> Json {
+        let mut out = Map::new();
+        out.insert("event_id".into(), json!(self.event_id));
+        out.insert("include_static".into(), json!(self.include_static));
+        out.insert("min_size".into(), json!(self.min_size));
+        out.insert("top_n".into(), json!(self.top_n));
+        if let Some(b) = self.stack_bytes {
+            out.insert("stack_bytes".into(), json!(b));
+        }
+        Json::Object(out)
+    }
+}
 
 /// The finished report.
 #[derive(Debug, Clone)]
@@ -85,14 +156,14 @@ pub struct PeakReport {
     pub metric: Metric,
     /// The metric's peak event; `None` for an empty range or trace.
     pub event_id: Option<i64>,
-    /// `memory_peak`'s six fields.
-    pub peak: Map<String, Json>,
+    /// `None` when the range or trace has no event.
+    pub peak: Option<Peaks>,
     pub allocator_gap: Option<Map<String, Json>>,
     pub callstack_groups: Vec<Map<String, Json>>,
     pub has_more: bool,
     pub truncated: bool,
     pub total_is_exact: bool,
-    pub effective_params: Map<String, Json>,
+    pub effective_params: AttributionParams,
     /// Σ size_bytes of the returned groups: the denominator of their percentages.
     pub included_bytes: i64,
     pub active_bytes_at_event: Option<i64>,
@@ -107,76 +178,38 @@ pub struct PeakReport {
     pub timeout_s: Option<f64>,
 }
 
-/// One template answer as the composition reads it: rows as JSON objects.
-pub(crate) struct Answer {
-    pub device_id: i64,
-    pub rows: Vec<Map<String, Json>>,
-    pub has_more: bool,
-    pub truncated: bool,
-    pub total_is_exact: bool,
-    /// A dataset query's `scope` (`None` on a standalone database).
-    pub scope: Option<Json>,
-}
-
-/// Builds the report. The caller installs one interrupt on the analyzer for the whole
-/// composition.
-pub fn peak_memory(analyzer: &Analyzer, req: &PeakRequest) -> Result<PeakReport, QueryError> {
-    let device = analyzer.resolve_device(req.device)?;
-    compose(req, |template, params| {
-        let mut request = QueryRequest::new(template).device(device);
+/// Builds the report on a database or a dataset. The caller installs one deadline for the
+/// whole composition (a dataset source also charges both queries to one work budget).
+pub fn peak_memory(source: &dyn Source, req: &PeakRequest) -> Result<PeakReport, QueryError> {
+    compose(req, |template, params, device| {
+        let mut request = QueryRequest::new(template);
         request.params = params;
-        let o = analyzer.run(&request)?;
-        Ok(Answer {
-            device_id: o.device_id,
-            rows: o
-                .rows_json()
-                .into_iter()
-                .filter_map(|r| match r {
-                    Json::Object(m) => Some(m),
-                    _ => None,
-                })
-                .collect(),
-            has_more: o.has_more,
-            truncated: o.truncated,
-            total_is_exact: o.total_is_exact,
-            scope: None,
-        })
+        request.device = device;
+        source.run(&request)
     })
 }
 
 /// The composition (spec §8.1), whatever answers the two templates: `allocator_gap` over the
 /// range, then `active_memory_callstack_at_event` at the metric's peak event.
-pub(crate) fn compose<E>(
+fn compose(
     req: &PeakRequest,
-    mut run: impl FnMut(&str, Map<String, Json>) -> Result<Answer, E>,
-) -> Result<PeakReport, E> {
+    mut run: impl FnMut(&str, Map<String, Json>, Option<i64>) -> Result<QueryOutcome, QueryError>,
+) -> Result<PeakReport, QueryError> {
     let mut range = Map::new();
     range.insert("start_id".into(), json!(req.start_id));
     range.insert("end_id".into(), json!(req.end_id));
-    let gap = run("allocator_gap", range)?;
+    let gap = run("allocator_gap", range, req.device)?;
     let device = gap.device_id;
-    let gap_row = gap.rows.into_iter().next();
-    let mut peak = Map::new();
-    if let Some(row) = &gap_row {
-        for field in PEAK_FIELDS {
-            peak.insert(field.into(), row.get(field).cloned().unwrap_or(Json::Null));
-        }
-        // A counter that is NULL everywhere has no peak event either.
-        for m in [Metric::Allocated, Metric::Active, Metric::Reserved] {
-            if peak[&format!("peak_{}", m.name())].is_null() {
-                peak.insert(m.event_column().into(), Json::Null);
-            }
-        }
-    }
-    let event_id = peak.get(req.metric.event_column()).and_then(Json::as_i64);
-    let mut effective_params = Map::new();
-    effective_params.insert("event_id".into(), json!(event_id));
-    effective_params.insert("include_static".into(), json!(req.include_static));
-    effective_params.insert("min_size".into(), json!(0));
-    effective_params.insert("top_n".into(), json!(req.limit));
-    if req.stack_bytes >= 0 {
-        effective_params.insert("stack_bytes".into(), json!(req.stack_bytes));
-    }
+    let gap_row = rows(&gap).into_iter().next();
+    let peak = gap_row.as_ref().map(Peaks::of_row);
+    let event_id = peak.and_then(|p| p.get(req.metric).event_id);
+    let effective_params = AttributionParams {
+        event_id,
+        include_static: req.include_static,
+        min_size: 0,
+        top_n: req.limit,
+        stack_bytes: (req.stack_bytes >= 0).then_some(req.stack_bytes),
+    };
     let Some(event) = event_id else {
         return Ok(PeakReport {
             device_id: device,
@@ -203,15 +236,15 @@ pub(crate) fn compose<E>(
     params.insert("min_size".into(), json!(0));
     params.insert("top_n".into(), json!(req.limit));
     params.insert("stack_bytes".into(), json!(req.stack_bytes));
-    let groups = run("active_memory_callstack_at_event", params)?;
+    let groups = run("active_memory_callstack_at_event", params, Some(device))?;
+    let group_rows = rows(&groups);
     let active_bytes = gap_row
         .as_ref()
         .and_then(|r| r.get(req.metric.active_at_peak_column()))
         .and_then(Json::as_i64);
     // Every returned group counts: static and preexisting groups sit outside top_n but
     // inside the percentages' denominator.
-    let included_bytes: i64 = groups
-        .rows
+    let included_bytes: i64 = group_rows
         .iter()
         .filter_map(|r| r.get("size_bytes").and_then(Json::as_i64))
         .sum();
@@ -224,7 +257,7 @@ pub(crate) fn compose<E>(
         event_id: Some(event),
         peak,
         allocator_gap: gap_row,
-        callstack_groups: groups.rows,
+        callstack_groups: group_rows,
         has_more: groups.has_more,
         truncated: groups.truncated,
         total_is_exact: groups.total_is_exact,
@@ -244,6 +277,18 @@ pub(crate) fn compose<E>(
     })
 }
 
+/// A template's rows as JSON objects, columns in SQL order.
+fn rows(outcome: &QueryOutcome) -> Vec<Map<String, Json>> {
+    outcome
+        .rows_json()
+        .into_iter()
+        .filter_map(|r| match r {
+            Json::Object(m) => Some(m),
+            _ => None,
+        })
+        .collect()
+}
+
 impl PeakReport {
     /// The report as `--json` prints it (no envelope), keys in the reference's order.
     pub fn to_json(&self) -> Json {
@@ -251,13 +296,13 @@ impl PeakReport {
             "device_id": self.device_id,
             "metric": self.metric.name(),
             "event_id": self.event_id,
-            "peak": self.peak,
+            "peak": self.peak.map_or(json!({}), Peaks::to_json),
             "allocator_gap": self.allocator_gap,
             "callstack_groups": self.callstack_groups,
             "has_more": self.has_more,
             "truncated": self.truncated,
             "total_is_exact": self.total_is_exact,
-            "effective_params": self.effective_params,
+            "effective_params": self.effective_params.to_json(),
             "included_bytes": self.included_bytes,
             "percent_denominator": "included_bytes",
             "active_bytes_at_event": self.active_bytes_at_event,
@@ -271,26 +316,30 @@ impl PeakReport {
 
     /// The human-readable report, line for line the reference's.
     pub fn to_text(&self) -> String {
-        let py = |v: Option<&Json>| v.map_or("None".to_owned(), py_str);
+        let py = |v: Option<&Json>| v.map_or("None".to_owned(), python::str_of_json);
         let mut out = Vec::new();
         out.push("Peak memory report".to_owned());
         out.push(format!("Device: {}", self.device_id));
         out.push(format!("Metric: {}", self.metric.name()));
         out.push(format!(
             "Event ID: {}",
-            py(self.event_id.map(Json::from).as_ref())
+            self.event_id.map_or("None".to_owned(), |v| v.to_string())
         ));
         out.push(String::new());
         out.push("Peak counters:".into());
-        if self.peak.is_empty() {
-            out.push("  No peak counters found.".into());
-        } else {
-            for m in ["allocated", "active", "reserved"] {
-                out.push(format!(
-                    "  {m}: {} at event {}",
-                    py(self.peak.get(&format!("peak_{m}"))),
-                    py(self.peak.get(&format!("peak_{m}_event_id")))
-                ));
+        let int = |v: Option<i64>| v.map_or("None".to_owned(), |v| v.to_string());
+        match &self.peak {
+            None => out.push("  No peak counters found.".into()),
+            Some(peaks) => {
+                for m in [Metric::Allocated, Metric::Active, Metric::Reserved] {
+                    let p = peaks.get(m);
+                    out.push(format!(
+                        "  {}: {} at event {}",
+                        m.name(),
+                        int(p.bytes),
+                        int(p.event_id)
+                    ));
+                }
             }
         }
         out.push(String::new());
@@ -338,12 +387,12 @@ impl PeakReport {
         } else {
             out.push("  Attribution: complete for the effective filters.".into());
         }
-        let p = |k: &str| py(self.effective_params.get(k));
+        let p = &self.effective_params;
         out.push(format!(
             "  Parameters: include_static={}, min_size={}, top_n={}",
-            p("include_static"),
-            p("min_size"),
-            p("top_n")
+            if p.include_static { "True" } else { "False" },
+            p.min_size,
+            p.top_n
         ));
         out.push(format!(
             "  Percentage denominator: included_bytes={} bytes (included groups after \
@@ -355,9 +404,9 @@ impl PeakReport {
             .map_or("unknown".to_owned(), |c| format!("{c:.4}%"));
         out.push(format!(
             "  Active coverage at event {}: {coverage} (included={} bytes, active={} bytes).",
-            py(self.event_id.map(Json::from).as_ref()),
+            int(self.event_id),
             self.included_bytes,
-            py(self.active_bytes_at_event.map(Json::from).as_ref())
+            int(self.active_bytes_at_event)
         ));
         if self.callstack_groups.is_empty() {
             out.push("  No active memory callstack groups found.".into());
@@ -392,17 +441,5 @@ impl PeakReport {
             }
         }
         out.join("\n") + "\n"
-    }
-}
-
-/// Python's `str()` of a JSON value as the reference's f-strings print it.
-fn py_str(v: &Json) -> String {
-    match v {
-        Json::Null => "None".into(),
-        Json::Bool(true) => "True".into(),
-        Json::Bool(false) => "False".into(),
-        Json::String(s) => s.clone(),
-        Json::Number(n) if n.is_f64() => python::float_repr(n.as_f64().unwrap_or(f64::NAN)),
-        other => other.to_string(),
     }
 }

@@ -4,7 +4,7 @@
 
 use std::collections::HashMap;
 
-use pt_snap_query::{Analyzer, QueryError, QueryOutcome, QueryRequest, Value};
+use pt_snap_query::{QueryError, QueryOutcome, QueryRequest, Source, Value};
 use serde_json::{json, Value as Json};
 
 /// The flamegraph: one component for the HTML report and the web app.
@@ -56,7 +56,9 @@ pub struct Node {
     pub self_block_count: i64,
 }
 
-pub fn memory_tree(analyzer: &Analyzer, req: &TreeRequest) -> Result<MemoryTree, QueryError> {
+/// The frame tree at `req.event_id`. Datasets have no structured frames: their engine
+/// refuses the template, and that refusal is the answer.
+pub fn memory_tree(source: &dyn Source, req: &TreeRequest) -> Result<MemoryTree, QueryError> {
     let mut request = QueryRequest::new("active_memory_frame_tree_at_event")
         .param("event_id", req.event_id)
         .param("include_static", req.include_static)
@@ -64,7 +66,7 @@ pub fn memory_tree(analyzer: &Analyzer, req: &TreeRequest) -> Result<MemoryTree,
     request.device = req.device;
     Ok(MemoryTree {
         event_id: req.event_id,
-        outcome: analyzer.run(&request)?,
+        outcome: source.run(&request)?,
     })
 }
 

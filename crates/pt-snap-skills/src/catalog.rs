@@ -117,7 +117,7 @@ impl Skill {
         if !valid_name(&name) {
             return Err(SkillError::Catalog(format!(
                 "Skill name {} from '{skill_md_label}' is not a valid skill directory name.",
-                py_repr(&name)
+                pt_snap_contract::python::repr_str(&name)
             )));
         }
         let mut digester = Digester::new();
@@ -309,32 +309,6 @@ fn valid_name(name: &str) -> bool {
         && chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
 }
 
-/// Python's `repr()` of a string, for the one message that quotes a name that way.
-fn py_repr(s: &str) -> String {
-    let quote = if s.contains('\'') && !s.contains('"') {
-        '"'
-    } else {
-        '\''
-    };
-    let mut out = String::from(quote);
-    for c in s.chars() {
-        match c {
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if c == quote => {
-                out.push('\\');
-                out.push(c);
-            }
-            c if c.is_control() => out.push_str(&format!("\\x{:02x}", c as u32)),
-            c => out.push(c),
-        }
-    }
-    out.push(quote);
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -383,7 +357,5 @@ mod tests {
         assert!(!valid_name("-x"));
         assert!(!valid_name("a/b"));
         assert!(!valid_name(""));
-        assert_eq!(py_repr("a/b"), "'a/b'");
-        assert_eq!(py_repr("it's"), "\"it's\"");
     }
 }

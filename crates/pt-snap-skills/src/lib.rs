@@ -21,6 +21,8 @@
 //! its order, plus keys the reference does not have, written only when they have something
 //! to say (`managed` and `local_changes` of a [`Location`], `warnings` of a [`Report`]).
 
+#![forbid(unsafe_code)]
+
 mod catalog;
 mod frontmatter;
 mod manifest;
@@ -40,9 +42,6 @@ pub use service::{Environment, ListTarget, Skills, Target};
 /// Printed (and returned as `restart_hint`) whenever an operation changed skill files.
 pub const RESTART_HINT: &str =
     "Restart the agent after install, upgrade, or uninstall so the skill change takes effect.";
-
-/// Hint of the `SKILL_ERROR` envelope.
-pub const ERROR_HINT: &str = "Use 'pt-snap skill list --json' and check --target / --dir options.";
 
 /// A coding agent whose skill folder we know; `Custom` is a folder given with `--dir`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]

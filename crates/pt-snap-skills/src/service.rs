@@ -6,6 +6,8 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use pt_snap_contract::publish::{self, Existing};
+
 use crate::catalog::{Catalog, Skill, SKILLS_DIR_ENV};
 use crate::manifest::{self, Copy, MANIFEST};
 use crate::paths::{self, occupied};
@@ -657,14 +659,11 @@ fn publish(skill: &Skill, dest: &Path, carried: &[(Relative, PathBuf)]) -> Resul
     manifest::write(skill, staging.path()).map_err(fail)?;
 
     let backup = occupied(dest).then(|| sibling(dest, "pt-snap-backup"));
-    if let Some(backup) = &backup {
-        fs::rename(dest, backup).map_err(fail)?;
-    }
-    if let Err(e) = fs::rename(staging.path(), dest) {
-        if let Some(backup) = &backup {
-            let _ = fs::rename(backup, dest);
+    match &backup {
+        Some(backup) => {
+            publish::replace_dir(staging.path(), dest, backup).map_err(|e| fail(e.error))?
         }
-        return Err(fail(e));
+        None => publish::rename(staging.path(), dest, Existing::Refuse).map_err(fail)?,
     }
     staging.disarm();
     if let Some(backup) = &backup {

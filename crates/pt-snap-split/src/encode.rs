@@ -414,45 +414,14 @@ pub fn write_str(out: &mut Vec<u8>, s: &str) {
     out.push(b'"');
 }
 
-/// `repr(float)`: the shortest round-trip digits, positional for exponents in [-4, 16),
-/// otherwise `d.ddde±XX`.
+/// `repr(float)`, refusing what canonical JSON cannot hold.
 pub fn python_float(f: f64) -> Result<String, JsonError> {
     if !f.is_finite() {
         return Err(JsonError(
             "Canonical snapshots do not support non-finite floats.".into(),
         ));
     }
-    if f == 0.0 {
-        return Ok(if f.is_sign_negative() { "-0.0" } else { "0.0" }.into());
-    }
-    let sci = format!("{f:e}");
-    let (mantissa, exp) = sci.split_once('e').expect("{:e} has an exponent");
-    let exp: i32 = exp.parse().expect("{:e} exponent is an integer");
-    let (sign, mantissa) = match mantissa.strip_prefix('-') {
-        Some(m) => ("-", m),
-        None => ("", mantissa),
-    };
-    let digits: String = mantissa.chars().filter(|c| *c != '.').collect();
-    if (-4..16).contains(&exp) {
-        let point = exp + 1;
-        let s = if point <= 0 {
-            format!("0.{}{digits}", "0".repeat((-point) as usize))
-        } else if point as usize >= digits.len() {
-            format!("{digits}{}.0", "0".repeat(point as usize - digits.len()))
-        } else {
-            let (a, b) = digits.split_at(point as usize);
-            format!("{a}.{b}")
-        };
-        Ok(format!("{sign}{s}"))
-    } else {
-        let m = if digits.len() == 1 {
-            digits
-        } else {
-            format!("{}.{}", &digits[..1], &digits[1..])
-        };
-        let esign = if exp < 0 { "-" } else { "+" };
-        Ok(format!("{sign}{m}e{esign}{:02}", exp.abs()))
-    }
+    Ok(pt_snap_contract::python::float_repr(f))
 }
 
 /// A LONG1 payload (minimal little-endian two's complement) in decimal.

@@ -12,12 +12,13 @@
 //! No filesystem and no clock here: the CLI reads the source, writes files, reads each one
 //! back for [`validate`], and publishes the directory.
 
+#![forbid(unsafe_code)]
+
 mod encode;
 mod state;
 
 use pt_snap_model::Snapshot;
 use pt_snap_pickle::{Node, NodeId, Pickle, Val};
-use pt_snap_replay::{BlockRow, RowSink, TraceRow};
 
 use encode::{dict_get, SliceView};
 use state::{Frames, State};
@@ -370,7 +371,7 @@ pub fn validate(bytes: &[u8], format: Format, device: usize) -> Result<(), Strin
         &snapshot,
         device,
         pt_snap_replay::Mode::Strict,
-        &mut Discard,
+        &mut pt_snap_replay::DiscardRows,
         &mut |_| {},
     )
     .map(|_| ())
@@ -384,18 +385,6 @@ pub fn canonical_json(pickle_bytes: &[u8]) -> Result<Vec<u8>, String> {
     let mut out = Vec::new();
     write_value(&mut out, &pickle.arena, pickle.root).map_err(|e| e.to_string())?;
     Ok(out)
-}
-
-struct Discard;
-
-impl RowSink for Discard {
-    type Error = std::convert::Infallible;
-    fn trace_row(&mut self, _: &TraceRow) -> Result<(), Self::Error> {
-        Ok(())
-    }
-    fn block_row(&mut self, _: &BlockRow) -> Result<(), Self::Error> {
-        Ok(())
-    }
 }
 
 fn json_type(v: &serde_json::Value) -> &'static str {

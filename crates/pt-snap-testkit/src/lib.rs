@@ -27,10 +27,12 @@
 //! SQLite storage classes are kept: INTEGER → number, TEXT → string, NULL →
 //! null, REAL → `{"real_bits": hex}`, BLOB → `{"blob": hex}`.
 
+#![forbid(unsafe_code)]
+
 use std::collections::{BTreeSet, HashMap};
-use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
+use pt_snap_contract::python;
 use rusqlite::types::ValueRef;
 use rusqlite::{Connection, OpenFlags};
 use serde_json::{json, Map, Value};
@@ -43,14 +45,32 @@ pub fn repo_root() -> PathBuf {
 /// `<repo>/../shared/fixtures`: the snapshot corpus developer machines and CI keep beside
 /// the checkout, including files we may not redistribute. `None` (with a note on stderr)
 /// where it is absent, so tests that need it skip.
+///
+/// # Panics
+/// Under `CI=true` when the corpus is absent: a skipped check would pass CI having checked
+/// nothing.
 pub fn shared_fixtures() -> Option<PathBuf> {
-    let p = repo_root().join("../shared/fixtures");
+    shared_dir("fixtures")
+}
+
+/// `<repo>/../shared/<name>`, or `None` (said on stderr) where it is absent; absence fails
+/// under `CI=true` (see [`shared_fixtures`]).
+pub fn shared_dir(name: &str) -> Option<PathBuf> {
+    let p = repo_root().join("../shared").join(name);
     if p.is_dir() {
-        Some(p)
-    } else {
-        eprintln!("note: {} is absent; skipping fixture checks", p.display());
-        None
+        return Some(p);
     }
+    let ci = std::env::var("CI").is_ok_and(|v| v == "true");
+    assert!(
+        !ci,
+        "{} is absent; CI must run the checks that need it",
+        p.display()
+    );
+    eprintln!(
+        "SKIPPED: {} is absent; skipping the checks that need it",
+        p.display()
+    );
+    None
 }
 
 /// Error type of this crate (SQLite errors only).
@@ -358,21 +378,13 @@ pub fn fnv1a64_key(text: &str) -> String {
     format!("cs-{h:016x}")
 }
 
-fn hex(bytes: &[u8]) -> String {
-    let mut s = String::with_capacity(bytes.len() * 2);
-    for b in bytes {
-        let _ = write!(s, "{b:02x}");
-    }
-    s
-}
-
 fn value_of(v: ValueRef<'_>) -> Value {
     match v {
         ValueRef::Null => Value::Null,
         ValueRef::Integer(i) => Value::from(i),
-        ValueRef::Real(f) => json!({"real_bits": hex(&f.to_bits().to_be_bytes())}),
+        ValueRef::Real(f) => json!({"real_bits": python::hex(&f.to_bits().to_be_bytes())}),
         ValueRef::Text(t) => Value::String(String::from_utf8_lossy(t).into_owned()),
-        ValueRef::Blob(b) => json!({"blob": hex(b)}),
+        ValueRef::Blob(b) => json!({"blob": python::hex(b)}),
     }
 }
 

@@ -7,6 +7,8 @@
 //! `wasm32-unknown-unknown` in a Chromium worker (`scripts/wasm-test`), against the same
 //! reference-made golden, so both builds are proven to write the same database.
 
+#![forbid(unsafe_code)]
+
 use std::io::{self, Read};
 
 use pt_snap_import::ImportRequest;

@@ -85,15 +85,22 @@ mod imp {
                         import(&file, replay, buckets).await
                     })
                 }
-                Ok(ToWorker::Open) => with_file(file, |file| async move {
-                    open_db(&file).map(Outcome::Open)
-                }),
+                Ok(ToWorker::Open) => {
+                    with_file(
+                        file,
+                        |file| async move { open_db(&file).map(Outcome::Open) },
+                    )
+                }
                 Ok(ToWorker::Reopen {
                     sha256,
                     warnings,
                     cache_hit,
                 }) => wasm_bindgen_futures::spawn_local(async move {
-                    finish(reopen(&sha256, warnings, cache_hit).await.map(Outcome::Open))
+                    finish(
+                        reopen(&sha256, warnings, cache_hit)
+                            .await
+                            .map(Outcome::Open),
+                    )
                 }),
                 Ok(ToWorker::Ask {
                     id,
@@ -120,7 +127,10 @@ mod imp {
         /// The database, open here.
         Open(Engine),
         /// The database, complete in OPFS and let go of (see the module's note).
-        Stored { sha256: String, warnings: Vec<String> },
+        Stored {
+            sha256: String,
+            warnings: Vec<String>,
+        },
     }
 
     /// Runs `job` on the attached file and posts what it gives.
@@ -236,7 +246,10 @@ mod imp {
                 .await
                 .unwrap_or_default();
             if !candidates.is_empty() {
-                post(&FromWorker::Progress(Progress::Hashing { bytes: 0.0, total }));
+                post(&FromWorker::Progress(Progress::Hashing {
+                    bytes: 0.0,
+                    total,
+                }));
                 let sha = sha256_of(file).await?;
                 if candidates.iter().any(|e| e.sha256 == sha) {
                     // Held by another tab's worker, it is imported again here, in memory.
@@ -397,7 +410,11 @@ mod imp {
     /// "Download .db": the database as a Blob posted with the message: the OPFS file itself
     /// (nothing copied), or the in-memory database's image.
     fn download() {
-        let name = ENGINE.with(|e| e.borrow().as_ref().map(|e| format!("{}.db", e.overview().name)));
+        let name = ENGINE.with(|e| {
+            e.borrow()
+                .as_ref()
+                .map(|e| format!("{}.db", e.overview().name))
+        });
         let Some(name) = name else {
             post(&FromWorker::Download(Err(Failure::new(
                 "DATABASE_NOT_OPEN",

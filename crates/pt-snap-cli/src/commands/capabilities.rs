@@ -1,6 +1,7 @@
 //! `pt-snap capabilities`: everything an agent needs before its first query — the CLI
 //! version, every template contract, and the bundled skills with their install status.
 
+use pt_snap_contract::envelope;
 use pt_snap_query::registry;
 use serde_json::{json, Value};
 
@@ -17,7 +18,7 @@ pub fn run(json: bool) -> CliResult {
             .iter()
             .map(|t| Value::Object(t.contract.info_json(&limits)))
             .collect();
-        output::print_json(&output::envelope(vec![
+        output::print_json(&envelope::success(vec![
             ("cli_version", json!(env!("CARGO_PKG_VERSION"))),
             ("templates", Value::Array(templates)),
             ("skills", json!(listings)),

@@ -1,5 +1,6 @@
 //! `pt-snap config`: show, locate or clear the global config.
 
+use pt_snap_contract::{envelope, python};
 use serde_json::{json, Value};
 
 use crate::cli::ConfigArgs;
@@ -12,7 +13,7 @@ pub fn run(args: &ConfigArgs) -> CliResult {
     let shown = path.display().to_string();
     if args.path {
         if args.json {
-            output::print_json(&output::envelope(vec![
+            output::print_json(&envelope::success(vec![
                 ("action", json!("path")),
                 ("path", json!(shown)),
             ]));
@@ -24,7 +25,7 @@ pub fn run(args: &ConfigArgs) -> CliResult {
     if args.clear {
         focus::write_json_atomic(&path, &json!({}))?;
         if args.json {
-            output::print_json(&output::envelope(vec![
+            output::print_json(&envelope::success(vec![
                 ("action", json!("clear")),
                 ("cleared", json!(true)),
                 ("path", json!(shown)),
@@ -36,7 +37,7 @@ pub fn run(args: &ConfigArgs) -> CliResult {
     }
     let config = focus::read_global_raw()?;
     if args.json {
-        output::print_json(&output::envelope(vec![
+        output::print_json(&envelope::success(vec![
             ("action", json!("show")),
             ("path", json!(shown)),
             ("config", Value::Object(config)),
@@ -46,7 +47,7 @@ pub fn run(args: &ConfigArgs) -> CliResult {
     } else {
         println!("Current configuration:");
         for (k, v) in &config {
-            println!("  {k}: {}", output::python_str(v));
+            println!("  {k}: {}", python::str_of_json(v));
         }
     }
     Ok(())

@@ -2,12 +2,13 @@
 
 use std::path::Path;
 
+use pt_snap_contract::envelope;
 use pt_snap_db::SnapshotDb;
 use serde_json::{json, Value};
 
 use crate::cli::FocusArgs;
 use crate::error::{CliError, CliResult};
-use crate::focus::{self, FocusRecord, FocusState, Source, ENV_DB_PATH};
+use crate::focus::{self, FocusRecord, FocusSource, FocusState, ENV_DB_PATH};
 use crate::output;
 
 pub fn run(args: &FocusArgs) -> CliResult {
@@ -34,7 +35,7 @@ pub fn run(args: &FocusArgs) -> CliResult {
 /// Checks that `db` is a SnapshotDB (and has `device`); returns its absolute path.
 fn validate(db: &Path, device: Option<i64>) -> CliResult<std::path::PathBuf> {
     let path = focus::absolute(db)?;
-    if let Some(ds) = crate::dataset::open(&path)? {
+    if let Some(ds) = crate::source::open_dataset(&path)? {
         if let Some(d) = device {
             if !ds.device_ids().contains(&d) {
                 return Err(CliError::device_not_found(d, &ds.device_ids()));
@@ -68,7 +69,7 @@ fn report(action: &str, state: &FocusState, extra: Vec<(&str, Value)>, json: boo
                 .map(|(k, v)| (k.as_str(), v.clone())),
         );
         fields.extend(extra);
-        output::print_json(&output::envelope(fields));
+        output::print_json(&envelope::success(fields));
         return;
     }
     let (_, layout, layout_error) = focus::describe_db(&state.db_path);
@@ -112,9 +113,13 @@ fn report(action: &str, state: &FocusState, extra: Vec<(&str, Value)>, json: boo
 fn set(db: &Path, device: Option<i64>, global: bool, json: bool) -> CliResult {
     let path = validate(db, device)?;
     let (file, source, action) = if global {
-        (focus::global_file()?, Source::Global, "set_global")
+        (focus::global_file()?, FocusSource::Global, "set_global")
     } else {
-        (focus::project_file_here()?, Source::Project, "set_project")
+        (
+            focus::project_file_here()?,
+            FocusSource::Project,
+            "set_project",
+        )
     };
     let record = FocusRecord {
         db_path: Some(path.display().to_string()),
@@ -146,16 +151,16 @@ fn set_device(device: i64, json: bool) -> CliResult {
     let resolved = focus::resolve_required(None)?;
     let path = validate(&resolved.db_path, Some(device))?;
     let (file, source) = match resolved.source {
-        Source::Global => (focus::global_file()?, Source::Global),
+        FocusSource::Global => (focus::global_file()?, FocusSource::Global),
         _ => (
             resolved
                 .focus_file
-                .filter(|_| resolved.source == Source::Project)
+                .filter(|_| resolved.source == FocusSource::Project)
                 .map_or_else(focus::project_file_here, Ok)?,
-            Source::Project,
+            FocusSource::Project,
         ),
     };
-    if source == Source::Global {
+    if source == FocusSource::Global {
         let mut raw = focus::read_global_raw()?;
         raw.insert("device_id".into(), json!(device));
         focus::write_json_atomic(&file, &Value::Object(raw))?;
@@ -204,7 +209,7 @@ fn session(db: &Path, json: bool) -> CliResult {
     if json {
         let state = FocusState {
             db_path: path,
-            source: Source::Explicit,
+            source: FocusSource::Explicit,
             focus_file: None,
             device_id: None,
         };

@@ -5,15 +5,18 @@ use std::fs::{self, File};
 use std::io::{BufReader, Read};
 use std::path::{Path, PathBuf};
 
+use pt_snap_contract::envelope;
+use pt_snap_contract::publish::{self, Existing};
 use pt_snap_db::{Metadata, SnapshotDb, IMPORT_FORMAT_VERSION};
 use pt_snap_import::{Failure, ImportRequest, ReplayMode};
 use pt_snap_model::decode::{describe_start, Detected, HEAD_LEN};
 use serde_json::{json, Value};
 
 use super::import_dataset::Kind as DatasetKind;
+
 use crate::cli::ImportArgs;
 use crate::error::{CliError, CliResult};
-use crate::focus::{self, FocusRecord, FocusState, Source};
+use crate::focus::{self, FocusRecord, FocusSource, FocusState};
 use crate::output;
 use crate::progress::ImportProgress;
 use crate::stale;
@@ -38,11 +41,7 @@ pub fn run(args: &ImportArgs) -> CliResult {
         }
         None => source.parent().expect("a file has a parent").to_path_buf(),
     };
-    let name = source
-        .file_name()
-        .and_then(|n| n.to_str())
-        .ok_or_else(|| CliError::snapshot_invalid("Snapshot file name is not valid UTF-8"))?
-        .to_owned();
+    let name = source_name(&source)?;
     let target = out_dir.join(format!("{name}.db"));
     // Before anything else, so that a reused target also loses them.
     for w in stale::clean(&target, stale::Artifacts::Db) {
@@ -80,48 +79,21 @@ pub fn run(args: &ImportArgs) -> CliResult {
             Err(reason) => build(reason, Box::new(move || Ok(sha)))?,
         }
     };
-    let reused = miss.is_none();
 
-    let focus_state = if args.no_focus {
-        None
-    } else {
-        let file = focus::project_file_here()?;
-        focus::write_record(
-            &file,
-            &FocusRecord {
-                db_path: Some(target.display().to_string()),
-                device_id: device,
-            },
-        )?;
-        Some(FocusState {
-            db_path: target.clone(),
-            source: Source::Project,
-            focus_file: Some(file),
-            device_id: device,
-        })
-    };
+    let focus_state = focus_on(&target, device, args.no_focus)?;
 
     let lenient = SnapshotDb::open_readonly(&target)
         .map_err(CliError::from)
-        .and_then(|db| super::metadata::LenientReplay::of(&db))?;
+        .and_then(|db| Ok(db.lenient_replay_issues()?))?
+        .map(|issues| super::metadata::LenientReplay { issues });
     if args.json {
-        let mut out = output::envelope(vec![
-            ("db_path", json!(target.display().to_string())),
-            ("device_id", json!(device)),
-            ("reused", json!(reused)),
-            ("cache_miss_reason", json!(miss)),
-            ("metadata", crate::commands::metadata::to_json(&metadata)),
-            (
-                "focus_state",
-                focus_state
-                    .as_ref()
-                    .map_or(Value::Null, FocusState::to_json),
-            ),
-            (
-                "focus_source",
-                json!(focus_state.as_ref().map(|_| "project")),
-            ),
-        ]);
+        let mut out = envelope::success(import_fields(
+            &target,
+            device,
+            miss,
+            &metadata,
+            focus_state.as_ref(),
+        ));
         super::metadata::LenientReplay::annotate(&lenient, &mut out);
         output::print_json(&out);
     } else {
@@ -268,6 +240,62 @@ fn reusable(
     }
 }
 
+/// The snapshot's file name: what targets are named after and metadata records.
+pub(super) fn source_name(source: &Path) -> CliResult<String> {
+    source
+        .file_name()
+        .and_then(|n| n.to_str())
+        .map(str::to_owned)
+        .ok_or_else(|| CliError::snapshot_invalid("Snapshot file name is not valid UTF-8"))
+}
+
+/// Points the project focus at what an import made (unless `--no-focus`).
+pub(super) fn focus_on(
+    target: &Path,
+    device: Option<i64>,
+    no_focus: bool,
+) -> CliResult<Option<FocusState>> {
+    if no_focus {
+        return Ok(None);
+    }
+    let file = focus::project_file_here()?;
+    focus::write_record(
+        &file,
+        &FocusRecord {
+            db_path: Some(target.display().to_string()),
+            device_id: device,
+        },
+    )?;
+    Ok(Some(FocusState {
+        db_path: target.to_path_buf(),
+        source: FocusSource::Project,
+        focus_file: Some(file),
+        device_id: device,
+    }))
+}
+
+/// The keys every `import --json` starts with; `miss` is `None` when the target was reused.
+pub(super) fn import_fields(
+    target: &Path,
+    device: Option<i64>,
+    miss: Option<&str>,
+    metadata: &Metadata,
+    focus_state: Option<&FocusState>,
+) -> Vec<(&'static str, Value)> {
+    vec![
+        ("db_path", json!(target.display().to_string())),
+        ("device_id", json!(device)),
+        ("reused", json!(miss.is_none())),
+        ("cache_miss_reason", json!(miss)),
+        ("metadata", pt_snap_query::metadata_json(metadata)),
+        (
+            "focus_state",
+            focus_state.map_or(Value::Null, FocusState::to_json),
+        ),
+        ("focus_source", json!(focus_state.map(|_| "project"))),
+    ]
+}
+
 /// Imports into a temp file beside the target, checks it, then renames it over the target.
 fn build_and_publish(
     source: &Path,
@@ -341,12 +369,14 @@ fn build_and_publish(
             "Snapshot import backend failed: metadata read back differs: {written:?}"
         )));
     }
-    tmp.persist(target).map_err(|e| {
+    let tmp = tmp.into_temp_path();
+    publish::rename(&tmp, target, Existing::Replace).map_err(|e| {
         CliError::import_failed(format!(
-            "Snapshot import backend failed: cannot publish {}: {}",
+            "Snapshot import backend failed: cannot publish {}: {e}",
             target.display(),
-            e.error
         ))
     })?;
+    // Published: the temporary name no longer exists, so there is nothing to delete.
+    let _ = tmp.keep();
     Ok(summary)
 }

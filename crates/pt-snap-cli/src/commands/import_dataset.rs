@@ -14,19 +14,21 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
+use pt_snap_contract::envelope;
+use pt_snap_contract::publish;
 use pt_snap_dataset::manifest::{
-    self, CompatibilityIdentity, Manifest, NativeIdentity, MSINSIGHT_CACHE_SALT,
+    self, CompatibilityIdentity, NativeIdentity, MSINSIGHT_CACHE_SALT,
     MSINSIGHT_DEFAULT_EVENTS_PER_SLICE,
 };
+use pt_snap_dataset::reuse::{self, Decision, Reused};
 use pt_snap_dataset::write::{self, DatasetPlan, Layout};
 use pt_snap_db::Metadata;
 use pt_snap_import::{IMPORTER_NAME, IMPORTER_VERSION};
-use serde_json::{json, Value};
-use sha2::{Digest, Sha256};
+use serde_json::json;
 
 use crate::cli::ImportArgs;
 use crate::error::{CliError, CliResult};
-use crate::focus::{self, FocusRecord, FocusState, Source};
+use crate::focus;
 use crate::output;
 use crate::progress::ImportProgress;
 use crate::stale;
@@ -78,6 +80,19 @@ struct Outcome {
     omitted: Vec<i64>,
 }
 
+impl Outcome {
+    fn reused(r: Reused) -> Self {
+        Outcome {
+            metadata: r.metadata,
+            reused: true,
+            miss: None,
+            devices: r.devices,
+            slice_count: r.slice_count,
+            omitted: r.omitted_devices,
+        }
+    }
+}
+
 fn backend(message: impl std::fmt::Display) -> CliError {
     CliError::import_failed(format!("Dataset import backend failed: {message}"))
 }
@@ -93,11 +108,7 @@ pub fn run(args: &ImportArgs, kind: Kind, source: &Path, device: Option<i64>) ->
         Some(dir) => focus::absolute(dir)?,
         None => source.parent().expect("a file has a parent").to_path_buf(),
     };
-    let name = source
-        .file_name()
-        .and_then(|n| n.to_str())
-        .ok_or_else(|| CliError::snapshot_invalid("Snapshot file name is not valid UTF-8"))?
-        .to_owned();
+    let name = super::import::source_name(source)?;
     let target = out_dir.join(format!("{name}.{}", kind.suffix()));
     if resolved(&target) != target || target.is_symlink() {
         return Err(CliError::import_failed(match kind {
@@ -113,73 +124,36 @@ pub fn run(args: &ImportArgs, kind: Kind, source: &Path, device: Option<i64>) ->
         }
     }
     let sha256 = hash_file(source, b"")?;
-    let outcome = match kind {
-        Kind::Native => native(
-            args,
-            source,
-            &target,
-            &name,
-            &sha256,
-            events_per_slice,
-            device,
-        )?,
-        Kind::Msinsight => msinsight(
-            args,
-            source,
-            &target,
-            &name,
-            &sha256,
-            events_per_slice,
-            device,
-        )?,
-    };
+    let outcome = reuse_or_build(&Job {
+        args,
+        kind,
+        source,
+        target: &target,
+        name: &name,
+        sha256: &sha256,
+        events_per_slice,
+        device,
+    })?;
 
-    let focus_state = if args.no_focus {
-        None
-    } else {
-        let file = focus::project_file_here()?;
-        focus::write_record(
-            &file,
-            &FocusRecord {
-                db_path: Some(target.display().to_string()),
-                device_id: device,
-            },
-        )?;
-        Some(FocusState {
-            db_path: target.clone(),
-            source: Source::Project,
-            focus_file: Some(file),
-            device_id: device,
-        })
-    };
+    let focus_state = super::import::focus_on(&target, device, args.no_focus)?;
     let path = target.display().to_string();
     if args.json {
-        output::print_json(&output::envelope(vec![
-            ("db_path", json!(path)),
-            ("device_id", json!(device)),
-            ("reused", json!(outcome.reused)),
-            ("cache_miss_reason", json!(outcome.miss)),
-            (
-                "metadata",
-                crate::commands::metadata::to_json(&outcome.metadata),
-            ),
-            (
-                "focus_state",
-                focus_state
-                    .as_ref()
-                    .map_or(Value::Null, FocusState::to_json),
-            ),
-            (
-                "focus_source",
-                json!(focus_state.as_ref().map(|_| "project")),
-            ),
+        let mut fields = super::import::import_fields(
+            &target,
+            device,
+            outcome.miss,
+            &outcome.metadata,
+            focus_state.as_ref(),
+        );
+        fields.extend([
             ("dataset_path", json!(path)),
             ("devices", json!(outcome.devices)),
             ("slice_count", json!(outcome.slice_count)),
             ("format", json!(kind.format())),
             ("omitted_devices", json!(outcome.omitted)),
             ("rebuilt", json!(!outcome.reused)),
-        ]));
+        ]);
+        output::print_json(&envelope::success(fields));
     } else {
         let action = if outcome.reused { "Reused" } else { "Imported" };
         println!("{action}: {path}");
@@ -217,29 +191,12 @@ fn resolved(path: &Path) -> PathBuf {
 
 /// SHA-256 of `salt` followed by the file's bytes, as lowercase hex.
 fn hash_file(path: &Path, salt: &[u8]) -> CliResult<String> {
-    let mut hasher = Sha256::new();
-    hasher.update(salt);
-    let mut file = File::open(path).map_err(backend)?;
-    // Shards are hundreds of MB: read in 1 MiB chunks, not `io::copy`'s 8 KiB.
-    let mut chunk = vec![0u8; 1 << 20];
-    loop {
-        match file.read(&mut chunk) {
-            Ok(0) => break,
-            Ok(n) => hasher.update(&chunk[..n]),
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(backend(e)),
-        }
-    }
-    Ok(format!("{:x}", hasher.finalize()))
+    let file = File::open(path).map_err(backend)?;
+    pt_snap_import::sha256_hex(salt.chain(file)).map_err(backend)
 }
 
 fn decode_error(e: pt_snap_model::DecodeError) -> CliError {
-    match e {
-        pt_snap_model::DecodeError::Unsafe(m) => {
-            CliError::import_failed(format!("Snapshot pickle rejected: Unsafe pickle: {m}"))
-        }
-        e => CliError::import_failed(format!("Snapshot import backend reported failure: {e}")),
-    }
+    pt_snap_import::ImportFailure::from(e).into()
 }
 
 fn recheck_source(source: &Path, sha256: &str) -> CliResult<()> {
@@ -251,220 +208,74 @@ fn recheck_source(source: &Path, sha256: &str) -> CliResult<()> {
     Ok(())
 }
 
-/// A dataset found at the target: its parsed manifest and whether every member still has the
-/// hash the manifest attests.
-struct Existing {
-    manifest: manifest::ValidManifest,
-    intact: bool,
-}
-
-/// Reads the dataset at `target`, requiring exactly the files its manifest names; with
-/// `verify`, re-hashes every member against the manifest (else `intact` is left true).
-fn inspect(target: &Path, verify: bool) -> Result<Existing, String> {
-    if !target.is_dir() || target.is_symlink() {
-        return Err("Target must be a canonical non-symlink native dataset directory".into());
-    }
-    let bytes = fs::read(target.join("manifest.json")).map_err(|e| match e.kind() {
-        std::io::ErrorKind::NotFound => "manifest.json: missing: artifact file missing".into(),
-        _ => format!("manifest.json: read: {e}"),
-    })?;
-    let parsed = manifest::parse(&bytes).map_err(|e| e.to_string())?;
-    let mut expected: Vec<String> = vec!["manifest.json".into()];
-    let mut files = Vec::new();
-    for d in &parsed.devices {
-        expected.push(format!("device_{}", d.device_id));
-        for s in &d.slices {
-            files.push(s.file.clone());
-            expected.push(s.file.clone());
-        }
-    }
-    expected.sort();
-    let mut actual = Vec::new();
-    for entry in fs::read_dir(target).map_err(|e| e.to_string())? {
-        let entry = entry.map_err(|e| e.to_string())?;
-        let name = entry.file_name().to_string_lossy().into_owned();
-        if entry.file_type().map_err(|e| e.to_string())?.is_dir() {
-            for inner in fs::read_dir(entry.path()).map_err(|e| e.to_string())? {
-                let inner = inner.map_err(|e| e.to_string())?;
-                actual.push(format!("{name}/{}", inner.file_name().to_string_lossy()));
-            }
-        }
-        actual.push(name);
-    }
-    actual.sort();
-    if actual != expected {
-        return Err("dataset: members: unexpected/missing dataset member".into());
-    }
-    let declared: Vec<Option<String>> = match &parsed.manifest {
-        Manifest::Native(_) => parsed
-            .devices
-            .iter()
-            .flat_map(|d| d.slices.iter().map(|s| s.sha256.clone()))
-            .collect(),
-        Manifest::Compatibility(m) => match m.extension() {
-            Some(Ok(ext)) => files.iter().map(|f| ext.members.get(f).cloned()).collect(),
-            _ => vec![None; files.len()],
-        },
-    };
-    let intact = !verify
-        || files.iter().zip(&declared).all(|(file, want)| {
-            want.as_deref().is_some_and(|want| {
-                let path = target.join(file);
-                !path.is_symlink() && hash_file(&path, b"").ok().as_deref() == Some(want)
-            })
-        });
-    Ok(Existing {
-        manifest: parsed,
-        intact,
-    })
-}
-
-fn native(
-    args: &ImportArgs,
-    source: &Path,
-    target: &Path,
-    name: &str,
-    sha256: &str,
+/// One dataset import, as `run` resolved it from the command line.
+#[derive(Clone, Copy)]
+struct Job<'a> {
+    args: &'a ImportArgs,
+    kind: Kind,
+    source: &'a Path,
+    target: &'a Path,
+    name: &'a str,
+    sha256: &'a str,
     events_per_slice: i64,
     device: Option<i64>,
-) -> CliResult<Outcome> {
-    let existing = if target.exists() || target.is_symlink() {
-        let found = inspect(target, true)
-            .and_then(|e| {
-                if e.manifest.is_native() {
-                    Ok(e)
-                } else {
-                    Err("format: format: unsupported native format".into())
-                }
-            })
-            .map_err(|why| {
-                CliError::import_failed(format!(
-                    "Existing target is not a recognized native dataset; preserved: {why}"
-                ))
-            })?;
-        Some(found)
-    } else {
-        None
-    };
-    let miss = match &existing {
-        None => "database_missing",
-        Some(_) if args.force => "forced",
-        Some(found) => {
-            let Manifest::Native(m) = &found.manifest.manifest else {
-                unreachable!("filtered above")
-            };
-            let reason = if found.intact {
-                "dataset_identity_changed"
-            } else {
-                "database_invalid"
-            };
-            if found.intact && m.identity == NativeIdentity::new(sha256, device, events_per_slice) {
-                recheck_source(source, sha256)?;
-                return Ok(Outcome {
-                    metadata: m.metadata.clone().into(),
-                    reused: true,
-                    miss: None,
-                    devices: found.manifest.device_ids(),
-                    slice_count: found.manifest.devices.iter().map(|d| d.slices.len()).sum(),
-                    omitted: m.omitted_devices.clone(),
-                });
-            }
-            return Err(CliError::import_failed(format!(
-                "Existing dataset is not reusable ({reason}); use --force to replace this recognized native artifact. Existing target and focus preserved."
-            )));
-        }
-    };
-    build(
-        args,
-        Kind::Native,
+}
+
+/// The reference's reuse rule for `kind` at `target` (`pt_snap_dataset::reuse`), then the
+/// reused dataset, or a new one built and published.
+fn reuse_or_build(job: &Job) -> CliResult<Outcome> {
+    let Job {
         source,
         target,
-        name,
         sha256,
         events_per_slice,
         device,
-        if existing.is_some() {
-            Publish::Replace
-        } else {
-            Publish::New { cache_hash: None }
-        },
-    )
-    .map(|mut o| {
-        o.miss = Some(miss);
-        o
-    })
-}
-
-fn msinsight(
-    args: &ImportArgs,
-    source: &Path,
-    target: &Path,
-    name: &str,
-    sha256: &str,
-    events_per_slice: i64,
-    device: Option<i64>,
-) -> CliResult<Outcome> {
-    let cache_hash = hash_file(source, MSINSIGHT_CACHE_SALT).map_err(|e| {
-        CliError::import_failed(format!(
-            "Cannot calculate msinsight cacheHash: {}",
-            e.message
-        ))
-    })?;
-    if target.exists() || target.is_symlink() {
-        let refuse = |why: String| {
+        ..
+    } = *job;
+    // An msinsight export records a salted hash of its source (`cacheHash`).
+    let cache_hash = match job.kind {
+        Kind::Native => None,
+        Kind::Msinsight => Some(hash_file(source, MSINSIGHT_CACHE_SALT).map_err(|e| {
             CliError::import_failed(format!(
-                "Existing compatible output is not reusable; preserved even under --force. Choose a new output directory: {why}"
+                "Cannot calculate msinsight cacheHash: {}",
+                e.message
             ))
-        };
-        let found = inspect(target, true).map_err(refuse)?;
-        let Manifest::Compatibility(m) = &found.manifest.manifest else {
-            return Err(refuse(
-                "Unsupported or inconsistent pt-snap compatibility identity".into(),
-            ));
-        };
-        let ext = match m.extension() {
-            Some(Ok(ext)) => ext,
-            Some(Err(e)) => return Err(refuse(e.to_string())),
-            None => return Err(refuse("ptSnap extension missing".into())),
-        };
-        if !found.intact {
-            return Err(refuse("Compatible member hash changed".into()));
-        }
-        let size = fs::metadata(source).map(|m| m.len() as i64).unwrap_or(-1);
-        if ext.identity != CompatibilityIdentity::new(sha256, device, events_per_slice)
-            || m.cache_hash != cache_hash
-            || m.source_file != resolved(source).display().to_string()
-            || ext.metadata.source_size != size
-        {
-            return Err(refuse("Source/options/format identity changed".into()));
-        }
-        recheck_source(source, sha256)?;
-        return Ok(Outcome {
-            metadata: ext.metadata.into(),
-            reused: true,
-            miss: None,
-            devices: found.manifest.device_ids(),
-            slice_count: found.manifest.devices.iter().map(|d| d.slices.len()).sum(),
-            omitted: ext.omitted_devices,
-        });
+        })?),
+    };
+    let decision = match &cache_hash {
+        None => reuse::native(
+            target,
+            &NativeIdentity::new(sha256, device, events_per_slice),
+            job.args.force,
+        ),
+        Some(cache_hash) => reuse::msinsight(
+            target,
+            &CompatibilityIdentity::new(sha256, device, events_per_slice),
+            &reuse::MsinsightSource {
+                cache_hash,
+                file: &resolved(source).display().to_string(),
+                size: fs::metadata(source).map(|m| m.len() as i64).unwrap_or(-1),
+            },
+        ),
     }
-    build(
-        args,
-        Kind::Msinsight,
-        source,
-        target,
-        name,
-        sha256,
-        events_per_slice,
-        device,
+    .map_err(CliError::import_failed)?;
+    let (miss, replace) = match decision {
+        Decision::Reuse(reused) => {
+            recheck_source(source, sha256)?;
+            return Ok(Outcome::reused(reused));
+        }
+        Decision::Build { miss, replace } => (miss, replace),
+    };
+    let publish_as = if replace {
+        Publish::Replace
+    } else {
         Publish::New {
-            cache_hash: Some(&cache_hash),
-        },
-    )
-    .map(|mut o| {
-        o.miss = Some("database_missing");
-        o
-    })
+            cache_hash: cache_hash.as_deref(),
+        }
+    };
+    let mut outcome = build(job, publish_as)?;
+    outcome.miss = Some(miss);
+    Ok(outcome)
 }
 
 /// How [`build`] puts the dataset in place.
@@ -477,18 +288,17 @@ enum Publish<'a> {
 
 /// Decodes, replays, writes the shards in parallel into a staging directory, writes the
 /// manifest and publishes the dataset at `target`.
-#[allow(clippy::too_many_arguments)]
-fn build(
-    args: &ImportArgs,
-    kind: Kind,
-    source: &Path,
-    target: &Path,
-    name: &str,
-    sha256: &str,
-    events_per_slice: i64,
-    device: Option<i64>,
-    publish_as: Publish<'_>,
-) -> CliResult<Outcome> {
+fn build(job: &Job, publish_as: Publish<'_>) -> CliResult<Outcome> {
+    let Job {
+        args,
+        kind,
+        source,
+        target,
+        name,
+        sha256,
+        events_per_slice,
+        device,
+    } = *job;
     let parent = target.parent().expect("target is in a directory");
     fs::create_dir_all(parent).map_err(backend)?;
     let target_name = target.file_name().unwrap_or_default().to_string_lossy();
@@ -560,7 +370,7 @@ fn build(
         .map_err(backend)?;
     // What we publish must read back as the dataset we meant (the members were hashed as
     // they were written).
-    inspect(&artifact, false).map_err(backend)?;
+    reuse::inspect(&artifact, false).map_err(backend)?;
 
     if rehash
         .join()
@@ -660,23 +470,14 @@ fn publish(
         ))
     };
     if !replace {
-        if target.exists() || target.is_symlink() {
-            return Err(failed(std::io::Error::from(
-                std::io::ErrorKind::AlreadyExists,
-            )));
-        }
-        return fs::rename(artifact, target).map_err(failed);
+        return publish::rename(artifact, target, publish::Existing::Refuse).map_err(failed);
     }
     let target_name = target.file_name().unwrap_or_default().to_string_lossy();
     let recovery = parent.join(format!(".{target_name}.recovery-{}", owner.token()));
     fs::create_dir(&recovery).map_err(failed)?;
     let previous = recovery.join("previous");
-    if let Err(e) = fs::rename(target, &previous) {
-        let _ = fs::remove_dir(&recovery);
-        return Err(failed(e));
-    }
-    if let Err(e) = fs::rename(artifact, target) {
-        if let Err(back) = fs::rename(&previous, target) {
+    if let Err(e) = publish::replace_dir(artifact, target, &previous) {
+        if let Some(back) = e.rollback {
             // Keep the evidence: the recovery directory is not removed, and its lock file is
             // left for the next import of the target, which restores it.
             owner.keep_lock_file();
@@ -686,7 +487,7 @@ fn publish(
             )));
         }
         let _ = fs::remove_dir(&recovery);
-        return Err(failed(e));
+        return Err(failed(e.error));
     }
     fs::rename(&previous, recovery.join("discard"))
         .and_then(|()| fs::remove_dir_all(&recovery))

@@ -1,24 +1,21 @@
-//! `pt-snap overview`: devices, their event ranges, and the import metadata.
+//! `pt-snap overview`: devices, their event ranges, and the import metadata (and, for a
+//! dataset, its layout and shards).
 
 use std::path::Path;
 
-use pt_snap_dataset::read::Dataset;
+use pt_snap_contract::{envelope, python};
 use serde_json::json;
 
-use crate::commands::metadata;
+use crate::commands::metadata::LenientReplay;
 use crate::error::CliResult;
-use crate::{focus, output};
+use crate::{output, source};
 
 pub fn run(db_path: Option<&Path>, json: bool) -> CliResult {
-    let resolved = focus::resolve_required(db_path)?;
-    let absolute = focus::absolute(&resolved.db_path)?;
-    if let Some(ds) = crate::dataset::open(&absolute)? {
-        return dataset(&ds, &absolute, resolved.source, json);
-    }
-    let (db, path, source) = focus::open_db(db_path)?;
-    let bounds = db.bounds()?;
-    let status = metadata::status(&db)?;
-    let lenient = metadata::LenientReplay::of(&db)?;
+    let (source, path, focus_source) = source::for_reading(db_path)?;
+    let metadata = source.metadata()?;
+    let bounds = source.bounds()?;
+    let dataset = source.overview();
+    let lenient = LenientReplay::of(&metadata);
     if json {
         let devices: Vec<_> = bounds
             .iter()
@@ -30,13 +27,15 @@ pub fn run(db_path: Option<&Path>, json: bool) -> CliResult {
                 })
             })
             .collect();
-        let mut out = output::envelope(vec![
+        let mut fields = vec![
             ("db_path", json!(path.display().to_string())),
-            ("focus_source", json!(source.name())),
-            ("devices", json!(devices)),
-            ("import_metadata", status),
-        ]);
-        metadata::LenientReplay::annotate(&lenient, &mut out);
+            ("focus_source", json!(focus_source.name())),
+        ];
+        fields.extend(dataset.map(|d| ("dataset", d)));
+        fields.push(("devices", json!(devices)));
+        fields.push(("import_metadata", metadata.to_json()));
+        let mut out = envelope::success(fields);
+        LenientReplay::annotate(&lenient, &mut out);
         output::print_json(&out);
         return Ok(());
     }
@@ -44,12 +43,9 @@ pub fn run(db_path: Option<&Path>, json: bool) -> CliResult {
         println!("{}", r.line());
     }
     println!("Database: {}", path.display());
-    println!("Focus source: {}", source.name());
-    println!(
-        "Import metadata: {}",
-        status["status"].as_str().unwrap_or("")
-    );
-    if let Some(reason) = status["reason"].as_str() {
+    println!("Focus source: {}", focus_source.name());
+    println!("Import metadata: {}", metadata.status.name());
+    if let Some(reason) = metadata.reason {
         println!("Metadata reason: {reason}");
     }
     if bounds.is_empty() {
@@ -63,55 +59,18 @@ pub fn run(db_path: Option<&Path>, json: bool) -> CliResult {
             }
         }
     }
-    Ok(())
-}
-
-fn dataset(ds: &Dataset, path: &Path, source: focus::Source, json: bool) -> CliResult {
-    let status = metadata::dataset_status(ds);
-    let bounds = ds.device_bounds();
-    let info = ds.to_json();
-    if json {
-        let devices: Vec<_> = bounds
-            .iter()
-            .map(|(d, first, last)| {
-                json!({"device_id": d, "first_event_id": first, "last_event_id": last})
-            })
-            .collect();
-        output::print_json(&output::envelope(vec![
-            ("db_path", json!(path.display().to_string())),
-            ("focus_source", json!(source.name())),
-            ("dataset", info),
-            ("devices", json!(devices)),
-            ("import_metadata", status),
-        ]));
-        return Ok(());
+    if let Some(info) = &dataset {
+        println!(
+            "Dataset: {} ({})",
+            info["format"].as_str().unwrap_or(""),
+            info["status"].as_str().unwrap_or("")
+        );
+        println!("Slices/devices: {}", python::repr_of_json(&info["devices"]));
+        // The reference prints "… and cross-slice queries unavailable" here although it
+        // answers them (its bug 8, docs/compatibility.md).
+        println!(
+            "Text callstacks available; structured frames unavailable; cross-slice queries available."
+        );
     }
-    println!("Database: {}", path.display());
-    println!("Focus source: {}", source.name());
-    println!(
-        "Import metadata: {}",
-        status["status"].as_str().unwrap_or("")
-    );
-    if let Some(reason) = status["reason"].as_str() {
-        println!("Metadata reason: {reason}");
-    }
-    println!("Devices:");
-    for (d, first, last) in &bounds {
-        println!("  {d}: events {first}..{last}");
-    }
-    println!(
-        "Dataset: {} ({})",
-        info["format"].as_str().unwrap_or(""),
-        info["status"].as_str().unwrap_or("")
-    );
-    println!(
-        "Slices/devices: {}",
-        pt_snap_query::python::repr_of_json(&info["devices"])
-    );
-    // The reference prints "… and cross-slice queries unavailable" here although it answers
-    // them (its bug 8, docs/compatibility.md).
-    println!(
-        "Text callstacks available; structured frames unavailable; cross-slice queries available."
-    );
     Ok(())
 }

@@ -1,18 +1,17 @@
 //! `pt-snap query`: list templates, show their contracts, run one.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-use pt_snap_dataset::read::{DatasetOutcome, DatasetRequest};
-use pt_snap_query::{registry, Analyzer, QueryOutcome, QueryRequest, WorkLimits, CATEGORIES};
+use pt_snap_contract::{envelope, python, ErrorCode};
+use pt_snap_query::{registry, QueryOutcome, QueryRequest, WorkLimits, CATEGORIES};
 use serde_json::{json, Map, Value};
 
 use crate::budget::Deadline;
 use crate::cli::QueryArgs;
 use crate::error::{CliError, CliResult};
 use crate::focus::{self, Resolved};
-use crate::output::{self, python_dumps, python_str};
-
-const QUERY_PREFIX: &str = "Error executing query: ";
+use crate::output;
+use crate::source::{self, QUERY_PREFIX};
 
 pub fn run(a: &QueryArgs) -> CliResult {
     let limits = a.limits.resolve()?;
@@ -36,45 +35,17 @@ pub fn run(a: &QueryArgs) -> CliResult {
     let deadline = Deadline::start(a.timeout).map_err(prefixed)?;
     let resolved = focus::resolve_required(a.db_path.as_deref())?;
     let absolute = focus::absolute(&resolved.db_path)?;
-    if let Some(ds) = crate::dataset::open(&absolute).map_err(prefixed)? {
-        deadline.check()?;
-        let request = DatasetRequest {
-            template: template.clone(),
-            params,
-            device: a.device.or(resolved.device_id),
-            max_rows: a.max_rows,
-            exact_total: a.exact_total,
-            slice: a.slice,
-            limits,
-            interrupt: deadline.interrupt(),
-            lifecycle_cache: crate::dataset::lifecycle_cache(),
-        };
-        let outcome = pt_snap_dataset::read::run(&ds, &request).map_err(|e| {
-            let device = matches!(e, pt_snap_dataset::read::ReadError::DeviceNotFound(_));
-            let err = crate::dataset::error(e, Some(&deadline));
-            if device {
-                err
-            } else {
-                err.with_text_prefix(QUERY_PREFIX)
-            }
-        })?;
-        deadline.check()?;
-        if a.json {
-            print_dataset_json(&outcome, &absolute, &resolved, &deadline);
-        } else {
-            print_dataset_text(&outcome);
+    let source = match source::dataset(&absolute, limits, &deadline, a.slice).map_err(prefixed)? {
+        Some(dataset) => dataset,
+        None if a.slice.is_some() => {
+            return Err(prefixed(CliError::invalid_parameter(
+                "slice_index requires a manifest dataset.",
+                "Pass --slice only with a dataset directory or its manifest.json.",
+            )))
         }
-        return Ok(());
-    }
-    if a.slice.is_some() {
-        return Err(prefixed(CliError::invalid_parameter(
-            "slice_index requires a manifest dataset.",
-            "Pass --slice only with a dataset directory or its manifest.json.",
-        )));
-    }
-    let (analyzer, path) = open(&resolved)?;
+        None => Box::new(source::database(&resolved, &deadline)?.0),
+    };
     deadline.check()?;
-    analyzer.set_interrupt(deadline.interrupt());
     let request = QueryRequest {
         template: template.clone(),
         params,
@@ -82,12 +53,12 @@ pub fn run(a: &QueryArgs) -> CliResult {
         max_rows: a.max_rows,
         exact_total: a.exact_total,
     };
-    let outcome = analyzer
+    let outcome = source
         .run(&request)
-        .map_err(|e| CliError::query(e, &deadline))?;
+        .map_err(|e| CliError::query(e, Some(&deadline), QUERY_PREFIX))?;
     deadline.check()?;
     if a.json {
-        print_json(&outcome, &path, &resolved, &deadline);
+        print_json(&outcome, &absolute, &resolved, &deadline);
     } else {
         print_text(&outcome);
     }
@@ -111,29 +82,8 @@ fn parse_params(raw: Option<&str>) -> CliResult<Map<String, Value>> {
     }
 }
 
-/// Opens the resolved standalone database read-only, with the query command's error
-/// wording. Callers route dataset paths (a directory or its `manifest.json`) to
-/// [`crate::dataset::open`] first.
-pub fn open(resolved: &Resolved) -> CliResult<(Analyzer, PathBuf)> {
-    let path = focus::absolute(&resolved.db_path)?;
-    if !path.is_file() {
-        let mut err = CliError::database_not_found(format!(
-            "Database from {} focus not found: {}",
-            resolved.source.name(),
-            resolved.db_path.display()
-        ));
-        err.hint = Some(
-            "Use 'pt-snap focus <new_database_path>' or pass a database path that exists.".into(),
-        );
-        return Err(err);
-    }
-    let analyzer = Analyzer::open(&path)
-        .map_err(|e| CliError::schema_invalid(e.to_string()).with_text_prefix(QUERY_PREFIX))?;
-    Ok((analyzer, path))
-}
-
 fn print_json(outcome: &QueryOutcome, path: &Path, resolved: &Resolved, deadline: &Deadline) {
-    output::print_json(&output::envelope(vec![
+    let mut fields = vec![
         ("db_path", json!(path.display().to_string())),
         ("focus_source", json!(resolved.source.name())),
         ("device_id", json!(outcome.device_id)),
@@ -147,59 +97,12 @@ fn print_json(outcome: &QueryOutcome, path: &Path, resolved: &Resolved, deadline
         ("total_is_exact", json!(outcome.total_is_exact)),
         ("timeout_s", json!(deadline.seconds)),
         ("rows", Value::Array(outcome.rows_json())),
-    ]));
-}
-
-fn print_dataset_json(o: &DatasetOutcome, path: &Path, resolved: &Resolved, deadline: &Deadline) {
-    output::print_json(&output::envelope(vec![
-        ("db_path", json!(path.display().to_string())),
-        ("focus_source", json!(resolved.source.name())),
-        ("device_id", json!(o.device_id)),
-        ("template", json!(o.template)),
-        ("effective_params", o.effective_params.to_json()),
-        ("semantics_version", json!(o.semantics_version)),
-        ("total", json!(o.total)),
-        ("returned", json!(o.returned)),
-        ("has_more", json!(o.has_more)),
-        ("truncated", json!(o.truncated)),
-        ("total_is_exact", json!(o.total_is_exact)),
-        ("timeout_s", json!(deadline.seconds)),
-        (
-            "rows",
-            Value::Array(o.rows.iter().cloned().map(Value::Object).collect()),
-        ),
-        ("scope", o.scope.clone()),
-    ]));
-}
-
-fn print_dataset_text(o: &DatasetOutcome) {
-    use std::fmt::Write as _;
-    use std::io::Write as _;
-    if o.rows.is_empty() {
-        println!("No results found.");
-        return;
+    ];
+    // Datasets only: the reference prints `scope` only when it is not null.
+    if let Some(scope) = &outcome.scope {
+        fields.push(("scope", scope.clone()));
     }
-    let mut out = String::new();
-    let _ = writeln!(out, "Found {} results, showing {}:", o.total, o.returned);
-    for row in &o.rows {
-        let _ = writeln!(
-            out,
-            "  {}",
-            pt_snap_query::python::repr_of_json(&Value::Object(row.clone()))
-        );
-    }
-    if o.has_more {
-        if o.total_is_exact && o.total > o.returned {
-            let _ = writeln!(
-                out,
-                "  ... and {} more (use -n to show more)",
-                o.total - o.returned
-            );
-        } else {
-            out.push_str("  ... more available (use -n, offset, top_n, or --exact-total)\n");
-        }
-    }
-    let _ = std::io::stdout().lock().write_all(out.as_bytes());
+    output::print_json(&envelope::success(fields));
 }
 
 /// Rows as the reference prints them: one Python dict repr per line.
@@ -221,13 +124,7 @@ fn print_text(outcome: &QueryOutcome) {
             .columns
             .iter()
             .zip(row)
-            .map(|(c, v)| {
-                format!(
-                    "{}: {}",
-                    pt_snap_query::python::repr_str(c),
-                    v.python_repr()
-                )
-            })
+            .map(|(c, v)| format!("{}: {}", python::repr_str(c), v.python_repr()))
             .collect();
         let _ = writeln!(out, "  {{{}}}", fields.join(", "));
     }
@@ -273,7 +170,7 @@ fn list(category: Option<&str>, json: bool) -> CliResult {
                 })
             })
             .collect();
-        output::print_json(&output::envelope(vec![
+        output::print_json(&envelope::success(vec![
             ("category", json!(category)),
             ("templates", Value::Array(templates)),
         ]));
@@ -295,9 +192,8 @@ fn list(category: Option<&str>, json: bool) -> CliResult {
 fn template_info(name: &str, db_path: Option<&Path>, limits: &WorkLimits, json: bool) -> CliResult {
     let t = registry::find(name).ok_or_else(|| {
         CliError::new(
-            "TEMPLATE_NOT_FOUND",
+            ErrorCode::TemplateNotFound,
             format!("Template '{name}' not found"),
-            Some("Use 'pt-snap query --list --json' to list available templates."),
         )
     })?;
     let c = &t.contract;
@@ -305,7 +201,7 @@ fn template_info(name: &str, db_path: Option<&Path>, limits: &WorkLimits, json: 
     if json {
         let mut fields = vec![("template", json!(c.name))];
         fields.extend(info.iter().map(|(k, v)| (k.as_str(), v.clone())));
-        output::print_json(&output::envelope(fields));
+        output::print_json(&envelope::success(fields));
         return Ok(());
     }
     println!("Template: {}", c.name);
@@ -314,7 +210,7 @@ fn template_info(name: &str, db_path: Option<&Path>, limits: &WorkLimits, json: 
     println!("Devices: {}", c.devices_label());
     println!(
         "Dataset Support: {}",
-        python_dumps(&c.dataset_support(limits), true)
+        python::dumps(&c.dataset_support(limits), true)
     );
     println!(
         "Semantics Version: {}",
@@ -332,13 +228,13 @@ fn template_info(name: &str, db_path: Option<&Path>, limits: &WorkLimits, json: 
             " (optional)"
         };
         let choices = p.choices.as_ref().map_or(String::new(), |ch| {
-            let items: Vec<String> = ch.iter().map(python_str).collect();
+            let items: Vec<String> = ch.iter().map(python::str_of_json).collect();
             format!(" [choices: {}]", items.join(", "))
         });
         let default = if p.default.is_null() {
             String::new()
         } else {
-            format!(" [default: {}]", python_str(&p.default))
+            format!(" [default: {}]", python::str_of_json(&p.default))
         };
         println!("  {pname}: {}{required}{choices}{default}", p.kind.name());
         println!("    {}", p.description);
@@ -402,7 +298,7 @@ fn template_info(name: &str, db_path: Option<&Path>, limits: &WorkLimits, json: 
         println!(
             "  pt-snap query {db} --template-use {} --params '{}'",
             c.name,
-            python_dumps(&Value::Object(example), false)
+            python::dumps(&Value::Object(example), false)
         );
     }
     Ok(())

@@ -1,18 +1,14 @@
 //! `pt-snap report peak-memory` and `pt-snap report memory-tree`.
 
-use pt_snap_dataset::read::ReadError;
-use pt_snap_query::{QueryError, WorkLimits};
-use pt_snap_report::{
-    memory_tree, memory_tree_dataset, peak_memory, peak_memory_dataset, DatasetBudget, Metric,
-    PeakRequest, TreeRequest,
-};
+use pt_snap_contract::ErrorCode;
+use pt_snap_query::Source;
+use pt_snap_report::{memory_tree, peak_memory, Metric, PeakRequest, TreeRequest};
 
 use crate::budget::Deadline;
 use crate::cli::{MemoryTreeArgs, MetricArg, PeakMemoryArgs, ReportCommand, TreeFormat};
 use crate::commands::metadata::LenientReplay;
 use crate::error::{CliError, CliResult};
-use crate::focus;
-use crate::output;
+use crate::{focus, output, source};
 
 const REPORT_PREFIX: &str = "Error generating report: ";
 
@@ -26,7 +22,7 @@ pub fn run(command: &ReportCommand) -> CliResult {
 fn peak(a: &PeakMemoryArgs) -> CliResult {
     let prefixed = |e: CliError| e.with_text_prefix(REPORT_PREFIX);
     let limits = a.limits.resolve().map_err(prefixed)?;
-    // One deadline for the whole composition.
+    // One deadline (and on a dataset one work budget) for the whole composition.
     let deadline = Deadline::start(a.timeout).map_err(prefixed)?;
     let resolved = focus::resolve_required(a.db_path.as_deref())?;
     let request = PeakRequest {
@@ -43,32 +39,24 @@ fn peak(a: &PeakMemoryArgs) -> CliResult {
         end_id: a.end_id,
     };
     let absolute = focus::absolute(&resolved.db_path)?;
-    let mut lenient = None;
-    let mut report = if let Some(ds) = crate::dataset::open(&absolute).map_err(prefixed)? {
-        // A dataset: both queries charged to one work budget.
-        deadline.check().map_err(prefixed)?;
-        let budget = dataset_budget(limits, &deadline);
-        peak_memory_dataset(&ds, &request, &budget).map_err(|e| {
-            let device = matches!(e, ReadError::DeviceNotFound(_));
-            let err = crate::dataset::error(e, Some(&deadline));
-            if device {
-                err
-            } else {
-                prefixed(err)
+    let (source, lenient) =
+        match source::dataset(&absolute, limits, &deadline, None).map_err(prefixed)? {
+            Some(dataset) => (dataset, None),
+            None => {
+                let (analyzer, _) = source::database(&resolved, &deadline).map_err(|e| {
+                    if e.code == ErrorCode::DatabaseNotFound {
+                        e
+                    } else {
+                        prefixed(e)
+                    }
+                })?;
+                let lenient = lenient_replay(&analyzer)?;
+                (Box::new(analyzer) as Box<dyn Source>, lenient)
             }
-        })?
-    } else {
-        let (analyzer, _) = super::query::open(&resolved).map_err(|e| {
-            if e.code == "DATABASE_NOT_FOUND" {
-                e
-            } else {
-                prefixed(e)
-            }
-        })?;
-        analyzer.set_interrupt(deadline.interrupt());
-        lenient = LenientReplay::of(analyzer.db())?;
-        peak_memory(&analyzer, &request).map_err(|e| report_error(e, &deadline))?
-    };
+        };
+    deadline.check().map_err(prefixed)?;
+    let mut report = peak_memory(source.as_ref(), &request)
+        .map_err(|e| CliError::query(e, Some(&deadline), REPORT_PREFIX))?;
     deadline.check().map_err(prefixed)?;
     report.timeout_s = deadline.seconds;
     if a.json {
@@ -84,22 +72,21 @@ fn peak(a: &PeakMemoryArgs) -> CliResult {
     Ok(())
 }
 
-/// A report's budget on a dataset: the resolved work limits and the command's deadline.
-fn dataset_budget(limits: WorkLimits, deadline: &Deadline) -> DatasetBudget {
-    DatasetBudget {
-        limits,
-        interrupt: deadline.interrupt(),
-        lifecycle_cache: crate::dataset::lifecycle_cache(),
-    }
+/// The lenient-replay mark of a database (datasets have none).
+fn lenient_replay(analyzer: &pt_snap_query::Analyzer) -> CliResult<Option<LenientReplay>> {
+    Ok(analyzer
+        .db()
+        .lenient_replay_issues()?
+        .map(|issues| LenientReplay { issues }))
 }
 
 fn tree(a: &MemoryTreeArgs) -> CliResult {
     if a.json && a.format == TreeFormat::Html {
         return Err(CliError::new(
-            "INVALID_PARAMETER",
+            ErrorCode::InvalidParameter,
             "--json cannot be combined with --format html.",
-            None,
-        ));
+        )
+        .with_hint(None));
     }
     let limits = a.limits.resolve()?;
     let deadline = Deadline::start(a.timeout)?;
@@ -111,23 +98,24 @@ fn tree(a: &MemoryTreeArgs) -> CliResult {
         min_size: a.min_size,
     };
     let path = existing(&resolved)?;
-    if let Some(ds) = crate::dataset::open(&path)? {
-        // Datasets have no structured frames: the dataset engine's refusal (after its
-        // device check) is the answer, in every output format.
-        deadline.check()?;
-        let e = memory_tree_dataset(&ds, &request, &dataset_budget(limits, &deadline));
-        return Err(crate::dataset::error(e, Some(&deadline)));
-    }
-    let analyzer = super::query::open(&resolved)
-        .map(|(analyzer, _)| analyzer)
-        .map_err(|e| e.with_text_prefix("Error: "))?;
-    analyzer.set_interrupt(deadline.interrupt());
-    let lenient = LenientReplay::of(analyzer.db())?;
-    let tree = memory_tree(&analyzer, &request)
-        .map_err(|e| CliError::query(e, &deadline).with_text_prefix("Error: "))?;
+    let (source, lenient) = match source::dataset(&path, limits, &deadline, None)? {
+        Some(dataset) => (dataset, None),
+        None => {
+            let (analyzer, _) = source::database(&resolved, &deadline)
+                .map_err(|e| e.with_text_prefix("Error: "))?;
+            let lenient = lenient_replay(&analyzer)?;
+            (Box::new(analyzer) as Box<dyn Source>, lenient)
+        }
+    };
     deadline.check()?;
-    let incomplete =
-        |e: pt_snap_report::IncompleteTree| CliError::new("INVALID_PARAMETER", e.to_string(), None);
+    // On a dataset the engine's refusal of the frame tree (after its device check) is the
+    // answer, in every output format.
+    let tree = memory_tree(source.as_ref(), &request)
+        .map_err(|e| CliError::query(e, Some(&deadline), "Error: "))?;
+    deadline.check()?;
+    let incomplete = |e: pt_snap_report::IncompleteTree| {
+        CliError::new(ErrorCode::InvalidParameter, e.to_string()).with_hint(None)
+    };
     if a.json {
         let mut out = tree.to_json(deadline.seconds);
         LenientReplay::annotate(&lenient, &mut out);
@@ -153,15 +141,4 @@ fn existing(resolved: &focus::Resolved) -> CliResult<std::path::PathBuf> {
         )));
     }
     Ok(path)
-}
-
-/// Query failures inside a report read `Error generating report: …`, except a wrong device.
-fn report_error(e: QueryError, deadline: &Deadline) -> CliError {
-    let device = matches!(e, QueryError::DeviceNotFound(_));
-    let err = CliError::query(e, deadline);
-    if device {
-        err
-    } else {
-        err.with_text_prefix(REPORT_PREFIX)
-    }
 }

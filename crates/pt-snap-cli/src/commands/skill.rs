@@ -5,15 +5,15 @@
 
 use std::path::Path;
 
+use pt_snap_contract::python;
 use pt_snap_skills::{
     text, Host, ListTarget, MutationResult, Report, Scope, SkillError, SkillListing, Skills,
     Target, RESTART_HINT,
 };
-use serde_json::{json, Value};
+use serde_json::json;
 
 use crate::cli::{SkillArgs, SkillCommand, SkillListArgs, SkillUninstallArgs};
 use crate::error::{CliError, CliResult};
-use crate::output;
 
 pub fn run(args: &SkillArgs) -> CliResult {
     match &args.command {
@@ -44,24 +44,6 @@ pub fn capabilities_listing() -> Result<Vec<SkillListing>, CliError> {
             scopes: None,
         })
         .map_err(skill_error)
-}
-
-/// The reference prints skill JSON with Python's default `ensure_ascii=True`: non-ASCII
-/// characters as `\uXXXX` escapes (surrogate pairs above U+FFFF). Outside strings JSON is
-/// ASCII, so escaping every such character is safe.
-fn ascii_json(value: &Value) -> String {
-    let mut out = String::new();
-    for c in output::pretty(value).chars() {
-        if c.is_ascii() {
-            out.push(c);
-        } else {
-            let mut units = [0u16; 2];
-            for unit in c.encode_utf16(&mut units) {
-                out.push_str(&format!("\\u{unit:04x}"));
-            }
-        }
-    }
-    out
 }
 
 fn skill_error(e: SkillError) -> CliError {
@@ -152,7 +134,7 @@ fn list(a: &SkillListArgs) -> CliResult {
     };
     let listings = skills.list(&target).map_err(skill_error)?;
     if a.json {
-        println!("{}", ascii_json(&json!({ "skills": listings })));
+        println!("{}", python::pretty_ascii(&json!({ "skills": listings })));
     } else if listings.is_empty() {
         println!("No bundled agent skills are available.");
     } else {
@@ -262,7 +244,7 @@ fn print_report(report: &Report, json: bool) {
     if json {
         println!(
             "{}",
-            ascii_json(&serde_json::to_value(report).expect("reports serialise"))
+            python::pretty_ascii(&serde_json::to_value(report).expect("reports serialise"))
         );
         return;
     }

@@ -10,21 +10,21 @@ use std::fs;
 use std::io::Write;
 use std::path::Path;
 
+use pt_snap_contract::publish::{self, Existing};
 use pt_snap_split::{Format, Source, SourceError, SplitError, Strategy};
 use serde_json::json;
+
+use pt_snap_contract::{envelope, ErrorCode};
 
 use crate::cli::SplitArgs;
 use crate::error::{CliError, CliResult};
 use crate::output;
 
-const HINT: &str = "Check the split arguments, source pickle, and destination path.";
-
 /// A `SPLIT_FAILED` error in the reference's words: `Split <phase> failed for '<source>': …`.
 fn fail(phase: &str, source: &Path, detail: impl std::fmt::Display) -> CliError {
     CliError::new(
-        "SPLIT_FAILED",
+        ErrorCode::SplitFailed,
         format!("Split {phase} failed for '{}': {detail}", py_path(source)),
-        Some(HINT),
     )
 }
 
@@ -152,14 +152,20 @@ pub fn run(args: &SplitArgs) -> CliResult {
     identity
         .verify(stage.path())
         .map_err(|e| fail("publication", source, e))?;
-    publish(stage.path(), out).map_err(|e| fail("publication", source, e))?;
+    publish::rename(stage.path(), out, Existing::Refuse).map_err(|e| {
+        fail(
+            "publication",
+            source,
+            os_error(e.raw_os_error().unwrap_or(0), out),
+        )
+    })?;
     // The directory now lives at `out`; nothing is left to clean up.
     let _ = stage.keep();
 
     let out_str = py_path(out);
     let files: Vec<String> = names.iter().map(|n| py_path(&out.join(n))).collect();
     if args.json {
-        output::print_json(&output::envelope(vec![
+        output::print_json(&envelope::success(vec![
             ("output", json!(out_str)),
             ("files", json!(files)),
             ("devices", json!(devices)),
@@ -350,24 +356,6 @@ impl Identity {
     }
 }
 
-/// Moves the staged directory to `dest` in one step, failing if `dest` exists.
-#[cfg(target_os = "linux")]
-fn publish(stage: &Path, dest: &Path) -> Result<(), String> {
-    use rustix::fs::{renameat_with, RenameFlags, CWD};
-    renameat_with(CWD, stage, CWD, dest, RenameFlags::NOREPLACE)
-        .map_err(|e| os_error(e.raw_os_error(), dest))
-}
-
-/// Elsewhere there is no portable no-replace rename: check, then rename. A path created
-/// between the two could be replaced (directories only replace empty directories on POSIX).
-#[cfg(not(target_os = "linux"))]
-fn publish(stage: &Path, dest: &Path) -> Result<(), String> {
-    if fs::symlink_metadata(dest).is_ok() {
-        return Err(os_error(17, dest));
-    }
-    fs::rename(stage, dest).map_err(|e| os_error(e.raw_os_error().unwrap_or(0), dest))
-}
-
 /// Python's `str(OSError(errno, strerror, path))`.
 fn os_error(errno: i32, path: &Path) -> String {
     let text = std::io::Error::from_raw_os_error(errno).to_string();
@@ -397,24 +385,5 @@ mod tests {
         }
         assert_eq!(parent_of(Path::new("out")), Path::new("."));
         assert_eq!(parent_of(Path::new("a/out")), Path::new("a"));
-    }
-
-    /// A plain rename would replace an empty directory that appeared at the destination
-    /// after the checks; publication must refuse instead.
-    #[test]
-    fn publication_never_replaces() {
-        let dir = tempfile::tempdir().unwrap();
-        let stage = dir.path().join(".out.pt-snap-x");
-        let dest = dir.path().join("out");
-        fs::create_dir(&stage).unwrap();
-        fs::write(stage.join("slice"), b"s").unwrap();
-        fs::create_dir(&dest).unwrap();
-        let err = publish(&stage, &dest).unwrap_err();
-        assert!(err.starts_with("[Errno 17] "), "{err}");
-        assert!(stage.join("slice").exists());
-        assert_eq!(fs::read_dir(&dest).unwrap().count(), 0);
-        fs::remove_dir(&dest).unwrap();
-        publish(&stage, &dest).unwrap();
-        assert!(dest.join("slice").exists() && !stage.exists());
     }
 }

@@ -17,8 +17,8 @@ use pt_snap_db::rusqlite::{Connection, OpenFlags};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use super::ReadError;
 use crate::manifest::{self, ContractError, Manifest, ValidManifest};
+use pt_snap_query::QueryError;
 
 const ACTIONS: [&str; 8] = [
     "segment_map",
@@ -82,15 +82,15 @@ pub fn is_dataset_path(path: &Path) -> bool {
     path.is_dir() || path.file_name().is_some_and(|n| n == "manifest.json")
 }
 
-fn schema(msg: impl Into<String>) -> ReadError {
-    ReadError::Schema(msg.into())
+fn schema(msg: impl Into<String>) -> QueryError {
+    QueryError::SchemaInvalid(msg.into())
 }
 
-fn invalid(e: ContractError) -> ReadError {
-    ReadError::Schema(format!("Invalid dataset: {e}"))
+fn invalid(e: ContractError) -> QueryError {
+    QueryError::SchemaInvalid(format!("Invalid dataset: {e}"))
 }
 
-fn need(ok: bool, loc: &str, code: &'static str, detail: &str) -> Result<(), ReadError> {
+fn need(ok: bool, loc: &str, code: &'static str, detail: &str) -> Result<(), QueryError> {
     if ok {
         Ok(())
     } else {
@@ -100,7 +100,7 @@ fn need(ok: bool, loc: &str, code: &'static str, detail: &str) -> Result<(), Rea
 
 /// The dataset root of an absolute `path` (its directory, or the parent of `manifest.json`),
 /// with the reference's canonical-path checks.
-fn root_of(path: &Path) -> Result<PathBuf, ReadError> {
+fn root_of(path: &Path) -> Result<PathBuf, QueryError> {
     let root = if path.is_dir() {
         path.to_path_buf()
     } else {
@@ -120,10 +120,6 @@ fn root_of(path: &Path) -> Result<PathBuf, ReadError> {
     Ok(root)
 }
 
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
 pub(crate) fn hash_file(path: &Path) -> std::io::Result<String> {
     let mut f = fs::File::open(path)?;
     let mut h = Sha256::new();
@@ -135,7 +131,7 @@ pub(crate) fn hash_file(path: &Path) -> std::io::Result<String> {
         }
         h.update(&buf[..n]);
     }
-    Ok(hex(&h.finalize()))
+    Ok(pt_snap_contract::python::hex(&h.finalize()))
 }
 
 /// The reference's pre-open checks of one member: no symlink on its path below the root,
@@ -145,7 +141,7 @@ pub(crate) fn require_readonly_member(
     root: &Path,
     file: &str,
     immutable: bool,
-) -> Result<(), ReadError> {
+) -> Result<(), QueryError> {
     let member = root.join(file);
     let mut partial = root.to_path_buf();
     for part in file.split('/') {
@@ -270,17 +266,18 @@ impl ValidationCache {
         if let Some(dir) = path.parent() {
             let _ = fs::create_dir_all(dir);
         }
-        let tmp = path.with_extension(format!("tmp{}", std::process::id()));
-        if fs::write(&tmp, serde_json::to_vec(&list).unwrap_or_default()).is_ok() {
-            let _ = fs::rename(&tmp, path);
-        }
+        let _ = pt_snap_contract::publish::write_file(
+            path,
+            &serde_json::to_vec(&list).unwrap_or_default(),
+            0o666,
+        );
     }
 }
 
 impl Dataset {
     /// Resolves and fully validates the dataset at `path` (absolute; a directory or its
     /// `manifest.json`). `Ok(None)`: not a dataset path (a standalone database).
-    pub fn open(path: &Path, cache: &mut ValidationCache) -> Result<Option<Dataset>, ReadError> {
+    pub fn open(path: &Path, cache: &mut ValidationCache) -> Result<Option<Dataset>, QueryError> {
         if !is_dataset_path(path) {
             return Ok(None);
         }
@@ -288,7 +285,7 @@ impl Dataset {
         let manifest_path = root.join("manifest.json");
         let bytes = fs::read(&manifest_path)
             .map_err(|e| invalid(ContractError::new("manifest.json", "read", e.to_string())))?;
-        let manifest_sha = hex(&Sha256::digest(&bytes));
+        let manifest_sha = pt_snap_contract::python::hex(&Sha256::digest(&bytes));
         let manifest = manifest::parse(&bytes).map_err(invalid)?;
         let native = manifest.is_native();
         if native {
@@ -367,7 +364,7 @@ impl Dataset {
         if fs::read(&manifest_path).ok().as_deref() != Some(bytes.as_slice()) {
             return Err(schema("Dataset manifest changed during inspection; retry."));
         }
-        let fingerprint = hex(&fp.finalize());
+        let fingerprint = pt_snap_contract::python::hex(&fp.finalize());
         let real: i64 = manifest.devices.iter().map(|d| d.event_count).sum();
         if members.len() == i {
             cache.store(
@@ -393,7 +390,7 @@ impl Dataset {
     }
 }
 
-fn names(dir: &Path) -> Result<BTreeSet<String>, ReadError> {
+fn names(dir: &Path) -> Result<BTreeSet<String>, QueryError> {
     let rd = fs::read_dir(dir).map_err(|e| {
         invalid(ContractError::new(
             dir.display().to_string(),
@@ -409,7 +406,7 @@ fn names(dir: &Path) -> Result<BTreeSet<String>, ReadError> {
 
 /// A native dataset owns its directory: exactly the manifest and its device directories,
 /// each holding exactly its shards.
-fn require_native_members(root: &Path, m: &ValidManifest) -> Result<(), ReadError> {
+fn require_native_members(root: &Path, m: &ValidManifest) -> Result<(), QueryError> {
     let mut expected: BTreeSet<String> = ["manifest.json".to_owned()].into();
     expected.extend(m.devices.iter().map(|d| format!("device_{}", d.device_id)));
     need(
@@ -442,7 +439,7 @@ fn require_native_members(root: &Path, m: &ValidManifest) -> Result<(), ReadErro
     Ok(())
 }
 
-fn open_shard(root: &Path, file: &str, immutable: bool) -> Result<Connection, ReadError> {
+fn open_shard(root: &Path, file: &str, immutable: bool) -> Result<Connection, QueryError> {
     let path = root.join(file);
     let uri = format!(
         "file:{}?mode=ro{}",
@@ -458,7 +455,7 @@ fn open_shard(root: &Path, file: &str, immutable: bool) -> Result<Connection, Re
     Ok(conn)
 }
 
-fn sql_err(file: &str) -> impl Fn(pt_snap_db::rusqlite::Error) -> ReadError + '_ {
+fn sql_err(file: &str) -> impl Fn(pt_snap_db::rusqlite::Error) -> QueryError + '_ {
     move |e| invalid(ContractError::new(file, "sqlite", e.to_string()))
 }
 
@@ -467,7 +464,7 @@ fn check_schema(
     table: &str,
     columns: &[(&str, &str)],
     file: &str,
-) -> Result<(), ReadError> {
+) -> Result<(), QueryError> {
     let kind: Option<String> = conn
         .query_row(
             "SELECT type FROM sqlite_master WHERE name=?",
@@ -517,12 +514,12 @@ fn check_schema(
 /// objects are plain tables with no generated column and no trigger), after the reference's
 /// own shape checks above so that their messages stay first. `PRAGMA table_info`, which those
 /// use, does not list generated columns.
-fn check_format_objects(conn: &Connection, file: &str) -> Result<(), ReadError> {
+fn check_format_objects(conn: &Connection, file: &str) -> Result<(), QueryError> {
     pt_snap_db::check_format_objects(conn)
         .map_err(|m| invalid(ContractError::new(file, "schema", m)))
 }
 
-fn table_names(conn: &Connection, file: &str) -> Result<BTreeSet<String>, ReadError> {
+fn table_names(conn: &Connection, file: &str) -> Result<BTreeSet<String>, QueryError> {
     let mut stmt = conn
         .prepare("SELECT name FROM sqlite_master WHERE type IN ('table','view')")
         .map_err(sql_err(file))?;
@@ -554,7 +551,7 @@ fn check_dictionary(
     with_oom: bool,
     file: &str,
     detail: &str,
-) -> Result<(), ReadError> {
+) -> Result<(), QueryError> {
     let mut actions: Vec<(String, String)> = ACTIONS
         .iter()
         .enumerate()
@@ -595,7 +592,7 @@ fn check_dictionary(
     Ok(())
 }
 
-fn integer_row(conn: &Connection, sql: &str, file: &str) -> Result<Option<i64>, ReadError> {
+fn integer_row(conn: &Connection, sql: &str, file: &str) -> Result<Option<i64>, QueryError> {
     use pt_snap_db::rusqlite::OptionalExtension;
     conn.query_row(sql, [], |r| r.get::<_, Option<i64>>(0))
         .optional()
@@ -608,7 +605,7 @@ fn real_span(
     conn: &Connection,
     trace: &str,
     file: &str,
-) -> Result<(i64, Option<i64>, Option<i64>), ReadError> {
+) -> Result<(i64, Option<i64>, Option<i64>), QueryError> {
     conn.query_row(
         &format!("SELECT COUNT(*), MIN(id), MAX(id) FROM \"{trace}\" WHERE id>=0"),
         [],
@@ -640,7 +637,7 @@ fn text_hash(t: Option<String>) -> Option<u64> {
     })
 }
 
-fn validate_native_shards(root: &Path, m: &ValidManifest) -> Result<i64, ReadError> {
+fn validate_native_shards(root: &Path, m: &ValidManifest) -> Result<i64, QueryError> {
     let Manifest::Native(native) = &m.manifest else {
         unreachable!("native manifest")
     };
@@ -894,7 +891,7 @@ fn validate_native_shards(root: &Path, m: &ValidManifest) -> Result<i64, ReadErr
     Ok(boundaries)
 }
 
-fn validate_compatibility_shards(root: &Path, m: &ValidManifest) -> Result<i64, ReadError> {
+fn validate_compatibility_shards(root: &Path, m: &ValidManifest) -> Result<i64, QueryError> {
     let mut boundaries = 0;
     // (device, block id) → (address, size, requestedSize, allocEventId, freeEventId)
     type Identity = (i64, i64, i64, i64, i64);
@@ -1031,4 +1028,81 @@ fn validate_compatibility_shards(root: &Path, m: &ValidManifest) -> Result<i64, 
         }
     }
     Ok(boundaries)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testdata::dataset;
+
+    fn open(root: &Path, cache: &mut ValidationCache) -> Result<Dataset, QueryError> {
+        Dataset::open(root, cache).map(|d| d.expect("a dataset path"))
+    }
+
+    fn schema_message(e: QueryError) -> String {
+        match e {
+            QueryError::SchemaInvalid(m) => m,
+            other => panic!("not a schema error: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_written_dataset_validates_with_a_stable_fingerprint() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = fs::canonicalize(dataset(dir.path())).unwrap();
+        let first = open(&root, &mut ValidationCache::disabled()).unwrap();
+        assert_eq!((first.real_event_count, first.from_cache), (2, false));
+        // The manifest path names the same dataset.
+        let again = open(
+            &root.join("manifest.json"),
+            &mut ValidationCache::disabled(),
+        )
+        .unwrap();
+        assert_eq!(again.fingerprint, first.fingerprint);
+        let database = Dataset::open(&root.join("x.db"), &mut ValidationCache::disabled());
+        assert!(
+            matches!(database, Ok(None)),
+            "a file path is not a dataset path"
+        );
+    }
+
+    #[test]
+    fn a_member_with_other_bytes_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = fs::canonicalize(dataset(dir.path())).unwrap();
+        let member = root.join("device_0/slice_00001.db");
+        let mut bytes = fs::read(&member).unwrap();
+        let last = bytes.len() - 1;
+        bytes[last] ^= 1;
+        fs::write(&member, bytes).unwrap();
+        let message = schema_message(open(&root, &mut ValidationCache::disabled()).unwrap_err());
+        assert!(message.starts_with("Invalid dataset:"), "{message}");
+    }
+
+    #[test]
+    fn a_file_the_manifest_does_not_name_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = fs::canonicalize(dataset(dir.path())).unwrap();
+        fs::write(root.join("device_0/notes.txt"), "mine").unwrap();
+        schema_message(open(&root, &mut ValidationCache::disabled()).unwrap_err());
+    }
+
+    /// The cache skips the full validation only while every member is untouched.
+    #[test]
+    fn the_cache_is_used_until_a_member_is_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = fs::canonicalize(dataset(dir.path())).unwrap();
+        let cache_file = dir.path().join("cache.json");
+        let full = open(&root, &mut ValidationCache::at(cache_file.clone())).unwrap();
+        let cached = open(&root, &mut ValidationCache::at(cache_file.clone())).unwrap();
+        assert!(!full.from_cache && cached.from_cache);
+        assert_eq!(cached.fingerprint, full.fingerprint);
+        // Same bytes, new ctime: validated in full again. (File times tick at the kernel's
+        // clock granularity, a few milliseconds: wait for the next tick.)
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        let member = root.join("device_0/slice_00000.db");
+        fs::write(&member, fs::read(&member).unwrap()).unwrap();
+        let revalidated = open(&root, &mut ValidationCache::at(cache_file)).unwrap();
+        assert!(!revalidated.from_cache);
+    }
 }

@@ -101,6 +101,47 @@ impl DatasetPlan<'_> {
         }
     }
 
+    /// Writes every shard under `root` (creating the device directories), one after the
+    /// other, and returns each member's SHA-256 by file name — for tools and tests that need a
+    /// dataset on disk; the CLI writes the shards on all cores as it stages them.
+    pub fn write_shards(
+        &self,
+        root: &std::path::Path,
+        metadata: &Metadata,
+        layout: Layout,
+    ) -> Result<std::collections::HashMap<String, String>, WriteError> {
+        let backend = |e: &dyn std::fmt::Display| WriteError::Backend(e.to_string());
+        for p in &self.devices {
+            std::fs::create_dir(root.join(format!("device_{}", p.device)))
+                .map_err(|e| backend(&e))?;
+        }
+        let mut hashes = std::collections::HashMap::new();
+        for (device_plan, shard) in self.shards() {
+            let path = root.join(shard.file());
+            let conn = pt_snap_db::rusqlite::Connection::open(&path).map_err(|e| backend(&e))?;
+            write_shard(&conn, &self.source(device_plan, metadata), shard, layout)
+                .map_err(|e| backend(&e))?;
+            conn.close().map_err(|(_, e)| backend(&e))?;
+            let hash = crate::read::hash_file(&path).map_err(|e| backend(&e))?;
+            hashes.insert(shard.file(), hash);
+        }
+        Ok(hashes)
+    }
+
+    /// Writes the plan as a native dataset in the empty directory `root`: the checks, the
+    /// shards one after the other, the manifest last.
+    pub fn write_native(
+        &self,
+        root: &std::path::Path,
+        metadata: &Metadata,
+    ) -> Result<(), WriteError> {
+        self.check(Layout::Native)?;
+        let hashes = self.write_shards(root, metadata, Layout::Native)?;
+        let manifest = self.native_manifest(metadata, &|f: &str| hashes[f].clone());
+        std::fs::write(root.join("manifest.json"), manifest_json(&manifest))
+            .map_err(|e| WriteError::Backend(e.to_string()))
+    }
+
     /// Refuses what the reference refuses once the shards are staged: for a native dataset
     /// its validation of every shard (`event_values`: known actions, non-negative sizes and
     /// totals; `block_identity`), for an msinsight export the real ids `0..N−1` and the eight
@@ -301,19 +342,9 @@ impl DatasetPlan<'_> {
 /// `manifest.json` text as the reference writes it (`json.dump(…, indent=2)`): two-space
 /// indentation, ASCII only (other characters as `\uXXXX` escapes), no final newline.
 pub fn manifest_json<T: serde::Serialize>(manifest: &T) -> String {
-    let pretty = serde_json::to_string_pretty(manifest).expect("manifests serialise");
-    let mut out = String::with_capacity(pretty.len());
-    for c in pretty.chars() {
-        if c.is_ascii() {
-            out.push(c);
-        } else {
-            let mut units = [0u16; 2];
-            for unit in c.encode_utf16(&mut units) {
-                out.push_str(&format!("\\u{unit:04x}"));
-            }
-        }
-    }
-    out
+    pt_snap_contract::python::ensure_ascii(
+        &serde_json::to_string_pretty(manifest).expect("manifests serialise"),
+    )
 }
 
 /// Whether an action is one of the eight an msinsight export may hold.

@@ -94,17 +94,7 @@ pub fn event(p: &Params, t: &Target) -> Result<Sql, QueryError> {
     order_by(
         &mut q,
         p,
-        &[
-            "id",
-            "action",
-            "address",
-            "size",
-            "stream",
-            "allocated",
-            "active",
-            "reserved",
-            "callstack",
-        ],
+        &[&pt_snap_db::schema::TRACE_COLUMNS[..], &["callstack"]].concat(),
     );
     Ok(q)
 }

@@ -19,11 +19,12 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use pt_snap_contract::publish;
 use pt_snap_db::rusqlite::{Connection, OpenFlags};
 use serde::{Deserialize, Serialize};
 
-use super::sources::install_interrupt;
-use super::Budget;
+use crate::sources::install_interrupt;
+use crate::Budget;
 
 /// Version of the kept lifecycle database's layout; kept databases of another layout are
 /// rebuilt.
@@ -31,15 +32,7 @@ pub const LIFECYCLE_LAYOUT: u32 = 2;
 
 /// A shard's `block_<d>` columns, in table order. They are also `block`'s order keys: each
 /// has an index `lifecycle_by_<key>` on `(key, id)` (rowid last).
-pub const BLOCK_COLUMNS: [&str; 7] = [
-    "id",
-    "address",
-    "size",
-    "requestedSize",
-    "state",
-    "allocEventId",
-    "freeEventId",
-];
+pub use pt_snap_db::schema::BLOCK_COLUMNS;
 
 /// The columns of the reference's `lifecycles` CTE after the block's own, in its order.
 const LIFECYCLE_PROOF_COLUMNS: [&str; 7] = [
@@ -215,9 +208,7 @@ pub fn store_stack_groups(
     kept.shards.insert(shard, groups);
     let write = || -> std::io::Result<()> {
         std::fs::create_dir_all(dir)?;
-        let staged = path.with_extension(format!("json.tmp{}", std::process::id()));
-        std::fs::write(&staged, serde_json::to_vec(&kept)?)?;
-        std::fs::rename(&staged, &path)?;
+        publish::write_file(&path, &serde_json::to_vec(&kept)?, 0o666)?;
         prune(dir, ".stacks.json", 8);
         Ok(())
     };

@@ -4,12 +4,14 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
+use pt_snap_dataset::manifest::DeviceRecord;
+use pt_snap_dataset::read::Dataset;
 use pt_snap_db::rusqlite::{self, types::ValueRef, Connection, OpenFlags};
+use pt_snap_query::QueryError;
 use serde_json::{json, Map, Value};
 use sha2::{Digest, Sha256};
 
-use super::{Budget, Dataset, ReadError};
-use crate::manifest::DeviceRecord;
+use crate::Budget;
 
 pub type Row = Map<String, Value>;
 
@@ -57,14 +59,14 @@ pub struct Sources<'a> {
     events: HashMap<i64, EventSource>,
 }
 
-pub fn sql_failed(e: rusqlite::Error) -> ReadError {
+pub fn sql_failed(e: rusqlite::Error) -> QueryError {
     match &e {
         rusqlite::Error::SqliteFailure(f, _)
             if f.code == rusqlite::ErrorCode::OperationInterrupted =>
         {
-            ReadError::Timeout
+            QueryError::Timeout
         }
-        _ => ReadError::Failed(pt_snap_db::sqlite_message(&e)),
+        _ => QueryError::Failed(pt_snap_db::sqlite_message(&e)),
     }
 }
 
@@ -85,7 +87,7 @@ pub fn read_rows(
     budget: &mut Budget,
     sql: &str,
     params: &[rusqlite::types::Value],
-) -> Result<Vec<Row>, ReadError> {
+) -> Result<Vec<Row>, QueryError> {
     budget.check()?;
     let mut stmt = conn.prepare(sql).map_err(sql_failed)?;
     let names: Vec<String> = stmt.column_names().map(str::to_owned).collect();
@@ -114,13 +116,10 @@ pub fn read_rows(
 }
 
 pub fn sha_hex(s: &str) -> String {
-    Sha256::digest(s.as_bytes())
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    pt_snap_contract::python::hex(&Sha256::digest(s.as_bytes()))
 }
 
-pub fn open_member(ds: &Dataset, file: &str, budget: &Budget) -> Result<Connection, ReadError> {
+pub fn open_member(ds: &Dataset, file: &str, budget: &Budget) -> Result<Connection, QueryError> {
     let uri = format!(
         "file:{}?mode=ro{}",
         ds.root.join(file).display(),
@@ -134,7 +133,7 @@ pub fn open_member(ds: &Dataset, file: &str, budget: &Budget) -> Result<Connecti
         uri,
         OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_URI,
     )
-    .map_err(|e| ReadError::Schema(e.to_string()))?;
+    .map_err(|e| QueryError::SchemaInvalid(e.to_string()))?;
     install_interrupt(&mut conn, budget);
     Ok(conn)
 }
@@ -178,7 +177,7 @@ impl<'a> Sources<'a> {
         index: usize,
         sql: &str,
         params: &[rusqlite::types::Value],
-    ) -> Result<Vec<Row>, ReadError> {
+    ) -> Result<Vec<Row>, QueryError> {
         self.budget.check()?;
         if !self.conns.contains_key(&index) {
             let conn = open_member(self.ds, &self.device.slices[index].file, &self.budget)?;
@@ -191,7 +190,7 @@ impl<'a> Sources<'a> {
 
     /// Rows computed here that the reference fetches from shard SQL: counted as one read and
     /// charged 256 rows at a time, as its executor does.
-    pub fn charge(&mut self, rows: &[Row]) -> Result<(), ReadError> {
+    pub fn charge(&mut self, rows: &[Row]) -> Result<(), QueryError> {
         self.query_count += 1;
         for chunk in rows.chunks(SOURCE_BATCH) {
             self.budget.consume(chunk)?;
@@ -201,7 +200,7 @@ impl<'a> Sources<'a> {
 
     /// Shard `index`'s connection, for scans aggregated here rather than in SQL (not charged:
     /// callers charge what the reference would have fetched).
-    pub fn conn(&mut self, index: usize) -> Result<&Connection, ReadError> {
+    pub fn conn(&mut self, index: usize) -> Result<&Connection, QueryError> {
         self.budget.check()?;
         if !self.conns.contains_key(&index) {
             let conn = open_member(self.ds, &self.device.slices[index].file, &self.budget)?;
@@ -225,15 +224,15 @@ impl<'a> Sources<'a> {
 
     /// The owner shard of a point-in-time event, which must be a real event (and in the
     /// `--slice` shard when one is given).
-    pub fn target(&mut self, id: i64, slice: Option<usize>) -> Result<usize, ReadError> {
+    pub fn target(&mut self, id: i64, slice: Option<usize>) -> Result<usize, QueryError> {
         let item = self.owner(id).filter(|i| slice.is_none_or(|s| s == *i));
         let Some(item) = item else {
-            return Err(ReadError::InvalidParameter(
+            return Err(QueryError::OutOfScope(
                 "Event ID must be a real ID within the selected scope.".into(),
             ));
         };
         if !self.events([id])?.contains_key(&id) {
-            return Err(ReadError::InvalidParameter(format!(
+            return Err(QueryError::OutOfScope(format!(
                 "No real event at ID {id}; sparse gaps are not events."
             )));
         }
@@ -244,7 +243,7 @@ impl<'a> Sources<'a> {
     pub fn events(
         &mut self,
         ids: impl IntoIterator<Item = i64>,
-    ) -> Result<HashMap<i64, EventSource>, ReadError> {
+    ) -> Result<HashMap<i64, EventSource>, QueryError> {
         let mut grouped: BTreeMap<usize, Vec<i64>> = BTreeMap::new();
         let mut result = HashMap::new();
         let wanted: BTreeSet<i64> = ids.into_iter().collect();
@@ -289,13 +288,13 @@ impl<'a> Sources<'a> {
         &mut self,
         index: usize,
         rows: Vec<Row>,
-    ) -> Result<HashMap<i64, EventSource>, ReadError> {
+    ) -> Result<HashMap<i64, EventSource>, QueryError> {
         let mut out = HashMap::new();
         for mut row in rows {
             self.budget.check()?;
             let id = row.get("id").and_then(Value::as_i64).unwrap_or(-1);
             if self.owner(id) != Some(index) {
-                return Err(ReadError::Failed(
+                return Err(QueryError::Failed(
                     "Source event does not belong to the selected shard.".into(),
                 ));
             }

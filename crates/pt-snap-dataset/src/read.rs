@@ -1,51 +1,16 @@
-//! Reading datasets (spec §10.4, §6.6): validation ([`Dataset::open`]), the `overview`
-//! object, metadata, and dataset-global queries ([`run`]) for the 11 templates the reference
-//! supports, merging the shards of one device.
-//!
-//! Queries follow the reference's plan shard by shard (the same reads, in the same order),
-//! because its work budget counts every fetched row and the serialised size of its values:
-//! mirroring the plan is what makes `--max-work-rows`/`--max-work-bytes` fail at the same
-//! point with the same `consumed_*` figures.
+//! Reading datasets (spec §10.4, §11): validation ([`Dataset::open`], with a verified
+//! fingerprint cache), the `overview` object and the import metadata. Queries on a validated
+//! dataset are `pt-snap-dataset-query`'s.
 
-mod budget;
-mod derived;
-mod query;
-mod sources;
 mod validate;
 
+use pt_snap_query::{ImportMetadata, MetadataStatus};
 use serde_json::{json, Map, Value};
 
-pub use budget::{py_json_len, Budget};
-pub use query::{run, run_charged, DatasetOutcome, DatasetRequest};
+pub(crate) use validate::hash_file;
 pub use validate::{is_dataset_path, Dataset, ValidationCache};
 
 use crate::manifest::Manifest;
-
-/// Why a dataset could not be read or queried; the variants map to the reference's codes.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-pub enum ReadError {
-    /// `DATABASE_SCHEMA_INVALID`: not a valid dataset.
-    #[error("{0}")]
-    Schema(String),
-    /// `INVALID_PARAMETER` with the reference's generic hint (its `InvalidParameterError`).
-    #[error("{0}")]
-    InvalidParameter(String),
-    /// `INVALID_PARAMETER` from template parameter validation (its `TemplateRenderError`).
-    #[error("{0}")]
-    Render(String),
-    /// `DEVICE_NOT_FOUND`.
-    #[error("{0}")]
-    DeviceNotFound(String),
-    /// `TEMPLATE_NOT_FOUND`.
-    #[error("Template '{0}' not found")]
-    TemplateNotFound(String),
-    /// `QUERY_FAILED`: unsupported template, budget exceeded, SQLite failure.
-    #[error("{0}")]
-    Failed(String),
-    /// `QUERY_TIMEOUT`.
-    #[error("Query timed out")]
-    Timeout,
-}
 
 /// The template → dataset semantics table (Appendix B), in the reference's order.
 pub const SUPPORTED: [(&str, &str); 11] = [
@@ -144,28 +109,29 @@ impl Dataset {
         v
     }
 
-    /// `(status, reason, metadata)` as `metadata`/`overview` report them: the native
-    /// manifest's metadata; a compatibility manifest's `ptSnap` attestation, checked against
-    /// the members (missing → `unavailable`, inconsistent → `invalid`).
-    pub fn metadata_status(
-        &self,
-    ) -> (
-        &'static str,
-        Option<&'static str>,
-        Option<pt_snap_db::Metadata>,
-    ) {
-        match &self.manifest.manifest {
+    /// The import metadata as `metadata`/`overview` report it: the native manifest's
+    /// metadata; a compatibility manifest's `ptSnap` attestation, checked against the members
+    /// (missing → `unavailable`, inconsistent → `invalid`).
+    pub fn import_metadata(&self) -> ImportMetadata {
+        use MetadataStatus::{Available, Invalid, Unavailable};
+        let (status, reason, metadata) = match &self.manifest.manifest {
             Manifest::Native(m) => match m.metadata.validate() {
-                Ok(meta) => ("available", None, Some(meta)),
-                Err(_) => ("invalid", Some("metadata_invalid"), None),
+                Ok(meta) => (Available, None, Some(meta)),
+                Err(_) => (Invalid, Some("metadata_invalid"), None),
             },
             Manifest::Compatibility(c) => match c.extension() {
-                None => ("unavailable", Some("metadata_missing"), None),
+                None => (Unavailable, Some("metadata_missing"), None),
                 Some(ext) => match ext.ok().and_then(|e| self.owned_compatibility(c, &e)) {
-                    Some(meta) => ("available", None, Some(meta)),
-                    None => ("invalid", Some("metadata_invalid"), None),
+                    Some(meta) => (Available, None, Some(meta)),
+                    None => (Invalid, Some("metadata_invalid"), None),
                 },
             },
+        };
+        ImportMetadata {
+            status,
+            reason,
+            metadata,
+            lenient_replay_issues: None,
         }
     }
 
