@@ -48,25 +48,29 @@ impl Engine {
         image: impl std::io::Read,
         len: usize,
         origin: Origin,
-    ) -> Result<Self, Failure> {
+    ) -> Result<Self, EngineError> {
         let analyzer = Analyzer::from_reader(image, len).map_err(schema_invalid)?;
         Self::new(analyzer, origin)
     }
 
     /// Takes over a connection (a database just imported, or one opened from storage) and
     /// makes it read-only: the page's SQL console runs the user's statements on it.
-    pub fn from_connection(conn: Connection, origin: Origin) -> Result<Self, Failure> {
+    pub fn from_connection(conn: Connection, origin: Origin) -> Result<Self, EngineError> {
         conn.execute_batch("PRAGMA query_only = 1; PRAGMA trusted_schema = 0")
-            .map_err(|e| Failure::new("DATABASE_SCHEMA_INVALID", pt_snap_db::sqlite_message(&e)))?;
+            .map_err(|e| {
+                EngineError::new("DATABASE_SCHEMA_INVALID", pt_snap_db::sqlite_message(&e))
+            })?;
         let db = SnapshotDb::from_connection(conn).map_err(schema_invalid)?;
         Self::new(Analyzer::new(db).map_err(schema_invalid)?, origin)
     }
 
-    fn new(analyzer: Analyzer, origin: Origin) -> Result<Self, Failure> {
+    fn new(analyzer: Analyzer, origin: Origin) -> Result<Self, EngineError> {
         let db = analyzer.db();
         let bounds = db
             .bounds()
-            .map_err(|e| Failure::new("DATABASE_SCHEMA_INVALID", pt_snap_db::sqlite_message(&e)))?
+            .map_err(|e| {
+                EngineError::new("DATABASE_SCHEMA_INVALID", pt_snap_db::sqlite_message(&e))
+            })?
             .into_iter()
             .map(|b| (b.device, b.events))
             .collect();
@@ -80,7 +84,7 @@ impl Engine {
         };
         let lenient_issues = db
             .lenient_replay_issues()
-            .map_err(|e| Failure::new("QUERY_FAILED", pt_snap_db::sqlite_message(&e)))?;
+            .map_err(|e| EngineError::new("QUERY_FAILED", pt_snap_db::sqlite_message(&e)))?;
         let overview = Overview {
             name: origin.name,
             imported: origin.imported,
@@ -101,10 +105,10 @@ impl Engine {
     }
 
     /// Hands `f` the database's image, for "Download .db" of an in-memory database.
-    pub fn with_image<T>(&mut self, f: impl FnOnce(&[u8]) -> T) -> Result<T, Failure> {
+    pub fn with_image<T>(&mut self, f: impl FnOnce(&[u8]) -> T) -> Result<T, EngineError> {
         self.analyzer
             .with_image(f)
-            .map_err(|e| Failure::new("QUERY_FAILED", pt_snap_db::sqlite_message(&e)))
+            .map_err(|e| EngineError::new("QUERY_FAILED", pt_snap_db::sqlite_message(&e)))
     }
 
     /// Answers one question. `interrupt` is polled while SQLite works and says why to stop;
@@ -114,7 +118,7 @@ impl Engine {
         query: &Query,
         interrupt: impl Fn() -> Option<Stop> + Send + Sync + 'static,
         budget_s: f64,
-    ) -> Result<Answer, Failure> {
+    ) -> Result<Answer, EngineError> {
         let stop = std::sync::Arc::new(std::sync::Mutex::new(None));
         let seen = std::sync::Arc::clone(&stop);
         let poll: Interrupt = std::sync::Arc::new(move || match interrupt() {
@@ -129,13 +133,13 @@ impl Engine {
         self.analyzer.set_interrupt(None);
         let stopped = *stop.lock().unwrap_or_else(|p| p.into_inner());
         answer.map_err(|e| match (stopped, e) {
-            (Some(Stop::Superseded), _) => Failure::cancelled(),
+            (Some(Stop::Superseded), _) => EngineError::cancelled(),
             (Some(Stop::Deadline), _) | (None, Refusal::Query(QueryError::Timeout)) => {
-                Failure::new("QUERY_TIMEOUT", QueryError::timeout_message(budget_s))
+                EngineError::new("QUERY_TIMEOUT", QueryError::timeout_message(budget_s))
             }
-            (None, Refusal::Query(e)) => Failure::new(e.code(), e.to_string()),
+            (None, Refusal::Query(e)) => EngineError::new(e.code(), e.to_string()),
             (None, Refusal::Sqlite(e)) => {
-                Failure::new("QUERY_FAILED", pt_snap_db::sqlite_message(&e))
+                EngineError::new("QUERY_FAILED", pt_snap_db::sqlite_message(&e))
             }
             (None, Refusal::Other(f)) => f,
         })
@@ -320,7 +324,7 @@ impl Engine {
         let mut stmt = conn.prepare(sql)?;
         // The connection is query_only already; refusing here gives a clearer message.
         if !stmt.readonly() {
-            return Err(Refusal::Other(Failure::new(
+            return Err(Refusal::Other(EngineError::new(
                 "QUERY_FAILED",
                 "Only read-only statements run here (SELECT, WITH, read-only PRAGMA).",
             )));
@@ -387,7 +391,7 @@ pub fn contract_notes(template: &str) -> (String, Vec<String>) {
 enum Refusal {
     Query(QueryError),
     Sqlite(rusqlite::Error),
-    Other(Failure),
+    Other(EngineError),
 }
 
 impl From<QueryError> for Refusal {
@@ -402,8 +406,8 @@ impl From<rusqlite::Error> for Refusal {
     }
 }
 
-fn schema_invalid(e: pt_snap_db::OpenError) -> Failure {
-    Failure::new("DATABASE_SCHEMA_INVALID", e.to_string())
+fn schema_invalid(e: pt_snap_db::OpenError) -> EngineError {
+    EngineError::new("DATABASE_SCHEMA_INVALID", e.to_string())
 }
 
 fn metadata_rows(m: &pt_snap_db::Metadata) -> Vec<(String, String)> {

@@ -12,14 +12,14 @@ use serde_json::{Map, Value as Json};
 
 /// A failure shown to people: the CLI's error code and message.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Failure {
+pub struct EngineError {
     pub code: String,
     pub message: String,
 }
 
-impl Failure {
+impl EngineError {
     pub fn new(code: &str, message: impl Into<String>) -> Self {
-        Failure {
+        EngineError {
             code: code.to_owned(),
             message: message.into(),
         }
@@ -27,12 +27,12 @@ impl Failure {
 
     /// The answer to a question a newer one replaced; the page drops it unseen.
     pub fn cancelled() -> Self {
-        Failure::new(CANCELLED, "Superseded by a newer question.")
+        EngineError::new(CANCELLED, "Superseded by a newer question.")
     }
 
     /// What a view shows for a question the person stopped (Esc).
     pub fn stopped() -> Self {
-        Failure::new(
+        EngineError::new(
             CANCELLED,
             "Stopped (Esc). Change a setting or run it again to ask again.",
         )
@@ -40,7 +40,7 @@ impl Failure {
 
     /// What a question still waiting gets when another file takes the screen.
     pub fn replaced() -> Self {
-        Failure::new(CANCELLED, "Another file was opened; ask again.")
+        EngineError::new(CANCELLED, "Another file was opened; ask again.")
     }
 
     pub fn is_cancelled(&self) -> bool {
@@ -51,9 +51,9 @@ impl Failure {
 /// Not one of the CLI's codes: the CLI has no way to stop a question but its deadline.
 const CANCELLED: &str = "QUERY_CANCELLED";
 
-impl From<pt_snap_import::Failure> for Failure {
-    fn from(f: pt_snap_import::Failure) -> Self {
-        Failure::new(f.code, f.message)
+impl From<pt_snap_import::ImportFailure> for EngineError {
+    fn from(f: pt_snap_import::ImportFailure) -> Self {
+        EngineError::new(f.code, f.message)
     }
 }
 
@@ -316,13 +316,13 @@ pub enum FromWorker {
         warnings: Vec<String>,
     },
     /// The import or open failed; the worker holds nothing.
-    Failed(Failure),
+    Failed(EngineError),
     Answer {
         id: u64,
-        answer: Result<Answer, Failure>,
+        answer: Result<Answer, EngineError>,
     },
     /// The attached `Blob` is the database (or why there is none).
-    Download(Result<String, Failure>),
+    Download(Result<String, EngineError>),
 }
 
 /// A message as JSON text.
@@ -332,9 +332,9 @@ pub fn encode<T: Serialize>(message: &T) -> String {
 }
 
 /// A message from JSON text; `INTERNAL_ERROR` when the other side speaks another version.
-pub fn decode<'a, T: Deserialize<'a>>(text: &'a str) -> Result<T, Failure> {
+pub fn decode<'a, T: Deserialize<'a>>(text: &'a str) -> Result<T, EngineError> {
     serde_json::from_str(text).map_err(|e| {
-        Failure::new(
+        EngineError::new(
             "INTERNAL_ERROR",
             format!("The page and its worker disagree on a message ({e}); reload the page."),
         )

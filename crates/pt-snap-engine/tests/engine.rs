@@ -303,14 +303,14 @@ fn messages_survive_their_trip_as_text_with_every_integer_exact() {
         },
         FromWorker::Answer {
             id: 8,
-            answer: Err(Failure::cancelled()),
+            answer: Err(EngineError::cancelled()),
         },
         FromWorker::Progress(Progress::Decoding {
             bytes: 1.0,
             total: 2.0,
             events: 3,
         }),
-        FromWorker::Failed(Failure::new("SNAPSHOT_INVALID", "x")),
+        FromWorker::Failed(EngineError::new("SNAPSHOT_INVALID", "x")),
         FromWorker::Ready,
         FromWorker::Stored {
             sha256: "cd".repeat(32),

@@ -18,9 +18,6 @@ pub struct ImportFailure {
     pub hint: &'static str,
 }
 
-/// The name the browser app knows it by.
-pub type Failure = ImportFailure;
-
 impl ImportFailure {
     fn new(code: ErrorCode, message: String) -> Self {
         ImportFailure {

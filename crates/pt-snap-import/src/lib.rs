@@ -21,7 +21,7 @@ use pt_snap_replay::{BlockRow, Issue, ReplayError, RowSink, TraceRow};
 pub use pt_snap_replay::Mode as ReplayMode;
 use rusqlite::Connection;
 
-pub use failure::{Failure, ImportFailure};
+pub use failure::ImportFailure;
 pub use hash::sha256_hex;
 
 /// The name we write into `pt_snap_metadata.importer_name`.

@@ -14,7 +14,7 @@ use crate::lists;
 use crate::loader;
 use crate::opened::Opened;
 use crate::views;
-use pt_snap_engine::{Failure, Progress};
+use pt_snap_engine::{EngineError, Progress};
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum Status {
@@ -26,7 +26,7 @@ pub enum Status {
         progress: Option<Progress>,
         total: f64,
     },
-    Failed(Failure),
+    Failed(EngineError),
 }
 
 #[derive(Clone, Copy)]
@@ -434,7 +434,7 @@ fn CachedFiles() -> impl IntoView {
     let remove = move |sha256: String| {
         leptos::task::spawn_local(async move {
             if let Err(e) = pt_snap_opfs::remove(&sha256).await {
-                state.status.set(Status::Failed(Failure::new(
+                state.status.set(Status::Failed(EngineError::new(
                     "INTERNAL_ERROR",
                     format!("Could not remove the cached database: {e}"),
                 )));

@@ -20,7 +20,7 @@ use std::collections::VecDeque;
 
 use js_sys::{Int32Array, Object, Reflect, SharedArrayBuffer};
 use leptos::prelude::*;
-use pt_snap_engine::{Answer, Failure, FromWorker, Query, ToWorker};
+use pt_snap_engine::{Answer, EngineError, FromWorker, Query, ToWorker};
 use wasm_bindgen::prelude::*;
 use web_sys::{File, MessageEvent, Worker};
 
@@ -31,7 +31,7 @@ const WORKER_SCRIPT: &str = "./pt-snap-worker_loader.js";
 pub type Listener = std::rc::Rc<dyn Fn(FromWorker, JsValue)>;
 
 /// Where a question's answer goes.
-type Done = Box<dyn FnOnce(Result<Answer, Failure>)>;
+type Done = Box<dyn FnOnce(Result<Answer, EngineError>)>;
 
 struct Asked {
     id: u64,
@@ -125,7 +125,7 @@ pub enum Job {
 
 /// Opens `job` in a worker of its own (ending any other file being opened, not the one on
 /// screen); `listener` gets every message of it except answers.
-pub fn open(job: Job, listener: Listener) -> Result<(), Failure> {
+pub fn open(job: Job, listener: Listener) -> Result<(), EngineError> {
     open_worker(job, Vec::new(), listener, false)
 }
 
@@ -134,14 +134,14 @@ fn open_worker(
     warnings: Vec<String>,
     listener: Listener,
     handover: bool,
-) -> Result<(), Failure> {
+) -> Result<(), EngineError> {
     cancel_open();
     let serial = next_id();
     let (worker, started) = match SPARE.with(|s| s.borrow_mut().take()) {
         Some(spare) => (spare.worker, spare.started.get()),
         None => (
             Worker::new(WORKER_SCRIPT).map_err(|e| {
-                Failure::new(
+                EngineError::new(
                     "INTERNAL_ERROR",
                     format!("The worker could not start: {e:?}"),
                 )
@@ -166,7 +166,7 @@ fn open_worker(
     let on_error =
         Closure::<dyn FnMut(web_sys::ErrorEvent)>::new(move |ev: web_sys::ErrorEvent| {
             ev.prevent_default();
-            let failure = Failure::from(pt_snap_import::Failure::backend(format!(
+            let failure = EngineError::from(pt_snap_import::ImportFailure::backend(format!(
                 "the worker stopped ({}); the file may be too large for this browser tab",
                 ev.message()
             )));
@@ -281,7 +281,7 @@ fn promote() {
         incoming.queue.extend(waiting);
     } else {
         for asked in waiting {
-            (asked.done)(Err(Failure::replaced()));
+            (asked.done)(Err(EngineError::replaced()));
         }
     }
     SHOWN.with(|c| *c.borrow_mut() = Some(incoming));
@@ -433,7 +433,7 @@ impl Asker {
         self,
         query: Query,
         budget_s: f64,
-        done: impl FnOnce(Result<Answer, Failure>) + 'static,
+        done: impl FnOnce(Result<Answer, EngineError>) + 'static,
     ) {
         self.cancel();
         let id = next_id();
@@ -493,7 +493,7 @@ pub fn cancel_all() {
         dropped
     });
     for done in dropped {
-        done(Err(Failure::stopped()));
+        done(Err(EngineError::stopped()));
     }
 }
 
@@ -510,7 +510,7 @@ pub fn request_download() {
 }
 
 /// A question's state as a view shows it: `None` while it is being answered.
-pub type Reply<T> = Option<Result<T, Failure>>;
+pub type Reply<T> = Option<Result<T, EngineError>>;
 
 /// Asks `query()` again whenever what it reads changes (a `None` query asks nothing) and
 /// keeps the latest answer, turned into `T` by `pick`.
@@ -528,7 +528,7 @@ pub fn watch<T: Send + Sync + Clone + 'static>(
             asker.ask(q, budget_s.get_untracked(), move |answer| {
                 out.set(Some(answer.and_then(|a| {
                     pick(a).ok_or_else(|| {
-                        Failure::new("INTERNAL_ERROR", "The worker answered another question.")
+                        EngineError::new("INTERNAL_ERROR", "The worker answered another question.")
                     })
                 })));
             });

@@ -5,7 +5,7 @@ use std::cell::RefCell;
 
 use leptos::html;
 use leptos::prelude::*;
-use pt_snap_engine::{Answer, Failure, Metric, PeakReport, Peaks, Query, Table};
+use pt_snap_engine::{Answer, EngineError, Metric, PeakReport, Peaks, Query, Table};
 use serde_json::{Map, Value as Json};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
@@ -25,7 +25,7 @@ extern "C" {
     ) -> Result<JsValue, JsValue>;
 }
 
-pub(crate) fn error_box(f: &Failure) -> AnyView {
+pub(crate) fn error_box(f: &EngineError) -> AnyView {
     view! {
         <div class="status error inline" role="alert" data-testid="view-error">
             <code>{f.code.clone()}</code><span>{f.message.clone()}</span>
@@ -352,7 +352,7 @@ pub fn TreeView() -> impl IntoView {
             _ => None,
         },
     );
-    let failure = RwSignal::new(None::<Failure>);
+    let failure = RwSignal::new(None::<EngineError>);
     Effect::new(move |_| {
         let answer = tree.get();
         let Some(el) = container.get() else { return };
@@ -368,7 +368,7 @@ pub fn TreeView() -> impl IntoView {
                 match flamegraph_render(el, &data, &options) {
                     Ok(view) => FLAMEGRAPH.with(|f| *f.borrow_mut() = Some(view)),
                     Err(err) => {
-                        failure.set(Some(Failure::new("INTERNAL_ERROR", format!("{err:?}"))))
+                        failure.set(Some(EngineError::new("INTERNAL_ERROR", format!("{err:?}"))))
                     }
                 }
             }
@@ -421,7 +421,10 @@ pub fn TemplatesView() -> impl IntoView {
         let mut out = Map::new();
         let Some(c) = pt_snap_query::registry::find(&chosen.get_untracked()).map(|t| &t.contract)
         else {
-            return Err(Failure::new("TEMPLATE_NOT_FOUND", "No template chosen."));
+            return Err(EngineError::new(
+                "TEMPLATE_NOT_FOUND",
+                "No template chosen.",
+            ));
         };
         let raw = values.get_untracked();
         for (name, p) in &c.parameters {
@@ -441,7 +444,7 @@ pub fn TemplatesView() -> impl IntoView {
                 pt_snap_query::ParamType::Str => Ok(Json::from(text)),
             }
             .map_err(|_| {
-                Failure::new(
+                EngineError::new(
                     "INVALID_PARAMETER",
                     format!("{name} must be {}", p.kind.name()),
                 )
@@ -468,7 +471,7 @@ pub fn TemplatesView() -> impl IntoView {
                 asker.ask(query, state.budget_s.get_untracked(), move |answer| {
                     result.set(Some(Some(answer.and_then(|a| match a {
                         Answer::Table(t) => Ok(t),
-                        _ => Err(Failure::new(
+                        _ => Err(EngineError::new(
                             "INTERNAL_ERROR",
                             "The worker answered another question.",
                         )),
@@ -664,7 +667,7 @@ pub fn SqlView() -> impl IntoView {
         asker.ask(query, state.budget_s.get_untracked(), move |answer| {
             result.set(Some(Some(answer.and_then(|a| match a {
                 Answer::Table(t) => Ok(t),
-                _ => Err(Failure::new(
+                _ => Err(EngineError::new(
                     "INTERNAL_ERROR",
                     "The worker answered another question.",
                 )),

@@ -33,7 +33,7 @@ mod imp {
     use pt_snap_engine::preview::device_preview;
     use pt_snap_engine::protocol::{decode, encode};
     use pt_snap_engine::{
-        Engine, Failure, FromWorker, Origin, Preview, Progress, Stop, Storage, ToWorker,
+        Engine, EngineError, FromWorker, Origin, Preview, Progress, Stop, Storage, ToWorker,
     };
     use pt_snap_import::{ImportRequest, ReplayMode, Stage};
     use pt_snap_opfs::{Entry, Pool};
@@ -109,7 +109,10 @@ mod imp {
                 }) => {
                     let answer = ENGINE.with(|e| match e.borrow().as_ref() {
                         Some(engine) => engine.answer(&query, interrupt(budget_s), budget_s),
-                        None => Err(Failure::new("DATABASE_NOT_OPEN", "No database is open.")),
+                        None => Err(EngineError::new(
+                            "DATABASE_NOT_OPEN",
+                            "No database is open.",
+                        )),
                     });
                     post(&FromWorker::Answer { id, answer });
                 }
@@ -137,10 +140,10 @@ mod imp {
     fn with_file<F, Fut>(file: Option<File>, job: F)
     where
         F: FnOnce(File) -> Fut + 'static,
-        Fut: std::future::Future<Output = Result<Outcome, Failure>> + 'static,
+        Fut: std::future::Future<Output = Result<Outcome, EngineError>> + 'static,
     {
         let Some(file) = file else {
-            post(&FromWorker::Failed(Failure::new(
+            post(&FromWorker::Failed(EngineError::new(
                 "INTERNAL_ERROR",
                 "The worker was sent no file.",
             )));
@@ -149,7 +152,7 @@ mod imp {
         wasm_bindgen_futures::spawn_local(async move { finish(job(file).await) });
     }
 
-    fn finish(outcome: Result<Outcome, Failure>) {
+    fn finish(outcome: Result<Outcome, EngineError>) {
         match outcome {
             Ok(Outcome::Open(engine)) => {
                 let overview = engine.overview().clone();
@@ -168,7 +171,7 @@ mod imp {
         sha256: &str,
         warnings: Vec<String>,
         cache_hit: bool,
-    ) -> Result<Engine, Failure> {
+    ) -> Result<Engine, EngineError> {
         let entry = pt_snap_opfs::find(sha256)
             .await
             .map_err(storage)?
@@ -195,7 +198,7 @@ mod imp {
     }
 
     /// The browser's storage failed: the import's code, and what went wrong.
-    fn storage(e: impl std::fmt::Display) -> Failure {
+    fn storage(e: impl std::fmt::Display) -> EngineError {
         backend(format!("the browser's file storage (OPFS): {e}"))
     }
 
@@ -219,7 +222,7 @@ mod imp {
         }
     }
 
-    fn open_db(file: &File) -> Result<Engine, Failure> {
+    fn open_db(file: &File) -> Result<Engine, EngineError> {
         let len = file.size() as usize;
         let reader = FileChunks::new(file.clone(), false)?;
         Engine::from_image(
@@ -236,7 +239,11 @@ mod imp {
         )
     }
 
-    async fn import(file: &File, replay: ReplayMode, buckets: usize) -> Result<Outcome, Failure> {
+    async fn import(
+        file: &File,
+        replay: ReplayMode,
+        buckets: usize,
+    ) -> Result<Outcome, EngineError> {
         let total = file.size();
         let mut opfs = pt_snap_opfs::available().await;
         // A cached import of a file this size: hash first, and reopen it if it is this one.
@@ -395,7 +402,7 @@ mod imp {
     }
 
     /// The file's SHA-256, by the helper worker where it can, else here.
-    async fn sha256_of(file: &File) -> Result<String, Failure> {
+    async fn sha256_of(file: &File) -> Result<String, EngineError> {
         let scope: DedicatedWorkerGlobalScope = js_sys::global().unchecked_into();
         if let Some(digest) = hash_beside(&scope, file) {
             if let Ok(hex) = JsFuture::from(digest).await.map(|r| get(&r, "hex")) {
@@ -416,7 +423,7 @@ mod imp {
                 .map(|e| format!("{}.db", e.overview().name))
         });
         let Some(name) = name else {
-            post(&FromWorker::Download(Err(Failure::new(
+            post(&FromWorker::Download(Err(EngineError::new(
                 "DATABASE_NOT_OPEN",
                 "No database is open.",
             ))));
@@ -444,9 +451,12 @@ mod imp {
                 let opts = web_sys::BlobPropertyBag::new();
                 opts.set_type("application/vnd.sqlite3");
                 web_sys::Blob::new_with_u8_array_sequence_and_options(&parts, &opts)
-                    .map_err(|e| Failure::new("INTERNAL_ERROR", format!("{e:?}")))
+                    .map_err(|e| EngineError::new("INTERNAL_ERROR", format!("{e:?}")))
             }),
-            None => Err(Failure::new("DATABASE_NOT_OPEN", "No database is open.")),
+            None => Err(EngineError::new(
+                "DATABASE_NOT_OPEN",
+                "No database is open.",
+            )),
         });
         match blob.and_then(|b| b) {
             Ok(blob) => post_with(&FromWorker::Download(Ok(name)), "blob", &blob),
@@ -457,7 +467,7 @@ mod imp {
     /// The rest of the file through the reader's hasher: the digest covers the whole file as
     /// given, as the CLI's does: compressed bytes for a compressed file, and even bytes after
     /// the pickle's STOP.
-    fn hash_here(mut reader: FileChunks) -> Result<String, Failure> {
+    fn hash_here(mut reader: FileChunks) -> Result<String, EngineError> {
         io::copy(&mut reader, &mut io::sink()).map_err(backend)?;
         let hasher = reader.hasher.take().unwrap_or_default();
         Ok(format!("{:x}", hasher.finalize()))
@@ -497,12 +507,12 @@ mod imp {
     }
 
     /// The CLI's code and message for an import failure (the one shared mapping).
-    fn failed(f: impl Into<pt_snap_import::Failure>) -> Failure {
-        Failure::from(f.into())
+    fn failed(f: impl Into<pt_snap_import::ImportFailure>) -> EngineError {
+        EngineError::from(f.into())
     }
 
-    fn backend(e: impl std::fmt::Display) -> Failure {
-        failed(pt_snap_import::Failure::backend(e))
+    fn backend(e: impl std::fmt::Display) -> EngineError {
+        failed(pt_snap_import::ImportFailure::backend(e))
     }
 
     /// `2026-12-02T13:21:45.664000+00:00`, the metadata's spelling (JS clocks stop at ms).
@@ -526,7 +536,7 @@ mod imp {
     }
 
     impl FileChunks {
-        fn new(file: File, hash: bool) -> Result<Self, Failure> {
+        fn new(file: File, hash: bool) -> Result<Self, EngineError> {
             let reader = FileReaderSync::new().map_err(|e| backend(format!("{e:?}")))?;
             Ok(FileChunks {
                 size: file.size(),

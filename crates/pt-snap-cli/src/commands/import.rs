@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use pt_snap_contract::envelope;
 use pt_snap_contract::publish::{self, Existing};
 use pt_snap_db::{Metadata, SnapshotDb, IMPORT_FORMAT_VERSION};
-use pt_snap_import::{Failure, ImportRequest, ReplayMode};
+use pt_snap_import::{ImportFailure, ImportRequest, ReplayMode};
 use pt_snap_model::decode::{describe_start, Detected, HEAD_LEN};
 use serde_json::{json, Value};
 
@@ -173,13 +173,13 @@ fn check_source(path: &Path) -> CliResult<PathBuf> {
     let mut head = Vec::with_capacity(HEAD_LEN);
     File::open(path)
         .and_then(|f| f.take(HEAD_LEN as u64).read_to_end(&mut head))
-        .map_err(|e| CliError::from(Failure::backend(e)))?;
+        .map_err(|e| CliError::from(ImportFailure::backend(e)))?;
     let suffix = path
         .extension()
         .map(|e| format!(".{}", e.to_string_lossy()))
         .unwrap_or_default();
-    if !Detected::of(&head).is_certain() && !Failure::suffix_accepted(&suffix) {
-        let mut failure = Failure::bad_suffix(&suffix);
+    if !Detected::of(&head).is_certain() && !ImportFailure::suffix_accepted(&suffix) {
+        let mut failure = ImportFailure::bad_suffix(&suffix);
         failure.message = format!(
             "{} (and the content is no snapshot either: {})",
             failure.message,
@@ -204,7 +204,7 @@ fn hash_in_background(path: &Path) -> impl FnOnce() -> CliResult<String> + 'stat
 fn hash_file(path: &Path) -> CliResult<String> {
     File::open(path)
         .and_then(pt_snap_import::sha256_hex)
-        .map_err(|e| Failure::backend(e).into())
+        .map_err(|e| ImportFailure::backend(e).into())
 }
 
 /// The reference's reuse rule (§5.2) for an existing target without `--force`: the
@@ -329,13 +329,13 @@ fn build_and_publish(
         .tempfile_in(dir)
         .map_err(cannot_create)?;
     // The file is removed on any early return: `tmp` deletes it when dropped.
-    let file = File::open(source).map_err(|e| CliError::from(Failure::backend(e)))?;
+    let file = File::open(source).map_err(|e| CliError::from(ImportFailure::backend(e)))?;
     let size = file.metadata().map(|m| m.len()).unwrap_or(0);
     let mut progress = ImportProgress::new(size, !json);
     let snapshot = pt_snap_model::decode(BufReader::with_capacity(1 << 20, file), &mut |p| {
         progress.decoding(p)
     })
-    .map_err(|e| CliError::from(Failure::from(e)))?;
+    .map_err(|e| CliError::from(ImportFailure::from(e)))?;
     // Hashing the source again now proves that the bytes decoded are the bytes first hashed;
     // it runs on the second core while SQLite works.
     let rehashed = hash_in_background(source);
@@ -352,7 +352,7 @@ fn build_and_publish(
         let summary = pt_snap_import::import_snapshot(&snapshot, &conn, &request, &mut |s| {
             progress.update(s)
         })
-        .map_err(|e| CliError::from(Failure::from(e)))?;
+        .map_err(|e| CliError::from(ImportFailure::from(e)))?;
         conn.close().map_err(|(_, e)| CliError::from(e))?;
         summary
     };
