@@ -515,13 +515,13 @@ mod imp {
         failed(pt_snap_import::ImportFailure::backend(e))
     }
 
-    /// `2026-12-02T13:21:45.664000+00:00`, the metadata's spelling (JS clocks stop at ms).
+    /// Now, in the metadata's spelling (the contract's; JS clocks stop at milliseconds).
     fn now_utc_iso() -> String {
-        let iso: String = js_sys::Date::new_0().to_iso_string().into();
-        match iso.strip_suffix('Z') {
-            Some(head) => format!("{head}000+00:00"),
-            None => iso,
-        }
+        let ms = js_sys::Date::now() as i64;
+        pt_snap_contract::python::isoformat_utc(
+            ms.div_euclid(1000),
+            (ms.rem_euclid(1000) * 1000) as u32,
+        )
     }
 
     /// The File as a `Read`, one slice at a time, hashing what passes through if asked to.
