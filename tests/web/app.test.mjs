@@ -544,6 +544,17 @@ await check('the same file dropped again reopens its database from the OPFS cach
   console.log(`     big.pickle dropped again: from the cache in ${Date.now() - t0} ms`);
   await peaksAre(page, read('expected-big-peak.json').rows[0], 'cached big.pickle');
   eq(await page.textContent('.opened strong'), 'big.pickle', 'open file');
+  // Dropped once more while it is on screen: recognised by its SHA-256, nothing reopened.
+  const workers = page.workers().length;
+  const t1 = Date.now();
+  await page.setInputFiles('[data-testid=file-input]', path.join(out, 'big.pickle'));
+  await page.waitForSelector('[data-testid=import-progress]', { state: 'attached', timeout: 10000 }).catch(() => {});
+  await page.waitForSelector('[data-testid=import-progress]', { state: 'detached', timeout: 60000 });
+  console.log(`     big.pickle dropped again while shown: recognised in ${Date.now() - t1} ms`);
+  await page.waitForSelector('[data-testid=cache-hit]');
+  eq(await page.$('[data-testid=error]'), null, 'no error');
+  await peaksAre(page, read('expected-big-peak.json').rows[0], 'big.pickle still shown');
+  ok(page.workers().length <= workers, `no worker left behind (${page.workers().length} vs ${workers})`);
 });
 
 await check('the welcome page lists cached imports; Open reopens one, Remove removes it', async () => {

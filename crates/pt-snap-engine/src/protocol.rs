@@ -280,6 +280,9 @@ pub enum ToWorker {
         lenient: bool,
         /// The timeline's bucket count, for the preview.
         buckets: usize,
+        /// The source SHA-256 of the file on screen: the same file dropped again is not
+        /// opened twice (its cache entry is held by the worker showing it).
+        shown_sha256: Option<String>,
     },
     /// Open the attached `File` as a SnapshotDB.
     Open,
@@ -315,6 +318,8 @@ pub enum FromWorker {
         sha256: String,
         warnings: Vec<String>,
     },
+    /// The file is the one on screen (its SHA-256 says so); nothing was opened.
+    AlreadyOpen,
     /// The import or open failed; the worker holds nothing.
     Failed(EngineError),
     Answer {

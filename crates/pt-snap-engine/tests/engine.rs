@@ -276,6 +276,7 @@ fn messages_survive_their_trip_as_text_with_every_integer_exact() {
         ToWorker::Import {
             lenient: true,
             buckets: 1000,
+            shown_sha256: Some("ef".repeat(32)),
         },
         ToWorker::Reopen {
             sha256: "ab".repeat(32),
@@ -312,6 +313,7 @@ fn messages_survive_their_trip_as_text_with_every_integer_exact() {
         }),
         FromWorker::Failed(EngineError::new("SNAPSHOT_INVALID", "x")),
         FromWorker::Ready,
+        FromWorker::AlreadyOpen,
         FromWorker::Stored {
             sha256: "cd".repeat(32),
             warnings: Vec::new(),

@@ -111,11 +111,13 @@ pub fn warm_up() {
 
 /// What to open.
 pub enum Job {
-    /// A snapshot of any shape (or its cached database).
+    /// A snapshot of any shape (or its cached database); `shown_sha256`: the file on
+    /// screen's source, so the same file dropped again is recognised.
     Import {
         file: File,
         lenient: bool,
         buckets: usize,
+        shown_sha256: Option<String>,
     },
     /// A SnapshotDB.
     Open { file: File },
@@ -179,7 +181,15 @@ fn open_worker(
             file,
             lenient,
             buckets,
-        } => (ToWorker::Import { lenient, buckets }, Some(file)),
+            shown_sha256,
+        } => (
+            ToWorker::Import {
+                lenient,
+                buckets,
+                shown_sha256,
+            },
+            Some(file),
+        ),
         Job::Open { file } => (ToWorker::Open, Some(file)),
         Job::Reopen { sha256, cache_hit } => (
             ToWorker::Reopen {
@@ -376,6 +386,10 @@ fn received(serial: u64, message: FromWorker, attachment: JsValue) {
             if let Err(f) = open_worker(job, warnings, listener.clone(), slot == Slot::Shown) {
                 listener(FromWorker::Failed(f), JsValue::UNDEFINED);
             }
+        }
+        FromWorker::AlreadyOpen => {
+            listen(slot, FromWorker::AlreadyOpen, attachment);
+            cancel_open();
         }
         FromWorker::Failed(f) => {
             // The worker holds nothing now; it is ended so its memory goes with it.

@@ -142,6 +142,9 @@ fn import(state: AppState, file: File, lenient: bool) {
             file,
             lenient,
             buckets: BUCKETS,
+            shown_sha256: state
+                .opened
+                .with_untracked(|o| o.as_ref()?.source_sha256().map(str::to_owned)),
         },
         name,
         total,
@@ -225,6 +228,15 @@ fn on_message(state: AppState, name: &str, total: f64, message: FromWorker, atta
             } else {
                 show(state, opened);
             }
+        }
+        FromWorker::AlreadyOpen => {
+            // Said as the cache would: this database, without importing again.
+            state.status.set(Status::Idle);
+            state.opened.update(|o| {
+                if let Some(v) = o.as_mut().and_then(|o| o.overview.as_mut()) {
+                    v.cache_hit = true;
+                }
+            });
         }
         FromWorker::Failed(f) => {
             state.status.set(Status::Failed(f));

@@ -68,6 +68,14 @@ impl Opened {
             .filter(|t| t.buckets.len() <= buckets)
     }
 
+    /// The source file's SHA-256, from the ready database's import metadata.
+    pub fn source_sha256(&self) -> Option<&str> {
+        let rows = self.overview.as_ref()?.metadata.as_ref().ok()?;
+        rows.iter()
+            .find(|(k, _)| k == "source sha256")
+            .map(|(_, v)| v.as_str())
+    }
+
     /// The imported database's size, once it is ready.
     pub fn db_bytes(&self) -> Option<u64> {
         self.overview.as_ref().map(|o| o.db_bytes)
@@ -120,6 +128,7 @@ mod tests {
         assert_eq!(o.peaks(1), None);
         assert!(o.timeline(0, 1000).is_some());
         assert_eq!(o.db_bytes(), None);
+        assert_eq!(o.source_sha256(), None);
     }
 
     #[test]
@@ -133,7 +142,10 @@ mod tests {
                 db_bytes: 4096,
                 devices: vec![2],
                 bounds: vec![(2, Some((5, 6)))],
-                metadata: Err("none".into()),
+                metadata: Ok(vec![
+                    ("source".into(), "x.pkl".into()),
+                    ("source sha256".into(), "ab".repeat(32)),
+                ]),
                 warnings: Vec::new(),
                 lenient_issues: None,
                 storage: Storage::Memory,
@@ -145,5 +157,6 @@ mod tests {
         assert_eq!(o.bounds(), vec![(2, Some((5, 6)))]);
         assert_eq!(o.peaks(2), None);
         assert_eq!(o.db_bytes(), Some(4096));
+        assert_eq!(o.source_sha256(), Some("ab".repeat(32).as_str()));
     }
 }

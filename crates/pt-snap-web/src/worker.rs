@@ -75,14 +75,18 @@ mod imp {
             }
             let file: Option<File> = get(&data, "file").dyn_into().ok();
             match decode::<ToWorker>(&text) {
-                Ok(ToWorker::Import { lenient, buckets }) => {
+                Ok(ToWorker::Import {
+                    lenient,
+                    buckets,
+                    shown_sha256,
+                }) => {
                     let replay = if lenient {
                         ReplayMode::Lenient
                     } else {
                         ReplayMode::Strict
                     };
                     with_file(file, move |file| async move {
-                        import(&file, replay, buckets).await
+                        import(&file, replay, buckets, shown_sha256).await
                     })
                 }
                 Ok(ToWorker::Open) => {
@@ -134,6 +138,8 @@ mod imp {
             sha256: String,
             warnings: Vec<String>,
         },
+        /// The file on screen, dropped again.
+        AlreadyOpen,
     }
 
     /// Runs `job` on the attached file and posts what it gives.
@@ -162,6 +168,7 @@ mod imp {
             Ok(Outcome::Stored { sha256, warnings }) => {
                 post(&FromWorker::Stored { sha256, warnings })
             }
+            Ok(Outcome::AlreadyOpen) => post(&FromWorker::AlreadyOpen),
             Err(f) => post(&FromWorker::Failed(f)),
         }
     }
@@ -243,6 +250,7 @@ mod imp {
         file: &File,
         replay: ReplayMode,
         buckets: usize,
+        shown_sha256: Option<String>,
     ) -> Result<Outcome, EngineError> {
         let total = file.size();
         let mut opfs = pt_snap_opfs::available().await;
@@ -258,6 +266,9 @@ mod imp {
                     total,
                 }));
                 let sha = sha256_of(file).await?;
+                if shown_sha256.as_deref() == Some(sha.as_str()) {
+                    return Ok(Outcome::AlreadyOpen);
+                }
                 if candidates.iter().any(|e| e.sha256 == sha) {
                     // Held by another tab's worker, it is imported again here, in memory.
                     if let Ok(engine) = reopen(&sha, Vec::new(), true).await {
