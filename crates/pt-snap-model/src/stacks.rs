@@ -1,6 +1,7 @@
 // foldhash rather than SipHash: interning runs once per frame list of the pickle (hundreds
 // of thousands), and its random seed still keeps hostile input from forcing collisions.
 use foldhash::HashMap;
+use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 
 /// One Python (or C++) frame of a callstack.
@@ -12,8 +13,27 @@ pub struct Frame {
 }
 
 /// Index of a frame in [`Stacks::frames`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub struct FrameId(pub u32);
+
+impl Hash for FrameId {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.0.hash(state);
+    }
+
+    /// Interning hashes a whole stack per frame list of the input. Hashed one id at a time,
+    /// foldhash buffers every id in a `u128`, whose shifts wasm32 has no instruction for
+    /// (a call each); handed over as bytes, as `[u32]` is, it reads 16 at once.
+    fn hash_slice<H: Hasher>(data: &[Self], state: &mut H) {
+        for chunk in data.chunks(16) {
+            let mut bytes = [0u8; 64];
+            for (b, f) in bytes.chunks_exact_mut(4).zip(chunk) {
+                b.copy_from_slice(&f.0.to_le_bytes());
+            }
+            state.write(&bytes[..4 * chunk.len()]);
+        }
+    }
+}
 
 /// Index of an interned callstack in [`Stacks`].
 ///

@@ -44,6 +44,16 @@ fn pack(v: Val) -> u32 {
     }
 }
 
+/// The value of a non-empty slot.
+#[inline]
+fn unpack(p: u32) -> Option<Val> {
+    if p >= HANDLE_BASE {
+        Handle::new(p - HANDLE_BASE).map(Val::Handle)
+    } else {
+        Some(Val::Ref(NodeId(p - 1)))
+    }
+}
+
 impl Memo {
     /// The number of distinct keys: the index `MEMOIZE` stores at, as in CPython.
     pub fn len(&self) -> usize {
@@ -54,6 +64,31 @@ impl Memo {
     #[inline]
     pub fn put(&mut self, idx: u32, v: Val) {
         let packed = pack(v);
+        // The common cases, a node or handle stored at the next key (what every pickler
+        // does) or over one (a compacted container's slot, repointed at its handle), inline.
+        // A slot holding a node or handle has no scalar beside it, and with nothing sparse
+        // scalars only sit below `dense.len()`, so neither case touches `scalars`.
+        let i = idx as usize;
+        let len = self.dense.len();
+        if packed != EMPTY {
+            match self.dense.get_mut(i) {
+                Some(slot) if *slot != EMPTY => {
+                    *slot = packed;
+                    return;
+                }
+                None if i == len && self.sparse.is_empty() && i < 2 * self.keys + SLACK => {
+                    self.keys += 1;
+                    self.dense.push(packed);
+                    return;
+                }
+                _ => {}
+            }
+        }
+        self.put_rare(idx, v, packed);
+    }
+
+    #[inline(never)]
+    fn put_rare(&mut self, idx: u32, v: Val, packed: u32) {
         let i = idx as usize;
         let occupied = i < self.dense.len() && self.dense[i] != EMPTY;
         if !occupied && self.get(idx).is_none() {
@@ -97,20 +132,31 @@ impl Memo {
         }
     }
 
+    /// Snapshots read the memo about 20 times per trace entry, nearly always a dense slot
+    /// holding a node or handle: that case inlines, the rest is out of line.
     #[inline]
     pub fn get(&self, idx: u32) -> Option<Val> {
+        match self.dense.get(idx as usize) {
+            Some(&p) if p != EMPTY => unpack(p),
+            _ => self.get_rare(idx),
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn get_rare(&self, idx: u32) -> Option<Val> {
         let packed = match self.dense.get(idx as usize) {
             Some(&p) => p,
             None => self.sparse.get(&idx).copied().unwrap_or(EMPTY),
         };
         match packed {
             EMPTY => self.scalars.get(&idx).copied(),
-            p if p >= HANDLE_BASE => Handle::new(p - HANDLE_BASE).map(Val::Handle),
-            p => Some(Val::Ref(NodeId(p - 1))),
+            p => unpack(p),
         }
     }
 
     /// Points slot `idx` at `h` if it still holds `node` (a later PUT may have reused it).
+    #[inline]
     pub fn repoint(&mut self, idx: u32, node: NodeId, h: Handle) {
         if self.get(idx) == Some(Val::Ref(node)) {
             self.put(idx, Val::Handle(h));

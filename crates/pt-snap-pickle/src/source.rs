@@ -71,8 +71,23 @@ impl<R: Read> Source<R> {
     }
 
     /// The next byte, or `None` at a clean end of input.
-    #[inline]
+    ///
+    /// This and [`Source::array`] run for nearly every opcode: the buffered case is kept small
+    /// enough to inline, and refilling lives out of line.
+    #[inline(always)]
     pub fn next_byte(&mut self) -> Result<Option<u8>, Error> {
+        match self.buf[..self.end].get(self.pos) {
+            Some(&b) => {
+                self.pos += 1;
+                Ok(Some(b))
+            }
+            None => self.next_byte_refill(),
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn next_byte_refill(&mut self) -> Result<Option<u8>, Error> {
         if self.pos == self.end && !self.fill()? {
             return Ok(None);
         }
@@ -81,7 +96,7 @@ impl<R: Read> Source<R> {
         Ok(Some(b))
     }
 
-    #[inline]
+    #[inline(always)]
     pub fn byte(&mut self) -> Result<u8, Error> {
         match self.next_byte()? {
             Some(b) => Ok(b),
@@ -89,16 +104,44 @@ impl<R: Read> Source<R> {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     pub fn array<const N: usize>(&mut self) -> Result<[u8; N], Error> {
-        let mut out = [0u8; N];
-        if self.end - self.pos >= N {
-            out.copy_from_slice(&self.buf[self.pos..self.pos + N]);
-            self.pos += N;
-        } else {
-            for b in &mut out {
-                *b = self.byte()?;
+        match self.buf[..self.end]
+            .get(self.pos..)
+            .and_then(<[u8]>::first_chunk::<N>)
+        {
+            Some(&out) => {
+                self.pos += N;
+                Ok(out)
             }
+            None => self.array_across(),
+        }
+    }
+
+    /// A LONG1 payload of `n` bytes as the `i64` it encodes, read straight from the buffer
+    /// (two per trace entry: addresses and times); `None`, consuming nothing, unless
+    /// 1 ≤ `n` ≤ 8 and eight bytes are buffered.
+    #[inline(always)]
+    pub fn small_int(&mut self, n: u8) -> Option<i64> {
+        if !(1..=8).contains(&n) {
+            return None;
+        }
+        let &word = self.buf[..self.end]
+            .get(self.pos..)
+            .and_then(<[u8]>::first_chunk::<8>)?;
+        // Little-endian two's complement: the low `n` bytes, sign-extended.
+        let shift = 64 - 8 * u32::from(n);
+        self.pos += usize::from(n);
+        Some(((u64::from_le_bytes(word) << shift) as i64) >> shift)
+    }
+
+    /// [`Source::array`] when the bytes straddle a refill.
+    #[cold]
+    #[inline(never)]
+    fn array_across<const N: usize>(&mut self) -> Result<[u8; N], Error> {
+        let mut out = [0u8; N];
+        for b in &mut out {
+            *b = self.byte()?;
         }
         Ok(out)
     }

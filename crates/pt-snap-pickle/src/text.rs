@@ -12,28 +12,31 @@ pub(crate) enum Int {
 const MAX_DIGITS: usize = 4300;
 
 /// Normalises little-endian two's complement (LONG1/LONG4 payloads) to its shortest form.
+/// Snapshots hold two LONG1s per trace entry (addresses, timestamps), so the common case,
+/// one that fits `i64`, is made without a heap allocation.
 pub(crate) fn int_from_le(bytes: &[u8]) -> Int {
-    let mut b = bytes.to_vec();
-    while b.len() > 1 {
-        let last = b[b.len() - 1];
-        let sign_of_prev = b[b.len() - 2] & 0x80 != 0;
+    let mut len = bytes.len();
+    while len > 1 {
+        let last = bytes[len - 1];
+        let sign_of_prev = bytes[len - 2] & 0x80 != 0;
         if (last == 0 && !sign_of_prev) || (last == 0xff && sign_of_prev) {
-            b.pop();
+            len -= 1;
         } else {
             break;
         }
     }
-    if b.len() <= 8 {
+    let b = &bytes[..len];
+    if len <= 8 {
         let fill = if b.last().is_some_and(|&x| x & 0x80 != 0) {
             0xff
         } else {
             0
         };
         let mut le = [fill; 8];
-        le[..b.len()].copy_from_slice(&b);
+        le[..len].copy_from_slice(b);
         Int::Small(i64::from_le_bytes(le))
     } else {
-        Int::Big(b)
+        Int::Big(b.to_vec())
     }
 }
 

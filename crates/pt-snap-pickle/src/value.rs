@@ -115,26 +115,57 @@ pub struct Arena {
     /// Emptied item vectors of compacted dicts and lists, handed to the next new container:
     /// a snapshot builds and compacts a dict per trace entry and a list per callstack, and
     /// reusing their storage saves an allocation and a free for each.
-    spare_dicts: Vec<Vec<(Val, Val)>>,
-    spare_lists: Vec<Vec<Val>>,
+    spare_dicts: Spares<(Val, Val)>,
+    spare_lists: Spares<Val>,
 }
 
-/// At most this many spare vectors of each kind are kept …
-const SPARE_VECS: usize = 16;
-/// … each with room for at most this many items, so the pool stays a few KiB whatever the
-/// input.
+/// Spare vectors with room for at most this many items in all are kept (1 MiB of dict
+/// pairs): enough for the 1,000 trace-entry dicts a pickler writes before the APPENDS that
+/// attaches (and so compacts) them all at once …
+const SPARE_BUDGET: usize = 1 << 15;
+/// … each with room for at most this many items.
 const SPARE_ITEMS: usize = 256;
 
-fn keep_spare<T>(pool: &mut Vec<Vec<T>>, mut v: Vec<T>) {
-    if pool.len() < SPARE_VECS && v.capacity() <= SPARE_ITEMS {
-        v.clear();
-        pool.push(v);
+struct Spares<T> {
+    vecs: Vec<Vec<T>>,
+    /// The summed capacity of `vecs`.
+    items: usize,
+}
+
+impl<T> Default for Spares<T> {
+    fn default() -> Self {
+        Spares {
+            vecs: Vec::new(),
+            items: 0,
+        }
+    }
+}
+
+impl<T> Spares<T> {
+    fn take(&mut self) -> Vec<T> {
+        match self.vecs.pop() {
+            Some(v) => {
+                self.items -= v.capacity();
+                v
+            }
+            None => Vec::new(),
+        }
+    }
+
+    fn keep(&mut self, mut v: Vec<T>) {
+        let room = v.capacity();
+        if room > 0 && room <= SPARE_ITEMS && self.items + room <= SPARE_BUDGET {
+            v.clear();
+            self.items += room;
+            self.vecs.push(v);
+        }
     }
 }
 
 impl Index<NodeId> for Arena {
     type Output = Node;
 
+    #[inline]
     fn index(&self, id: NodeId) -> &Node {
         &self.nodes[id.index()]
     }
@@ -143,6 +174,7 @@ impl Index<NodeId> for Arena {
 impl Arena {
     /// Follows a reference to a shared compacted node, so consumers only ever see
     /// [`Val::Handle`] for compacted containers.
+    #[inline]
     pub fn resolve(&self, v: Val) -> Val {
         match v {
             Val::Ref(id) => match self[id] {
@@ -154,6 +186,7 @@ impl Arena {
     }
 
     /// The string `v` refers to, if it is one.
+    #[inline]
     pub fn as_str(&self, v: Val) -> Option<&str> {
         match v {
             Val::Ref(id) => match &self[id] {
@@ -181,6 +214,7 @@ impl Arena {
         self.nodes.len()
     }
 
+    #[inline]
     pub(crate) fn alloc(&mut self, node: Node, limit: usize) -> Option<NodeId> {
         let meta = Meta {
             memo_slot: NO_SLOT,
@@ -202,12 +236,12 @@ impl Arena {
 
     /// An empty dict, with storage left by a compacted one when there is some.
     pub(crate) fn new_dict(&mut self) -> Node {
-        Node::Dict(self.spare_dicts.pop().unwrap_or_default())
+        Node::Dict(self.spare_dicts.take())
     }
 
     /// An empty list, with storage left by a compacted one when there is some.
     pub(crate) fn new_list(&mut self) -> Node {
-        Node::List(self.spare_lists.pop().unwrap_or_default())
+        Node::List(self.spare_lists.take())
     }
 
     pub(crate) fn get_mut(&mut self, id: NodeId) -> &mut Node {
@@ -265,8 +299,8 @@ impl Arena {
     pub(crate) fn compact(&mut self, id: NodeId, h: Handle) -> Option<u32> {
         let m = self.meta[id.index()];
         match std::mem::replace(&mut self.nodes[id.index()], Node::Handle(h)) {
-            Node::Dict(items) => keep_spare(&mut self.spare_dicts, items),
-            Node::List(items) => keep_spare(&mut self.spare_lists, items),
+            Node::Dict(items) => self.spare_dicts.keep(items),
+            Node::List(items) => self.spare_lists.keep(items),
             _ => {}
         }
         if m.flags & SHARED == 0 {

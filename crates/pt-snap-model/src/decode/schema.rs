@@ -8,7 +8,7 @@ use std::fmt;
 
 use pt_snap_pickle::{Arena, Node, NodeId, Val};
 
-use super::tables::{Kind, PendingBlock, Tables};
+use super::tables::{Kind, PendingBlock, Tables, Word};
 use super::DecodeError;
 use crate::{Action, Block, BlockState, FrameId, Segment, StackId, TraceEvent};
 
@@ -103,7 +103,17 @@ impl<'a> Decoder<'a> {
         dict_items(self.arena, v).ok_or_else(|| self.expected(path, what, v))
     }
 
+    /// Four per trace entry: the plain integer inlines, the rest is out of line.
+    #[inline]
     fn int(&self, v: Val, path: &Path<'_>, kind: IntKind) -> Result<i64> {
+        match v {
+            Val::Int(i) => Ok(i),
+            v => self.int_rare(v, path, kind),
+        }
+    }
+
+    #[inline(never)]
+    fn int_rare(&self, v: Val, path: &Path<'_>, kind: IntKind) -> Result<i64> {
         match v {
             Val::Int(i) => Ok(i),
             Val::Ref(id) => match &self.arena[id] {
@@ -123,6 +133,32 @@ impl<'a> Decoder<'a> {
             },
             _ => Err(self.expected(path, "int", v)),
         }
+    }
+
+    /// What string `v` is, if it is one the decoder compares against (see [`Word`]).
+    pub fn word(&mut self, v: Val) -> Word {
+        let Val::Ref(id) = v else {
+            return Word::Other;
+        };
+        match self.t.words.get(id.index()) {
+            Some(&w) if w != Word::Unknown => w,
+            _ => self.new_word(id),
+        }
+    }
+
+    #[inline(never)]
+    fn new_word(&mut self, id: NodeId) -> Word {
+        let Node::Str(s) = &self.arena[id] else {
+            // Not cached: only a string's node is never reused for another value.
+            return Word::Other;
+        };
+        let w = Word::of(s);
+        let i = id.index();
+        if self.t.words.len() <= i {
+            self.t.words.resize(i + 1, Word::Unknown);
+        }
+        self.t.words[i] = w;
+        w
     }
 
     fn str(&self, v: Val, path: &Path<'_>) -> Result<&'a str> {
@@ -149,10 +185,10 @@ impl<'a> Decoder<'a> {
         let items = self.dict(v, path, "a frame dict")?;
         let (mut filename, mut line, mut name) = (None, None, None);
         for &(k, x) in items {
-            match self.arena.as_str(k) {
-                Some("filename") => filename = Some(self.str_node(x, &path.key("filename"))?),
-                Some("line") => line = Some(self.int(x, &path.key("line"), IntKind::Plain)?),
-                Some("name") => name = Some(self.str_node(x, &path.key("name"))?),
+            match self.word(k) {
+                Word::Filename => filename = Some(self.str_node(x, &path.key("filename"))?),
+                Word::Line => line = Some(self.int(x, &path.key("line"), IntKind::Plain)?),
+                Word::Name => name = Some(self.str_node(x, &path.key("name"))?),
                 _ => {}
             }
         }
@@ -182,6 +218,12 @@ impl<'a> Decoder<'a> {
         let mut ids = std::mem::take(&mut self.t.scratch);
         ids.clear();
         for (i, &f) in items.iter().enumerate() {
+            // Frames are compacted before their list is: nearly every item is a frame's
+            // handle already, taken here without the call and the `Result` of `frame`.
+            if let Some((Kind::Frame, id)) = Kind::of(self.arena, f) {
+                ids.push(FrameId(id));
+                continue;
+            }
             match self.frame(f, &path.index(i)) {
                 Ok(id) => ids.push(id),
                 Err(e) => {
@@ -221,18 +263,26 @@ impl<'a> Decoder<'a> {
             id: None,
         };
         for &(k, x) in items {
-            match self.arena.as_str(k) {
-                Some("action") => action = Some(self.str(x, &path.key("action"))?),
-                Some("addr") => ev.addr = self.int(x, &path.key("addr"), IntKind::Address)?,
-                Some("size") => ev.size = self.int(x, &path.key("size"), IntKind::Plain)?,
-                Some("stream") => ev.stream = self.int(x, &path.key("stream"), IntKind::Address)?,
-                Some("frames") => ev.frames = self.stack(x, &path.key("frames"))?,
-                Some("id") => ev.id = Some(self.int(x, &path.key("id"), IntKind::Plain)?),
+            match self.word(k) {
+                Word::Action => {
+                    action = Some(match self.word(x).action() {
+                        Some(known) => Ok(known),
+                        None => Err(self.str(x, &path.key("action"))?),
+                    })
+                }
+                Word::Addr => ev.addr = self.int(x, &path.key("addr"), IntKind::Address)?,
+                Word::Size => ev.size = self.int(x, &path.key("size"), IntKind::Plain)?,
+                Word::Stream => ev.stream = self.int(x, &path.key("stream"), IntKind::Address)?,
+                Word::Frames => ev.frames = self.stack(x, &path.key("frames"))?,
+                Word::Id => ev.id = Some(self.int(x, &path.key("id"), IntKind::Plain)?),
                 _ => {}
             }
         }
-        let action = action.ok_or_else(|| schema(path, "trace entry has no 'action'"))?;
-        ev.action = self.action(action);
+        // An unknown name is registered only now, once the whole entry decoded.
+        ev.action = match action.ok_or_else(|| schema(path, "trace entry has no 'action'"))? {
+            Ok(known) => known,
+            Err(name) => self.action(name),
+        };
         self.t.events_decoded += 1;
         Ok(ev)
     }

@@ -12,7 +12,7 @@
 use pt_snap_pickle::{Arena, Handle, Node, NodeId, Sink, Val};
 
 use super::schema::{Decoder, Path};
-use super::tables::{Kind, Tables};
+use super::tables::{Kind, Tables, Word};
 use super::Progress;
 
 /// Progress is reported at most this often.
@@ -42,15 +42,16 @@ impl<'p> SnapshotSink<'p> {
     }
 }
 
-fn dict_kind(arena: &Arena, items: &[(Val, Val)]) -> Option<Kind> {
+fn dict_kind(d: &mut Decoder<'_>, items: &[(Val, Val)]) -> Option<Kind> {
     let mut best: Option<Kind> = None;
     for &(k, _) in items {
-        let kind = match arena.as_str(k) {
-            Some("action") => Kind::Event,
-            Some("blocks") => Kind::Segment,
-            Some("state") => Kind::Block,
-            Some("real_size") => Kind::History,
-            Some("filename") => Kind::Frame,
+        let kind = match d.word(k) {
+            // Outranks everything: no need to look further.
+            Word::Action => return Some(Kind::Event),
+            Word::Blocks => Kind::Segment,
+            Word::State => Kind::Block,
+            Word::RealSize => Kind::History,
+            Word::Filename => Kind::Frame,
             _ => continue,
         };
         // Earlier entries of this list win: an `action` key outranks everything.
@@ -73,12 +74,12 @@ fn dict_kind(arena: &Arena, items: &[(Val, Val)]) -> Option<Kind> {
 }
 
 /// The kind of record a list element is or would be.
-fn element_kind(arena: &Arena, v: Val) -> Option<Kind> {
-    match Kind::of(arena, v) {
+fn element_kind(d: &mut Decoder<'_>, v: Val) -> Option<Kind> {
+    match Kind::of(d.arena, v) {
         Some((k, _)) => Some(k),
         None => match v {
-            Val::Ref(id) => match &arena[id] {
-                Node::Dict(items) => dict_kind(arena, items),
+            Val::Ref(id) => match &d.arena[id] {
+                Node::Dict(items) => dict_kind(d, items),
                 _ => None,
             },
             _ => None,
@@ -93,7 +94,7 @@ impl SnapshotSink<'_> {
             t: &mut self.t,
         };
         let at = Path::Root;
-        match dict_kind(arena, items)? {
+        match dict_kind(&mut d, items)? {
             Kind::Frame => Kind::Frame.handle(d.frame(v, &at).ok()?.0 as usize),
             Kind::History => Kind::History.handle(d.history_entry(v, &at).ok()?.0 as usize),
             Kind::Event => {
@@ -127,7 +128,7 @@ impl SnapshotSink<'_> {
             t: &mut self.t,
         };
         let at = Path::Root;
-        match element_kind(arena, first)? {
+        match element_kind(&mut d, first)? {
             Kind::Frame => Kind::Stack.handle(d.stack(v, &at).ok()?.0 as usize),
             Kind::History => Kind::HistoryList.handle(d.history(v, &at).ok()?.0 as usize),
             Kind::Event => {

@@ -5,7 +5,7 @@ use foldhash::HashMap;
 
 use pt_snap_pickle::{Arena, Handle, NodeId, Val};
 
-use crate::{Block, FrameId, Segment, Stacks, TraceEvent};
+use crate::{Action, Block, FrameId, Segment, Stacks, TraceEvent};
 
 /// What a compacted container turned out to be. Packed into the top bits of a [`Handle`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -49,12 +49,87 @@ impl Kind {
     }
 
     /// The kind and index of a value this decoder compacted.
+    #[inline]
     pub fn of(arena: &Arena, v: Val) -> Option<(Kind, u32)> {
         match arena.resolve(v) {
             Val::Handle(h) => {
                 let kind = *KINDS.get((h.get() >> INDEX_BITS) as usize)?;
                 Some((kind, h.get() & ((1 << INDEX_BITS) - 1)))
             }
+            _ => None,
+        }
+    }
+}
+
+/// A string the streaming decoder compares against: a key of the dicts it turns into
+/// records, or a known action name. Equal strings share one node in the pickle arena and a
+/// string node is never freed, so each node's word is worked out once ([`Tables::words`])
+/// rather than its text compared for every dict it keys, several times per trace entry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Word {
+    /// Not looked at yet (only in [`Tables::words`]).
+    Unknown,
+    /// Any other string.
+    Other,
+    Action,
+    Addr,
+    Size,
+    Stream,
+    Frames,
+    Id,
+    Blocks,
+    State,
+    RealSize,
+    Filename,
+    Line,
+    Name,
+    /// A known action name: the index of [`Action::from_name`]'s answer in [`ACTIONS`].
+    ActionName(u8),
+}
+
+/// The actions [`Word::ActionName`] indexes.
+const ACTIONS: [Action; 10] = [
+    Action::SegmentMap,
+    Action::SegmentUnmap,
+    Action::SegmentAlloc,
+    Action::SegmentFree,
+    Action::Alloc,
+    Action::FreeRequested,
+    Action::FreeCompleted,
+    Action::WorkspaceSnapshot,
+    Action::Oom,
+    Action::Free,
+];
+
+impl Word {
+    pub fn of(s: &str) -> Word {
+        match s {
+            "action" => Word::Action,
+            "addr" => Word::Addr,
+            "size" => Word::Size,
+            "stream" => Word::Stream,
+            "frames" => Word::Frames,
+            "id" => Word::Id,
+            "blocks" => Word::Blocks,
+            "state" => Word::State,
+            "real_size" => Word::RealSize,
+            "filename" => Word::Filename,
+            "line" => Word::Line,
+            "name" => Word::Name,
+            s => match Action::from_name(s) {
+                Some(a) => ACTIONS
+                    .iter()
+                    .position(|x| *x == a)
+                    .map_or(Word::Other, |i| Word::ActionName(i as u8)),
+                None => Word::Other,
+            },
+        }
+    }
+
+    /// The action this string names, if it is a known one.
+    pub fn action(self) -> Option<Action> {
+        match self {
+            Word::ActionName(i) => ACTIONS.get(usize::from(i)).copied(),
             _ => None,
         }
     }
@@ -135,5 +210,7 @@ pub(super) struct Tables {
     pub frame_ids: HashMap<(NodeId, i64, NodeId), FrameId>,
     /// Reused buffer for the frame ids of one stack.
     pub scratch: Vec<FrameId>,
+    /// The [`Word`] of each string node looked at so far, by node index.
+    pub words: Vec<Word>,
     pub events_decoded: u64,
 }
