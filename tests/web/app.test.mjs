@@ -421,8 +421,8 @@ await check('cancel stops a running import; the open file and its worker stay', 
   const before = new Set(page.workers());
   ok(before.size >= 2, `expected the open file's worker and a spare, found ${before.size}`);
   const t0 = Date.now();
-  await page.setInputFiles('[data-testid=file-input]', path.join(out, 'big.pickle'));
-  // Cancel as soon as decoding shows (the whole import takes about 3 s here).
+  await page.setInputFiles('[data-testid=file-input]', path.join(out, 'bench-1m.pickle'));
+  // Cancel as soon as decoding shows (the whole import takes several seconds here).
   await page.waitForFunction(() => /decoding|replaying/.test(document.querySelector('[data-testid=import-progress]')?.textContent ?? ''), null, { timeout: 60000, polling: 20 });
   const closed = Promise.race([...before].map((w) => new Promise((res) => w.once('close', () => res(w)))));
   await page.click('[data-testid=cancel-import]');

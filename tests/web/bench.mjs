@@ -1,17 +1,28 @@
-// Benchmark (not a test): time from dropping a pickle on the browser app to the peaks being
-// shown, beside the native CLI import of the same file in the same run, with the tab's memory.
-// Driven by scripts/web-bench, which serves dist/ on 127.0.0.1 and makes the inputs.
+// Benchmark (not a test): the browser app's engine-in-a-worker (issue 13) beside the native CLI
+// import of the same file in the same run. Driven by scripts/web-bench, which serves dist/ on
+// 127.0.0.1 (scripts/serve-dist: COOP/COEP) and makes the inputs.
 //
 //   node tests/web/bench.mjs URL ROOT OUTDIR FILE...
 //
-// Per file: the native `pt-snap import` (wall, peak RSS via /usr/bin/time) and its
-// memory_peak answer; then a fresh headless Chromium: page loaded and idle (worker ready), the
-// file set on the file input, and the clock stops when [data-testid=peak-allocated] carries a
-// data-value in the page's DOM (noted by the page itself; or when an error is shown, or the
-// tab crashes). Sampled every 200 ms meanwhile: the
-// RSS of the renderer process (the import worker runs in it, so this includes the worker's
-// wasm heap), the page's JS heap (CDP Performance.getMetrics JSHeapUsedSize), and the import
-// stage the page shows. At the end: the page's own wasm memory (it holds the opened DB).
+// Per file: the native `pt-snap import` (wall, peak RSS via /usr/bin/time) and its memory_peak
+// answer; then a fresh headless Chromium with a fresh profile, the page loaded and idle, and:
+//   1. the file set on the file input (the clock starts just before setInputFiles);
+//      drop → peaks: `[data-testid=engine-state]` shows `peaks` (or already `ready`);
+//      drop → ready: `[data-testid=engine-state][data-value=ready]`.
+//      Both times are noted by the page itself (a MutationObserver logs every change of the
+//      engine state, the import stage, the cache badge and the error strip with Date.now()),
+//      not by Playwright's answers, which come only once the page's main thread is free.
+//   2. 10 s left alone after ready ("settled").
+//   3. the same file set on the input again, in the same page and profile: time until
+//      `[data-testid=cache-hit]` and engine-state=ready (the OPFS cache).
+// Memory, sampled every 200 ms from /proc on a timer of its own (a busy page does not delay it):
+// VmRSS of every process of the browser's tree by type (renderer, browser, gpu-process,
+// utility, zygote, …); "renderer" sums the renderer processes, which host the page and its
+// dedicated workers (the sampler also counts the renderer's DedicatedWorker threads, to show
+// it); "tree" sums all processes except the GPU and utility ones. Every 5th sample also the
+// PSS of the same set (smaps_rollup: shared pages split between processes, not counted twice).
+// Reported: the peak over drop → ready, the peak over the 10 s after ready, and the second
+// drop's. Each step is bounded by WEB_BENCH_TIMEOUT_S (default 1800).
 import { createRequire } from 'node:module';
 import { execFileSync, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -27,6 +38,9 @@ const require = createRequire(path.join(root, 'tests/browser/node_modules/'));
 const { chromium } = require('playwright-core');
 const cli = path.join(root, 'target/release/pt-snap');
 const timeoutMs = Number(process.env.WEB_BENCH_TIMEOUT_S ?? 1800) * 1000;
+const settleMs = 10000;
+// The same file is dropped again on the same page too, up to this size (it may be imported again).
+const sameMaxMib = Number(process.env.WEB_BENCH_SAME_PAGE_MAX_MIB ?? 512);
 const MiB = 1024 * 1024;
 
 function native(file) {
@@ -47,28 +61,63 @@ function native(file) {
   }
 }
 
-/// Sum of VmRSS of the browser's renderer processes, in MiB.
-function rendererRss(browserPid) {
-  let total = 0;
-  const kids = (pid) => {
-    try {
-      return fs.readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean);
-    } catch { return []; }
-  };
+const kids = (pid) => {
+  try {
+    return fs.readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean);
+  } catch { return []; }
+};
+
+/// The browser's process tree: [{pid, type}], type from --type= (none: the browser process).
+function tree(browserPid) {
+  const out = [];
   const stack = [String(browserPid)];
   while (stack.length) {
     const pid = stack.pop();
     stack.push(...kids(pid));
     try {
-      if (!fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('--type=renderer')) continue;
-      const m = /VmRSS:\s+(\d+) kB/.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'));
-      if (m) total += Number(m[1]) / 1024;
+      const cmd = fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8');
+      const type = /--type=([\w-]+)/.exec(cmd)?.[1] ?? (pid === String(browserPid) ? 'browser' : 'other');
+      out.push({ pid, type });
     } catch { /* exited */ }
   }
-  return total;
+  return out;
 }
 
-async function inBrowser(file) {
+const statusKiB = (pid, key) => {
+  const m = new RegExp(`${key}:\\s+(\\d+) kB`).exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'));
+  return m ? Number(m[1]) : 0;
+};
+const pssKiB = (pid) => {
+  const m = /^Pss:\s+(\d+) kB/m.exec(fs.readFileSync(`/proc/${pid}/smaps_rollup`, 'utf8'));
+  return m ? Number(m[1]) : 0;
+};
+const EXCLUDED = new Set(['gpu-process', 'utility']);
+
+/// One memory sample of the tree, in MiB.
+function memSample(browserPid, withPss) {
+  const byType = {};
+  let renderer = 0, treeRss = 0, treePss = withPss ? 0 : null, workers = 0;
+  for (const { pid, type } of tree(browserPid)) {
+    try {
+      const rss = statusKiB(pid, 'VmRSS') / 1024;
+      byType[type] = (byType[type] ?? 0) + rss;
+      if (EXCLUDED.has(type)) continue;
+      treeRss += rss;
+      if (withPss) treePss += pssKiB(pid) / 1024;
+      if (type === 'renderer') {
+        renderer += rss;
+        for (const tid of fs.readdirSync(`/proc/${pid}/task`)) {
+          try {
+            if (fs.readFileSync(`/proc/${pid}/task/${tid}/comm`, 'utf8').startsWith('DedicatedWorker')) workers += 1;
+          } catch { /* thread ended */ }
+        }
+      }
+    } catch { /* exited */ }
+  }
+  return { renderer, tree: treeRss, tree_pss: treePss, by_type: byType, worker_threads: workers };
+}
+
+async function inBrowser(file, n, sizeMib) {
   const profile = fs.mkdtempSync(path.join(os.tmpdir(), 'pt-snap-bench-web-'));
   const ctx = await chromium.launchPersistentContext(profile, {
     executablePath: '/usr/bin/chromium', headless: true,
@@ -76,91 +125,220 @@ async function inBrowser(file) {
       '--disable-background-networking', '--disable-component-update', '--disable-sync'],
   });
   const browserPid = findBrowserPid(profile);
-  try {
-    const page = ctx.pages()[0] ?? await ctx.newPage();
+  const samples = [];
+  let phase = 'load', t0 = Date.now(), tick = 0;
+  const timer = setInterval(() => {
+    const s = memSample(browserPid, tick++ % 5 === 0);
+    samples.push({ phase, t: (Date.now() - t0) / 1000, ...s });
+  }, 200);
+  const out = { outcome: 'ok', message: '' };
+  const errors = [];
+  let page = null, cdp = null, crashed = false, crash = null, lastText = null, polling = true;
+  const heaps = [];
+
+  /// A page of the same profile, loaded and idle.
+  const openPage = async (first) => {
+    page = (first && ctx.pages()[0]) || await ctx.newPage();
     // Keep the page's wasm exports (Trunk's loader announces them) to read its memory size.
     await page.addInitScript(() => addEventListener('TrunkApplicationStarted',
       (e) => { globalThis.__ptSnapWasm = e.detail?.wasm; }));
-    let crashed = false;
-    page.on('crash', () => { crashed = true; });
-    const errors = [];
-    page.on('pageerror', (e) => errors.push(String(e)));
-    page.on('console', (m) => { if (m.type() === 'error') errors.push(m.text()); });
-    const cdp = await ctx.newCDPSession(page);
+    crashed = false;
+    const p = page;
+    crash = new Promise((resolve) => p.once('crash', () => { crashed = true; resolve('crash'); }));
+    p.on('pageerror', (e) => errors.push(String(e)));
+    p.on('console', (m) => { if (m.type() === 'error') errors.push(m.text()); });
+    cdp = await ctx.newCDPSession(p);
     await cdp.send('Performance.enable');
-    await page.goto(url, { waitUntil: 'networkidle' });
-    await page.waitForSelector('[data-testid=file-input]', { state: 'attached' });
-    await page.waitForTimeout(500);
+    await p.goto(url, { waitUntil: 'networkidle' });
+    await p.waitForSelector('[data-testid=file-input]', { state: 'attached' });
+    await p.waitForTimeout(1000);
+  };
 
-    const samples = [];
-    const stages = {};
-    // The page itself notes when the peaks enter the DOM (a MutationObserver callback runs
-    // in the task that put them there, before the frame is painted): Playwright's own
-    // answer comes back only once the renderer's main thread is free again, which can be
-    // after work queued behind the peaks (the timeline is drawn in the next task).
-    await page.evaluate(() => {
-      window.__ptSnapPeaksAt = null;
-      const seen = () => document.querySelector('[data-testid=peak-allocated][data-value]');
-      new MutationObserver((_, observer) => {
-        if (seen()) { window.__ptSnapPeaksAt = Date.now(); observer.disconnect(); }
-      }).observe(document.body, { subtree: true, childList: true, attributes: true });
-    });
-    const t0 = Date.now();
-    let sampling = true;
-    const sampler = (async () => {
-      while (sampling && !crashed) {
-        const t = (Date.now() - t0) / 1000;
-        const rss = rendererRss(browserPid);
-        let heap = null, stage = null;
-        try {
-          const m = await cdp.send('Performance.getMetrics');
-          heap = m.metrics.find((x) => x.name === 'JSHeapUsedSize').value / MiB;
-          stage = await page.evaluate(() => document.querySelector('[data-testid=import-progress] span')?.textContent ?? null);
-        } catch { /* page gone */ }
-        const word = stage && /— (\w+)/.exec(stage)?.[1];
-        if (word && !(word in stages)) stages[word] = t;
-        samples.push({ t, rss, heap });
-        await new Promise((r) => setTimeout(r, 200));
+  // In-page log of what the page shows, each change with its time.
+  const installLog = () => page.evaluate(() => {
+    window.__log = [];
+    window.__lastProgress = null;
+    window.__logObserver?.disconnect();
+    let last = '';
+    const note = () => {
+      const st = document.querySelector('[data-testid=engine-state]')?.dataset.value ?? null;
+      const cache = !!document.querySelector('[data-testid=cache-hit]');
+      const prog = document.querySelector('[data-testid=import-progress] span')?.textContent ?? null;
+      const stage = prog ? (/— (\w+)/.exec(prog)?.[1] ?? prog) : null;
+      const code = document.querySelector('[data-testid=error-code]')?.textContent;
+      const err = document.querySelector('[data-testid=error]')
+        ? `${code ?? ''}: ${document.querySelector('[data-testid=error-message]')?.textContent ?? ''}` : null;
+      // The last progress words in full (what a failed import had reached).
+      if (prog) window.__lastProgress = { at: Date.now(), text: prog };
+      const key = JSON.stringify([st, cache, stage, err]);
+      if (key !== last) {
+        last = key;
+        window.__log.push({ at: Date.now(), state: st, cache, stage, error: err });
+      }
+    };
+    note();
+    window.__logObserver = new MutationObserver(note);
+    window.__logObserver.observe(document.body, { subtree: true, childList: true, attributes: true, characterData: true });
+  });
+
+  /// Sets the file on the input (the clock starts here) and waits for `doneSrc` (run in the
+  /// page over its log), a crash or the step's timeout. Times in s from the drop.
+  const drop = async (label, doneSrc) => {
+    await installLog();
+    t0 = Date.now();
+    phase = label;
+    const startedAt = t0;
+    await page.setInputFiles('[data-testid=file-input]', file);
+    const waited = await Promise.race([
+      page.waitForFunction(doneSrc, null, { timeout: timeoutMs, polling: 250 })
+        .then(() => 'ok', (e) => (crashed ? 'crash' : `timeout: ${String(e.message).split('\n')[0]}`)),
+      crash,
+    ]);
+    const log = (await page.evaluate(() => window.__log).catch(() => null)) ?? [];
+    return { startedAt, waited, log: log.map((e) => ({ t: (e.at - startedAt) / 1000, state: e.state, cache: e.cache, stage: e.stage, error: e.error })) };
+  };
+  const first = (log, pred) => log.find(pred)?.t ?? null;
+  const stagesOf = (log) => {
+    const st = {};
+    for (const e of log) if (e.stage && !(e.stage in st)) st[e.stage] = e.t;
+    const gone = log.findIndex((e, i) => i > 0 && !e.stage && log[i - 1].stage);
+    if (gone >= 0) st['(progress gone)'] = log[gone].t;
+    return st;
+  };
+  const peaksShown = async () => {
+    const v = async (id) => Number(await page.getAttribute(`[data-testid=${id}]`, 'data-value'));
+    const peak = { peak_allocated: await v('peak-allocated'), peak_active: await v('peak-active'), peak_reserved: await v('peak-reserved') };
+    return { peak, equal: Object.keys(peak).every((k) => peak[k] === n.peak[k]) };
+  };
+  /// Outcome of a step that did not reach ready: what the page showed, and a screenshot.
+  const failure = async (step, startedAt, waited, log) => {
+    const outcome = waited === 'crash' || crashed ? 'crash' : log.some((e) => e.error) ? 'error' : 'timeout';
+    const parts = [waited === 'crash' ? 'tab crashed' : waited === 'ok' ? null : waited];
+    const err = log.find((e) => e.error);
+    if (err) parts.push(`page shows at ${err.t.toFixed(2)} s: ${err.error}`);
+    const last = await page.evaluate(() => window.__lastProgress ?? null).catch(() => null);
+    if (last) parts.push(`last progress at ${((last.at - startedAt) / 1000).toFixed(2)} s: ${last.text}`);
+    const message = parts.filter(Boolean).join('; ');
+    await page.screenshot({ path: path.join(outDir, `${path.basename(file)}-${step}-${outcome}.png`) }).catch(() => {});
+    return { outcome, message, last_shown: lastText };
+  };
+
+  try {
+    await openPage(true);
+    out.idle = samples.length ? samples[samples.length - 1] : memSample(browserPid, true);
+    // The page's JS heap and what it shows, polled apart from the /proc sampler (a busy page
+    // answers late); the last shown progress text survives a crashed tab.
+    const poller = (async () => {
+      while (polling) {
+        if (!crashed) {
+          try {
+            const m = await cdp.send('Performance.getMetrics');
+            heaps.push({ phase, heap: m.metrics.find((x) => x.name === 'JSHeapUsedSize').value / MiB });
+            lastText = await page.evaluate(() => document.querySelector('[data-testid=import-progress] span')?.textContent
+              ?? document.querySelector('[data-testid=error]')?.textContent ?? null) ?? lastText;
+          } catch { /* page gone or replaced */ }
+        }
+        await new Promise((r) => setTimeout(r, 500));
       }
     })();
-    await page.setInputFiles('[data-testid=file-input]', file);
-    let outcome = 'ok', message = '';
-    try {
-      await Promise.race([
-        page.waitForSelector('[data-testid=peak-allocated][data-value]', { timeout: timeoutMs }),
-        page.waitForSelector('[data-testid=error]', { timeout: timeoutMs }).then(async () => {
-          outcome = 'error';
-          message = await page.textContent('[data-testid=error]');
-        }),
-        new Promise((_, reject) => page.once('crash', () => reject(new Error('tab crashed')))),
-      ]);
-    } catch (e) {
-      outcome = crashed ? 'crash' : 'timeout';
-      message = String(e.message).split('\n')[0];
+
+    // 1. First drop: a fresh profile, nothing cached.
+    const d1 = await drop('import', () => (window.__log ?? []).some((e) => e.state === 'ready' || e.error));
+    out.drop_to_peaks_s = first(d1.log, (e) => e.state === 'peaks' || e.state === 'ready');
+    out.drop_to_ready_s = first(d1.log, (e) => e.state === 'ready');
+    out.stages = stagesOf(d1.log);
+    out.log = d1.log;
+    if (d1.waited !== 'ok' || out.drop_to_ready_s === null) {
+      Object.assign(out, await failure('import', d1.startedAt, d1.waited, d1.log));
+    } else {
+      const shown = await peaksShown();
+      out.peak = shown.peak;
+      out.peaks_equal = shown.equal;
+      out.opened_text = await page.textContent('.opened').catch(() => null);
+      // 2. Left alone for 10 s after ready; the samples after the page's own ready time are
+      // the settled ones.
+      const readyAt = d1.startedAt + out.drop_to_ready_s * 1000;
+      await page.waitForTimeout(Math.max(0, readyAt + settleMs - Date.now()));
+      for (const s of samples) if (s.phase === 'import' && d1.startedAt + s.t * 1000 >= readyAt) s.phase = 'settled';
+      phase = 'settled';
+      out.page_wasm_mib = await page.evaluate(() => globalThis.__ptSnapWasm?.memory?.buffer?.byteLength ?? null)
+        .then((b) => (b === null ? null : b / MiB)).catch(() => null);
+
+      // 3a. The same file on the same page, while its database is open there (small files
+      // only: it may be imported again).
+      if (sizeMib <= sameMaxMib) {
+        const d = await drop('same-page', () => {
+          const log = window.__log ?? [];
+          const left = log.findIndex((e) => e.state !== 'ready');
+          return log.some((e) => e.error) || log.some((e) => e.state === 'ready' && e.cache)
+            || (left >= 0 && log.slice(left).some((e) => e.state === 'ready'));
+        });
+        const left = d.log.findIndex((e) => e.state !== 'ready');
+        out.same_page = {
+          waited: d.waited,
+          cache_hit_s: first(d.log, (e) => e.cache),
+          ready_s: first(d.log, (e, i) => e.state === 'ready' && (e.cache || (left >= 0 && i > left))),
+          stages: stagesOf(d.log), log: d.log,
+        };
+        if (d.waited === 'ok') out.same_page.peaks_equal = (await peaksShown()).equal;
+      }
+
+      // 3b. The same file in a new page of the same profile (the first page closed, which
+      // ends its workers).
+      phase = 'reload';
+      await page.close();
+      await new Promise((r) => setTimeout(r, 2000));
+      await openPage(false);
+      const d2 = await drop('again', () => (window.__log ?? []).some((e) => e.state === 'ready' || e.error));
+      out.again = {
+        waited: d2.waited,
+        cache_hit_s: first(d2.log, (e) => e.cache),
+        peaks_s: first(d2.log, (e) => e.state === 'peaks' || e.state === 'ready'),
+        ready_s: first(d2.log, (e) => e.state === 'ready'),
+        stages: stagesOf(d2.log), log: d2.log,
+      };
+      if (d2.waited === 'ok' && out.again.ready_s !== null) {
+        out.again.peaks_equal = (await peaksShown()).equal;
+        phase = 'again-settled';
+        await page.waitForTimeout(2000);
+      } else {
+        const f = await failure('again', d2.startedAt, d2.waited, d2.log);
+        out.outcome = `again: ${f.outcome}`;
+        out.message = f.message;
+      }
     }
-    const shownAt = outcome === 'ok' ? await page.evaluate(() => window.__ptSnapPeaksAt).catch(() => null) : null;
-    const wall = ((shownAt ?? Date.now()) - t0) / 1000;
-    sampling = false;
-    await sampler;
-    let peak = null, wasmMib = null;
-    if (outcome === 'ok') {
-      const v = async (id) => Number(await page.getAttribute(`[data-testid=${id}]`, 'data-value'));
-      peak = { peak_allocated: await v('peak-allocated'), peak_active: await v('peak-active'), peak_reserved: await v('peak-reserved') };
-      wasmMib = await page.evaluate(() => globalThis.__ptSnapWasm?.memory?.buffer?.byteLength ?? null);
-      if (wasmMib !== null) wasmMib /= MiB;
-    }
-    const max = (k) => Math.max(0, ...samples.map((s) => s[k] ?? 0));
-    const after = samples.length ? samples[samples.length - 1] : {};
-    return {
-      outcome, message, wall_s: wall, stages, peak,
-      renderer_rss_peak_mib: max('rss'), renderer_rss_end_mib: after.rss ?? null,
-      js_heap_peak_mib: max('heap'), page_wasm_mib: wasmMib,
-      errors: errors.filter((e) => !/deprecated parameters|favicon|integrity/.test(e)),
-    };
+    polling = false;
+    await poller;
+    out.js_heap_peak_mib = Math.max(0, ...heaps.map((h) => h.heap));
+  } catch (e) {
+    out.outcome = 'failed';
+    out.message = String(e.message ?? e).split('\n')[0];
   } finally {
+    polling = false;
+    clearInterval(timer);
     await ctx.close().catch(() => {});
     fs.rmSync(profile, { recursive: true, force: true });
   }
+  out.errors = errors.filter((e) => !/deprecated parameters|favicon|integrity/.test(e));
+  const peakOf = (ph) => {
+    const ss = samples.filter((s) => s.phase === ph);
+    if (!ss.length) return null;
+    const max = (k) => Math.max(...ss.map((s) => s[k] ?? 0));
+    const byType = {};
+    for (const s of ss) for (const [k, v] of Object.entries(s.by_type)) byType[k] = Math.max(byType[k] ?? 0, v);
+    return {
+      samples: ss.length, renderer_rss_mib: max('renderer'), tree_rss_mib: max('tree'),
+      tree_pss_mib: max('tree_pss'), by_type_rss_mib: byType, worker_threads_max: max('worker_threads'),
+    };
+  };
+  out.memory = Object.fromEntries(['import', 'settled', 'same-page', 'again'].map((ph) => [ph, peakOf(ph)]));
+  out.memory.idle = out.idle ?? null;
+  delete out.idle;
+  // The renderer's and the tree's RSS over time, 1 s apart: [phase, s from its drop, renderer
+  // MiB, tree MiB, DedicatedWorker threads in the renderer].
+  out.rss_trace = samples.filter((s, i) => i % 5 === 0 && s.phase !== 'load')
+    .map((s) => [s.phase, Number(s.t.toFixed(1)), Math.round(s.renderer), Math.round(s.tree), s.worker_threads]);
+  return out;
 }
 
 /// The browser process: the one started with our profile directory that is no child type.
@@ -176,27 +354,43 @@ function findBrowserPid(profile) {
 
 const f1 = (x) => (x === null || x === undefined ? '—' : x.toFixed(1));
 const f2 = (x) => (x === null || x === undefined ? '—' : x.toFixed(2));
+const f0 = (x) => (x === null || x === undefined ? '—' : Math.round(x).toLocaleString('en-US'));
+const ratio = (a, b) => (a === null || a === undefined || !b ? null : a / b);
 const results = [];
+fs.mkdirSync(outDir, { recursive: true });
+const save = () => fs.writeFileSync(path.join(outDir, 'results.json'), JSON.stringify(results, null, 1) + '\n');
 for (const file of files) {
   const size = fs.statSync(file).size / MiB;
-  console.log(`== ${path.basename(file)} (${f1(size)} MiB)`);
+  console.log(`== ${path.basename(file)} (${f1(size)} MiB)  ${new Date().toISOString()}  load ${os.loadavg().map((x) => x.toFixed(1)).join(' ')}`);
   const n = native(file);
   console.log(`   native: ${f2(n.wall_s)} s, RSS ${f1(n.rss_mib)} MiB, DB ${f1(n.db_mib)} MiB`);
-  const w = await inBrowser(file);
-  const same = w.peak && ['peak_allocated', 'peak_active', 'peak_reserved'].every((k) => w.peak[k] === n.peak[k]);
-  console.log(`   browser: ${w.outcome} ${f2(w.wall_s)} s (${f2(w.wall_s / n.wall_s)}× native), renderer RSS peak ${f1(w.renderer_rss_peak_mib)} MiB, ` +
-    `JS heap peak ${f1(w.js_heap_peak_mib)} MiB, page wasm ${f1(w.page_wasm_mib)} MiB, peaks ${w.peak ? (same ? 'equal the CLI' : 'DIFFER from the CLI') : '—'}`);
-  console.log(`   stages (s from drop): ${JSON.stringify(w.stages)}${w.message ? ` — ${w.message}` : ''}`);
-  if (w.errors.length) console.log(`   console errors: ${w.errors.slice(0, 3).join(' | ')}`);
-  results.push({ file: path.basename(file), size_mib: size, native: n, browser: w, peaks_equal: !!same });
+  const w = await inBrowser(file, n, size);
+  const m = w.memory;
+  console.log(`   browser: ${w.outcome}${w.message ? ` (${w.message})` : ''}; drop→peaks ${f2(w.drop_to_peaks_s)} s (${f2(ratio(w.drop_to_peaks_s, n.wall_s))}× native), ` +
+    `drop→ready ${f2(w.drop_to_ready_s)} s (${f2(ratio(w.drop_to_ready_s, n.wall_s))}×), peaks ${w.peak ? (w.peaks_equal ? 'equal the CLI' : 'DIFFER from the CLI') : '—'}`);
+  if (m.import) {
+    console.log(`   memory drop→ready: renderer RSS ${f0(m.import.renderer_rss_mib)} MiB, tree (no GPU/utility) RSS ${f0(m.import.tree_rss_mib)} / PSS ${f0(m.import.tree_pss_mib)} MiB, ` +
+      `by type ${JSON.stringify(Object.fromEntries(Object.entries(m.import.by_type_rss_mib).map(([k, v]) => [k, Math.round(v)])))}, worker threads ≤ ${m.import.worker_threads_max}`);
+  }
+  if (m.settled) console.log(`   memory settled (10 s after ready): renderer RSS ${f0(m.settled.renderer_rss_mib)} MiB, tree RSS ${f0(m.settled.tree_rss_mib)} / PSS ${f0(m.settled.tree_pss_mib)} MiB; page wasm ${f1(w.page_wasm_mib)} MiB`);
+  console.log(`   stages (s from drop): ${JSON.stringify(w.stages)}`);
+  if (m.idle) console.log(`   memory idle before the drop: renderer RSS ${f0(m.idle.renderer)} MiB, tree RSS ${f0(m.idle.tree)} MiB`);
+  if (w.same_page) console.log(`   same page again: ${w.same_page.waited}; cache-hit ${f2(w.same_page.cache_hit_s)} s, ready ${f2(w.same_page.ready_s)} s, stages ${JSON.stringify(w.same_page.stages)}`);
+  if (w.again) console.log(`   again (new page, same profile): cache-hit ${f2(w.again.cache_hit_s)} s, ready ${f2(w.again.ready_s)} s, stages ${JSON.stringify(w.again.stages)}, peaks ${w.again.peaks_equal ? 'equal the CLI' : '≠/—'}`);
+  if (w.errors?.length) console.log(`   console errors: ${w.errors.slice(0, 3).join(' | ')}`);
+  const events = Number(/bench-(\d+)/.exec(path.basename(file))?.[1]) || null; // pt-snap-gen --events N
+  results.push({ file: path.basename(file), size_mib: size, events, native: n, browser: w });
+  save();
 }
-fs.mkdirSync(outDir, { recursive: true });
-fs.writeFileSync(path.join(outDir, 'results.json'), JSON.stringify(results, null, 1) + '\n');
-console.log('\n| file | size (MiB) | native import (s) | native RSS (MiB) | browser drop→peaks (s) | ratio | renderer RSS peak (MiB) | JS heap peak (MiB) | page wasm (MiB) | outcome |');
-console.log('| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |');
+console.log('\n| file | events | native import (s) | drop→peaks (s) | ratio | drop→ready (s) | ratio | peak memory (MiB) | × file | settled memory (MiB) | same file again (s) |');
+console.log('| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |');
 for (const r of results) {
-  const w = r.browser;
-  console.log(`| ${r.file} | ${f1(r.size_mib)} | ${f2(r.native.wall_s)} | ${f1(r.native.rss_mib)} | ${f2(w.wall_s)} | ${f2(w.wall_s / r.native.wall_s)}× | ` +
-    `${f1(w.renderer_rss_peak_mib)} | ${f1(w.js_heap_peak_mib)} | ${f1(w.page_wasm_mib)} | ${w.outcome}${w.outcome === 'ok' ? (r.peaks_equal ? ', peaks = CLI' : ', peaks ≠ CLI') : ''} |`);
+  const w = r.browser, m = w.memory;
+  const peak = m.import?.renderer_rss_mib ?? null;
+  const again = w.again ? `${f2(w.again.cache_hit_s)} / ${f2(w.again.ready_s)}` : '—';
+  const note = w.outcome === 'ok' ? '' : ` (${w.outcome}${w.drop_to_ready_s === null || w.drop_to_ready_s === undefined ? ': peak memory until it stopped' : ''})`;
+  console.log(`| ${r.file} (${f0(r.size_mib)} MiB)${note} | ${f0(r.events)} | ${f2(r.native.wall_s)} | ${f2(w.drop_to_peaks_s)} | ${f2(ratio(w.drop_to_peaks_s, r.native.wall_s))}× | ` +
+    `${f2(w.drop_to_ready_s)} | ${f2(ratio(w.drop_to_ready_s, r.native.wall_s))}× | ${f0(peak)} | ${f2(ratio(peak, r.size_mib))}× | ${f0(m.settled?.renderer_rss_mib)} | ${again} |`);
 }
+console.log('peak/settled memory: renderer processes\' VmRSS (page + its dedicated workers); same file again: cache-hit / ready');
 console.log(`results: ${path.join(outDir, 'results.json')}`);

@@ -142,9 +142,14 @@ fn import(state: AppState, file: File, lenient: bool) {
             file,
             lenient,
             buckets: BUCKETS,
-            shown_sha256: state
-                .opened
-                .with_untracked(|o| o.as_ref()?.source_sha256().map(str::to_owned)),
+            // Only a snapshot shown as imported here is "the same file"; a `.db` made from it
+            // is opened as what was dropped.
+            shown_sha256: state.opened.with_untracked(|o| {
+                let o = o
+                    .as_ref()
+                    .filter(|o| o.overview.as_ref().is_some_and(|v| v.imported))?;
+                o.source_sha256().map(str::to_owned)
+            }),
         },
         name,
         total,
