@@ -125,9 +125,14 @@ pub enum Job {
     Reopen { sha256: String, cache_hit: bool },
 }
 
-/// Opens `job` in a worker of its own (ending any other file being opened, not the one on
-/// screen); `listener` gets every message of it except answers.
+/// Opens `job` in a worker of its own, ending any other file being opened and a shown one
+/// still being imported (the newer choice wins; a ready file stays until this one can be
+/// shown); `listener` gets every message of it except answers.
 pub fn open(job: Job, listener: Listener) -> Result<(), EngineError> {
+    if SHOWN.with(|c| c.borrow().as_ref().is_some_and(|c| !c.ready)) {
+        close_shown();
+    }
+    cancel_open();
     open_worker(job, Vec::new(), listener, false)
 }
 
@@ -137,7 +142,6 @@ fn open_worker(
     listener: Listener,
     handover: bool,
 ) -> Result<(), EngineError> {
-    cancel_open();
     let serial = next_id();
     let (worker, started) = match SPARE.with(|s| s.borrow_mut().take()) {
         Some(spare) => (spare.worker, spare.started.get()),
@@ -240,7 +244,16 @@ pub fn cancel_open() {
 /// Ends the shown file's worker (an import cancelled after its preview took the screen).
 pub fn close_shown() {
     if let Some(old) = SHOWN.with(|c| c.borrow_mut().take()) {
-        old.worker.terminate();
+        end(old);
+    }
+}
+
+/// Ends a worker, telling every question still waiting for it.
+fn end(client: Client) {
+    client.worker.terminate();
+    let Client { queue, running, .. } = client;
+    for asked in running.into_iter().chain(queue) {
+        (asked.done)(Err(EngineError::replaced()));
     }
 }
 
@@ -383,6 +396,9 @@ fn received(serial: u64, message: FromWorker, attachment: JsValue) {
                 sha256,
                 cache_hit: false,
             };
+            if slot == Slot::Incoming {
+                cancel_open(); // The sender: done, and replaced by the reopen below.
+            }
             if let Err(f) = open_worker(job, warnings, listener.clone(), slot == Slot::Shown) {
                 listener(FromWorker::Failed(f), JsValue::UNDEFINED);
             }
@@ -400,7 +416,7 @@ fn received(serial: u64, message: FromWorker, attachment: JsValue) {
                 &SHOWN
             };
             if let Some(c) = cell.with(|c| c.borrow_mut().take()) {
-                c.worker.terminate();
+                end(c);
             }
             warm_up();
         }
@@ -456,6 +472,7 @@ impl Asker {
             budget_s,
             query,
         });
+        let mut orphan: Option<Done> = Some(Box::new(done));
         let queued = SHOWN.with(|c| {
             let mut c = c.borrow_mut();
             let Some(c) = c.as_mut() else { return false };
@@ -463,12 +480,20 @@ impl Asker {
                 id,
                 asker: self.0,
                 message,
-                done: Box::new(done),
+                done: orphan.take().expect("set above"),
             });
             true
         });
         if queued {
             send_next();
+        } else {
+            // No file on screen to ask (its worker ended): said at once, never left pending.
+            if let Some(done) = orphan.take() {
+                done(Err(EngineError::new(
+                    "DATABASE_NOT_OPEN",
+                    "No database is open.",
+                )));
+            }
         }
     }
 

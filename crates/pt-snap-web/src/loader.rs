@@ -171,8 +171,15 @@ pub fn reopen(state: AppState, entry: &pt_snap_opfs::Entry) {
     );
 }
 
-/// Hands `job` to a fresh worker; what it reports moves the page.
+/// Hands `job` to a fresh worker; what it reports moves the page. A file still being
+/// imported on screen gives way to it (`client::open` ends its worker).
 fn start(state: AppState, job: Job, name: String, total: f64) {
+    if state
+        .opened
+        .with_untracked(|o| o.as_ref().is_some_and(|o| !o.ready()))
+    {
+        state.opened.set(None);
+    }
     state.status.set(Status::Importing {
         name: name.clone(),
         progress: None,

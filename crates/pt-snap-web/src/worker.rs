@@ -53,13 +53,18 @@ mod imp {
     /// meanwhile; larger ones are hashed here, so that a 1 GB import needs no second GB.
     const HASH_BESIDE_MAX: f64 = 512.0 * 1024.0 * 1024.0;
 
+    /// Files up to this size are hashed by the helper worker when only the hash is wanted
+    /// (looking a file up in the cache): WebCrypto is several times faster than SHA-256 in
+    /// wasm, and the file is held once, briefly. Past it an `ArrayBuffer` may not be had.
+    const HASH_ALONE_MAX: f64 = 2.0 * 1024.0 * 1024.0 * 1024.0;
+
     /// The page cache of a database read from OPFS, in KiB.
     const READ_CACHE_KIB: u32 = 128 * 1024;
 
     thread_local! {
         static ENGINE: RefCell<Option<Engine>> = const { RefCell::new(None) };
         /// The OPFS entry the engine's connection reads, kept open as long as it.
-        static POOL: RefCell<Option<Pool>> = const { RefCell::new(None) };
+        static POOL: RefCell<Option<std::rc::Rc<Pool>>> = const { RefCell::new(None) };
         /// Set to 1 by the page to interrupt the running question (see `client.rs`).
         static CANCEL: RefCell<Option<Int32Array>> = const { RefCell::new(None) };
     }
@@ -200,7 +205,7 @@ mod imp {
                 cache_hit,
             },
         )?;
-        POOL.with(|p| *p.borrow_mut() = Some(pool));
+        POOL.with(|p| *p.borrow_mut() = Some(std::rc::Rc::new(pool)));
         Ok(engine)
     }
 
@@ -270,11 +275,26 @@ mod imp {
                     return Ok(Outcome::AlreadyOpen);
                 }
                 if candidates.iter().any(|e| e.sha256 == sha) {
-                    // Held by another tab's worker, it is imported again here, in memory.
-                    if let Ok(engine) = reopen(&sha, Vec::new(), true).await {
-                        return Ok(Outcome::Open(engine));
+                    match reopen(&sha, Vec::new(), true).await {
+                        // As the CLI's reuse: a lenient database answers a lenient import
+                        // only, a strict one a strict import only; otherwise it is rebuilt.
+                        Ok(engine)
+                            if engine.overview().lenient_issues.is_some()
+                                == (replay == ReplayMode::Lenient) =>
+                        {
+                            return Ok(Outcome::Open(engine));
+                        }
+                        Ok(engine) => {
+                            drop(engine);
+                            if let Some(pool) = POOL.with(|p| p.borrow_mut().take()) {
+                                if let Ok(pool) = std::rc::Rc::try_unwrap(pool) {
+                                    pool.close().map_err(storage)?;
+                                }
+                            }
+                        }
+                        // Held by another tab's worker, it is imported again here, in memory.
+                        Err(_) => opfs = false,
                     }
-                    opfs = false;
                 }
                 known_sha = Some(sha);
             }
@@ -282,7 +302,7 @@ mod imp {
         let scope: DedicatedWorkerGlobalScope = js_sys::global().unchecked_into();
         let digest = match known_sha {
             Some(_) => None,
-            None => hash_beside(&scope, file),
+            None => hash_beside(&scope, file, HASH_BESIDE_MAX),
         };
         let hash_inline = known_sha.is_none() && digest.is_none();
         let mut reader = FileChunks::new(file.clone(), hash_inline)?;
@@ -412,10 +432,11 @@ mod imp {
         })
     }
 
-    /// The file's SHA-256, by the helper worker where it can, else here.
+    /// The file's SHA-256, by the helper worker where it can, else here. Nothing is decoded
+    /// meanwhile, so the helper may hold a larger file than beside a decoding.
     async fn sha256_of(file: &File) -> Result<String, EngineError> {
         let scope: DedicatedWorkerGlobalScope = js_sys::global().unchecked_into();
-        if let Some(digest) = hash_beside(&scope, file) {
+        if let Some(digest) = hash_beside(&scope, file, HASH_ALONE_MAX) {
             if let Ok(hex) = JsFuture::from(digest).await.map(|r| get(&r, "hex")) {
                 if let Some(hex) = hex.as_string() {
                     return Ok(hex);
@@ -440,15 +461,10 @@ mod imp {
             ))));
             return;
         };
-        if POOL.with(|p| p.borrow().is_some()) {
+        // An OPFS database is never copied into memory for this: its file is the Blob.
+        if let Some(pool) = POOL.with(|p| p.borrow().clone()) {
             wasm_bindgen_futures::spawn_local(async move {
-                // The pool stays in its cell: the engine's connection reads through it.
-                let pool = POOL.with(|p| p.borrow_mut().take());
-                let blob = match &pool {
-                    Some(pool) => pool.export_blob().await.map_err(storage),
-                    None => Err(storage("the database was closed")),
-                };
-                POOL.with(|p| *p.borrow_mut() = pool);
+                let blob = pool.export_blob().await.map_err(storage);
                 match blob {
                     Ok(blob) => post_with(&FromWorker::Download(Ok(name)), "blob", &blob),
                     Err(f) => post(&FromWorker::Download(Err(f))),
@@ -487,9 +503,9 @@ mod imp {
     /// Starts the helper worker on `file`; its answer (`{hex}` or `{error}`) settles the
     /// promise. `None` where WebCrypto is missing (pages served over plain HTTP from another
     /// host are not a secure context), the file is too large, or no worker can start.
-    fn hash_beside(scope: &DedicatedWorkerGlobalScope, file: &File) -> Option<Promise> {
+    fn hash_beside(scope: &DedicatedWorkerGlobalScope, file: &File, max: f64) -> Option<Promise> {
         let secure = get(scope, "isSecureContext").as_bool() == Some(true);
-        if !secure || file.size() > HASH_BESIDE_MAX {
+        if !secure || file.size() > max {
             return None;
         }
         let worker = Worker::new("./hash-worker.js").ok()?;
