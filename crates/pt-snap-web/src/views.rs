@@ -51,6 +51,17 @@ pub(crate) fn pending(what: &'static str) -> AnyView {
     .into_any()
 }
 
+/// Something on its way that is not a question (nothing to stop): a spinner alone.
+pub(crate) fn coming(what: &'static str) -> AnyView {
+    view! {
+        <div class="pending" role="status" aria-busy="true">
+            <span class="spinner" aria-hidden="true"></span>
+            <span>{what}</span>
+        </div>
+    }
+    .into_any()
+}
+
 /// The selected device's peaks: the replay's while the database is being written (and
 /// after: they are `memory_peak`'s answer), else asked of the database.
 pub type PeaksReply = Signal<Reply<Peaks>>;
@@ -149,7 +160,7 @@ pub fn Overview(peaks: PeaksReply) -> impl IntoView {
     });
     view! {
         <Show when=move || drawn.get() == Some(state.generation())
-            fallback=|| pending("Drawing the timeline…")>
+            fallback=|| coming("Drawing the timeline…")>
             <crate::timeline::TimelinePanel peaks=peaks/>
         </Show>
         <section class="panel two">
@@ -171,7 +182,7 @@ pub fn Overview(peaks: PeaksReply) -> impl IntoView {
             <div>
                 <h2>"Import metadata"</h2>
                 {move || match overview().map(|o| o.metadata) {
-                    None => pending("Written with the database…"),
+                    None => coming("Written with the database…"),
                     Some(Ok(rows)) => view! {
                         <table class="grid kv" data-testid="metadata">
                             <tbody>{rows.into_iter().map(|(k, v)| view! { <tr><th>{k}</th><td class="wrap">{v}</td></tr> }).collect_view()}</tbody>
