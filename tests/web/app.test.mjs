@@ -195,7 +195,7 @@ await check('active blocks at the selected event: the CLI total, pages, stacks',
   eq(title, `${want.rows[0].size.toLocaleString('en-US')} bytes`, 'exact size on hover');
   if (want.total > 50) {
     await page.click('[data-testid=page-next]');
-    await page.waitForFunction(() => document.querySelector('[data-testid=page-label]').textContent.startsWith('page 2'));
+    await page.waitForFunction(() => document.querySelector('[data-testid=page-label]')?.textContent.startsWith('page 2'));
     const page2 = cli('active_blocks_at_event', { event_id: event, limit: 50, offset: 50 });
     await page.waitForFunction((id) => document.querySelector('[data-testid=blocks-table] tbody tr td')?.textContent === String(id), page2.rows[0].id);
     await page.click('[data-testid=page-prev]');
