@@ -548,6 +548,26 @@ pub fn request_download() {
     });
 }
 
+/// The answer as the variant `pick` takes; another variant would be a protocol slip.
+pub fn expect<T>(
+    answer: Result<Answer, EngineError>,
+    pick: fn(Answer) -> Option<T>,
+) -> Result<T, EngineError> {
+    answer.and_then(|a| {
+        pick(a).ok_or_else(|| {
+            EngineError::new("INTERNAL_ERROR", "The worker answered another question.")
+        })
+    })
+}
+
+/// A table answer.
+pub fn table(a: Answer) -> Option<pt_snap_engine::Table> {
+    match a {
+        Answer::Table(t) => Some(t),
+        _ => None,
+    }
+}
+
 /// A question's state as a view shows it: `None` while it is being answered.
 pub type Reply<T> = Option<Result<T, EngineError>>;
 
@@ -565,11 +585,7 @@ pub fn watch<T: Send + Sync + Clone + 'static>(
         Some(q) => {
             out.set(None);
             asker.ask(q, budget_s.get_untracked(), move |answer| {
-                out.set(Some(answer.and_then(|a| {
-                    pick(a).ok_or_else(|| {
-                        EngineError::new("INTERNAL_ERROR", "The worker answered another question.")
-                    })
-                })));
+                out.set(Some(expect(answer, pick)));
             });
         }
     });

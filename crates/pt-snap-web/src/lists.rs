@@ -56,10 +56,7 @@ fn watch_template(
                 exact_total,
             })
         },
-        |a| match a {
-            Answer::Table(t) => Some(t),
-            _ => None,
-        },
+        client::table,
     )
 }
 

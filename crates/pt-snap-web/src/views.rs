@@ -480,13 +480,7 @@ pub fn TemplatesView() -> impl IntoView {
                     exact_total: false,
                 };
                 asker.ask(query, state.budget_s.get_untracked(), move |answer| {
-                    result.set(Some(Some(answer.and_then(|a| match a {
-                        Answer::Table(t) => Ok(t),
-                        _ => Err(EngineError::new(
-                            "INTERNAL_ERROR",
-                            "The worker answered another question.",
-                        )),
-                    }))))
+                    result.set(Some(Some(client::expect(answer, client::table))))
                 });
             }
         }
@@ -676,13 +670,7 @@ pub fn SqlView() -> impl IntoView {
             cap: CAP,
         };
         asker.ask(query, state.budget_s.get_untracked(), move |answer| {
-            result.set(Some(Some(answer.and_then(|a| match a {
-                Answer::Table(t) => Ok(t),
-                _ => Err(EngineError::new(
-                    "INTERNAL_ERROR",
-                    "The worker answered another question.",
-                )),
-            }))))
+            result.set(Some(Some(client::expect(answer, client::table))))
         });
     };
     view! {
