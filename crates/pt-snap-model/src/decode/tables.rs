@@ -83,23 +83,9 @@ pub(super) enum Word {
     Filename,
     Line,
     Name,
-    /// A known action name: the index of [`Action::from_name`]'s answer in [`ACTIONS`].
-    ActionName(u8),
+    /// A known action name.
+    ActionName(Action),
 }
-
-/// The actions [`Word::ActionName`] indexes.
-const ACTIONS: [Action; 10] = [
-    Action::SegmentMap,
-    Action::SegmentUnmap,
-    Action::SegmentAlloc,
-    Action::SegmentFree,
-    Action::Alloc,
-    Action::FreeRequested,
-    Action::FreeCompleted,
-    Action::WorkspaceSnapshot,
-    Action::Oom,
-    Action::Free,
-];
 
 impl Word {
     pub fn of(s: &str) -> Word {
@@ -116,20 +102,14 @@ impl Word {
             "filename" => Word::Filename,
             "line" => Word::Line,
             "name" => Word::Name,
-            s => match Action::from_name(s) {
-                Some(a) => ACTIONS
-                    .iter()
-                    .position(|x| *x == a)
-                    .map_or(Word::Other, |i| Word::ActionName(i as u8)),
-                None => Word::Other,
-            },
+            s => Action::from_name(s).map_or(Word::Other, Word::ActionName),
         }
     }
 
     /// The action this string names, if it is a known one.
     pub fn action(self) -> Option<Action> {
         match self {
-            Word::ActionName(i) => ACTIONS.get(usize::from(i)).copied(),
+            Word::ActionName(a) => Some(a),
             _ => None,
         }
     }
