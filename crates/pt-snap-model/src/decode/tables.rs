@@ -125,19 +125,41 @@ pub(super) struct PendingBlock {
 
 /// Records decoded from dicts, waiting for the list that holds them.
 ///
-/// Indices are global and increasing; when a list claims exactly everything pending (the
-/// normal case: PyTorch writes each list's dicts right before attaching the list), the
-/// storage moves into the list without copying.
+/// Indices are global and increasing. A list that claims exactly everything pending (the
+/// normal case: PyTorch writes each list's dicts right before attaching the list) takes
+/// them in one vector.
+///
+/// In wasm32 the records are held in fixed-size chunks. A vector that doubles needs its old
+/// and new blocks at once, and in a browser worker's 4 GiB of address space the holes the
+/// old blocks leave are never large enough for the next one: a 20M-event trace ran out at
+/// 16.7M events. Chunks fit into those holes, and the claiming list gets one vector of its
+/// exact length, filled as the chunks are freed. Natively a growing vector is remapped in
+/// place, so there it stays one chunk and the claim copies nothing.
 pub(super) struct Pending<T> {
     base: usize,
-    items: Vec<T>,
+    len: usize,
+    chunk: usize,
+    chunks: Vec<Vec<T>>,
 }
+
+#[cfg(target_arch = "wasm32")]
+const CHUNK: usize = 1 << 15; // 1.75 MiB of 56-byte trace events
+#[cfg(not(target_arch = "wasm32"))]
+const CHUNK: usize = usize::MAX;
 
 impl<T> Default for Pending<T> {
     fn default() -> Self {
+        Pending::with_chunk(CHUNK)
+    }
+}
+
+impl<T> Pending<T> {
+    fn with_chunk(chunk: usize) -> Self {
         Pending {
             base: 0,
-            items: Vec::new(),
+            len: 0,
+            chunk,
+            chunks: Vec::new(),
         }
     }
 }
@@ -145,32 +167,77 @@ impl<T> Default for Pending<T> {
 impl<T: Clone> Pending<T> {
     /// The index the next pushed record gets.
     pub fn next_index(&self) -> usize {
-        self.base + self.items.len()
+        self.base + self.len
     }
 
     pub fn push(&mut self, item: T) {
-        self.items.push(item);
+        match self.chunks.last_mut() {
+            Some(chunk) if chunk.len() < self.chunk => chunk.push(item),
+            _ => {
+                // The first chunk grows as a vector does, so that the many short lists
+                // (a segment's blocks) never reserve a whole chunk.
+                let mut chunk = match self.chunks.is_empty() {
+                    true => Vec::new(),
+                    false => Vec::with_capacity(self.chunk),
+                };
+                chunk.push(item);
+                self.chunks.push(chunk);
+            }
+        }
+        self.len += 1;
     }
 
     pub fn get(&self, index: u32) -> Option<&T> {
-        (index as usize)
-            .checked_sub(self.base)
-            .and_then(|i| self.items.get(i))
+        let i = (index as usize).checked_sub(self.base)?;
+        self.chunks.get(i / self.chunk)?.get(i % self.chunk)
     }
 
     /// The records `indices` name, in order; `None` if one was already claimed by another list
     /// (the same dict object in two lists, which no snapshot writer produces).
     pub fn claim(&mut self, indices: &[u32]) -> Option<Vec<T>> {
-        let all_pending = indices.len() == self.items.len()
+        let all_pending = indices.len() == self.len
             && indices
                 .iter()
                 .enumerate()
                 .all(|(i, &x)| x as usize == self.base + i);
-        if all_pending {
-            self.base += self.items.len();
-            return Some(std::mem::take(&mut self.items));
+        if !all_pending {
+            return indices.iter().map(|&i| self.get(i).cloned()).collect();
         }
-        indices.iter().map(|&i| self.get(i).cloned()).collect()
+        let mut chunks = std::mem::take(&mut self.chunks);
+        let list = match chunks.len() {
+            0 => Vec::new(),
+            1 => chunks.pop().expect("one chunk"),
+            _ => {
+                let mut list = Vec::with_capacity(self.len);
+                for chunk in chunks {
+                    list.extend(chunk);
+                }
+                list
+            }
+        };
+        self.base += self.len;
+        self.len = 0;
+        Some(list)
+    }
+}
+
+#[cfg(test)]
+mod pending_tests {
+    use super::Pending;
+
+    #[test]
+    fn chunks_are_claimed_whole_or_by_index() {
+        let mut p = Pending::with_chunk(3);
+        (0..7).for_each(|x| p.push(x));
+        assert_eq!(p.get(4), Some(&4));
+        assert_eq!(p.claim(&[1, 5]), Some(vec![1, 5]));
+        assert_eq!(p.claim(&(0..7).collect::<Vec<_>>()), Some((0..7).collect()));
+        assert_eq!(p.next_index(), 7);
+        assert_eq!(p.get(4), None);
+        (7..9).for_each(|x| p.push(x));
+        assert_eq!(p.get(8), Some(&8));
+        assert_eq!(p.claim(&[7, 8]), Some(vec![7, 8]));
+        assert_eq!(p.claim(&[8]), None);
     }
 }
 
