@@ -52,25 +52,17 @@ pub struct BlockRecord {
 /// pages, so more would only add to the import's peak memory.
 const CACHE_KIB: i64 = -16384;
 
-/// Where `CREATE INDEX` spills its sort runs. On a native build, files: the runs then live in
-/// the OS page cache, and the index build takes ~20% less time and 30 MiB less memory than
-/// with SQLite's in-memory journal (measured on the 1M-event benchmark). The browser build
-/// has no temp files.
-#[cfg(not(target_arch = "wasm32"))]
+/// Where `CREATE INDEX` spills its sort runs: files, on every target. SQLite's sorter only
+/// spills when temp files are files; with `temp_store = MEMORY` it sorts a whole index as
+/// one in-memory list of separately allocated records, which took twice as long on the
+/// 10M-event benchmark's six indexes natively (28.4 s against 14.3 s; more in wasm, where
+/// each record is a call into the allocator). Natively the runs live in the OS page cache;
+/// in the browser in temp files of the database's VFS (a slot of its OPFS pool, or memory).
 const TEMP_STORE: &str = "FILE";
-#[cfg(target_arch = "wasm32")]
-const TEMP_STORE: &str = "MEMORY";
 
-/// Page cache while indexes are built. SQLite sorts in runs of at most the cache size and
-/// merges them from the temp files; 8 MiB runs were as fast as 16–64 MiB ones, in less
-/// memory.
-#[cfg(not(target_arch = "wasm32"))]
+/// Page cache while indexes are built, which is also the size of a sort run. 8 MiB runs
+/// were as fast as 16–64 MiB ones, in less memory.
 const INDEX_CACHE_KIB: i64 = -8192;
-/// In the browser the runs spill into SQLite's in-memory journal and are merged on the one
-/// thread there is: a budget that holds a whole index's keys (~30 bytes a row, so up to ~8M
-/// rows) sorts each index in one pass instead.
-#[cfg(target_arch = "wasm32")]
-const INDEX_CACHE_KIB: i64 = -262144;
 
 /// Rows per multi-row `INSERT` in [`Writer::traces`] and [`Writer::blocks`]: one statement
 /// execution per row costs about as much again as the row itself.
