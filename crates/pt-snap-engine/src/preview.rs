@@ -14,9 +14,7 @@ pub fn device_preview(replayed: &ReplayedDevice<'_>, buckets: usize) -> DevicePr
     let device = replayed.device as i64;
     let mut peaks = PeakFold::default();
     let mut bounds: Option<(i64, i64)> = None;
-    let mut events = 0u64;
     for c in replayed.counters().filter(|c| c.id >= 0) {
-        events += 1;
         peaks.add(&c);
         bounds = Some(bounds.map_or((c.id, c.id), |(lo, _)| (lo, c.id)));
     }
@@ -36,7 +34,6 @@ pub fn device_preview(replayed: &ReplayedDevice<'_>, buckets: usize) -> DevicePr
     }
     DevicePreview {
         device,
-        events,
         peaks: peaks.peaks,
         timeline,
     }

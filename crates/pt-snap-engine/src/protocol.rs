@@ -239,8 +239,6 @@ pub struct Preview {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct DevicePreview {
     pub device: i64,
-    /// Real events (the trace's own, not the replay's synthetic ones).
-    pub events: u64,
     pub peaks: Peaks,
     /// The whole trace at the page's bucket count: what the timeline query will give.
     pub timeline: Timeline,
@@ -265,9 +263,10 @@ pub enum Progress {
         device: i64,
     },
     Indexing,
-    /// Hashing the file to look it up in the cache.
+    /// Hashing the file to look it up in the cache; `bytes` hashed so far, `None` while
+    /// WebCrypto hashes it in one piece (it tells nothing until it is done).
     Hashing {
-        bytes: f64,
+        bytes: Option<f64>,
         total: f64,
     },
 }

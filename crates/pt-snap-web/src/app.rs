@@ -233,12 +233,7 @@ fn OpenedName() -> impl IntoView {
     let state = expect_context::<AppState>();
     move || {
         state.opened.get().map(|o| {
-            let what = match &o.overview {
-                // The size is the database's, which an imported pickle's name would not suggest.
-                Some(v) if v.imported => format!("imported here · {} database", fmt::bytes(v.db_bytes as i64)),
-                Some(v) => format!("SnapshotDB · {}", fmt::bytes(v.db_bytes as i64)),
-                None => "peaks shown · database being written".to_owned(),
-            };
+            let what = o.describe();
             let cached = o.overview.as_ref().is_some_and(|v| v.cache_hit);
             view! {
                 <span class="opened">
@@ -362,11 +357,21 @@ fn progress_text(progress: Option<&Progress>, total: f64) -> (f64, String) {
                 fmt::grouped(*events as i64)
             ),
         ),
-        Some(Progress::Hashing { bytes, total }) => (
+        Some(Progress::Hashing {
+            bytes: Some(bytes),
+            total,
+        }) => (
             if *total > 0.0 { bytes / total } else { 0.0 },
             format!(
                 "looking for it in the cache: {} of {} hashed",
                 fmt::bytes(*bytes as i64),
+                fmt::bytes(*total as i64)
+            ),
+        ),
+        Some(Progress::Hashing { bytes: None, total }) => (
+            0.0,
+            format!(
+                "looking for it in the cache: hashing {}",
                 fmt::bytes(*total as i64)
             ),
         ),

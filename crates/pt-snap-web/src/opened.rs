@@ -1,7 +1,9 @@
 //! The open file as the page knows it: what the replay previewed while the database was
 //! being written, then the database's own overview.
 
-use pt_snap_engine::{Overview, Peaks, Preview, Timeline};
+use pt_snap_engine::{Overview, Peaks, Preview, Storage, Timeline};
+
+use crate::fmt;
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct Opened {
@@ -76,6 +78,25 @@ impl Opened {
             .map(|(_, v)| v.as_str())
     }
 
+    /// What the open file is, beside its name: where its database came from, how large it
+    /// is, and whether this browser keeps it (an import in memory is gone with the tab).
+    pub fn describe(&self) -> String {
+        let Some(o) = &self.overview else {
+            return "peaks shown · database being written".to_owned();
+        };
+        // The size is the database's, which an imported pickle's name would not suggest.
+        let size = fmt::bytes(o.db_bytes as i64);
+        match (o.imported, o.storage) {
+            (true, Storage::Opfs) => {
+                format!("imported here · {size} database, kept in this browser")
+            }
+            (true, Storage::Memory) => {
+                format!("imported here · {size} database, in this tab only")
+            }
+            (false, _) => format!("SnapshotDB · {size}"),
+        }
+    }
+
     /// The imported database's size, once it is ready.
     pub fn db_bytes(&self) -> Option<u64> {
         self.overview.as_ref().map(|o| o.db_bytes)
@@ -85,7 +106,7 @@ impl Opened {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use pt_snap_engine::{DevicePreview, Peak, Storage};
+    use pt_snap_engine::{DevicePreview, Peak};
 
     fn preview(devices: &[i64], replayed: &[i64]) -> Preview {
         Preview {
@@ -95,7 +116,6 @@ mod tests {
                 .iter()
                 .map(|&d| DevicePreview {
                     device: d,
-                    events: 10,
                     peaks: Peaks {
                         active: Peak {
                             bytes: 100 + d,
@@ -158,5 +178,39 @@ mod tests {
         assert_eq!(o.peaks(2), None);
         assert_eq!(o.db_bytes(), Some(4096));
         assert_eq!(o.source_sha256(), Some("ab".repeat(32).as_str()));
+        assert_eq!(o.describe(), "SnapshotDB · 4.00 KiB");
+    }
+
+    #[test]
+    fn an_import_says_whether_this_browser_keeps_it() {
+        let mut o = Opened {
+            name: "x.pkl".into(),
+            preview: Some(preview(&[0], &[0])),
+            overview: None,
+        };
+        assert_eq!(o.describe(), "peaks shown · database being written");
+        let mut overview = Overview {
+            name: "x.pkl".into(),
+            imported: true,
+            db_bytes: 3 << 20,
+            devices: vec![0],
+            bounds: vec![(0, Some((0, 9)))],
+            metadata: Ok(Vec::new()),
+            warnings: Vec::new(),
+            lenient_issues: None,
+            storage: Storage::Opfs,
+            cache_hit: false,
+        };
+        o.overview = Some(overview.clone());
+        assert_eq!(
+            o.describe(),
+            "imported here · 3.00 MiB database, kept in this browser"
+        );
+        overview.storage = Storage::Memory;
+        o.overview = Some(overview);
+        assert_eq!(
+            o.describe(),
+            "imported here · 3.00 MiB database, in this tab only"
+        );
     }
 }

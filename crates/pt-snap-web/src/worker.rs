@@ -56,6 +56,8 @@ mod imp {
     /// Files up to this size are hashed by the helper worker when only the hash is wanted
     /// (looking a file up in the cache): WebCrypto is several times faster than SHA-256 in
     /// wasm, and the file is held once, briefly. Past it an `ArrayBuffer` may not be had.
+    /// Bytes hashed here between two progress messages.
+    const HASH_PROGRESS_STEP: u64 = 64 << 20;
     const HASH_ALONE_MAX: f64 = 2.0 * 1024.0 * 1024.0 * 1024.0;
 
     /// The page cache of a database read from OPFS, in KiB.
@@ -267,7 +269,7 @@ mod imp {
                 .unwrap_or_default();
             if !candidates.is_empty() {
                 post(&FromWorker::Progress(Progress::Hashing {
-                    bytes: 0.0,
+                    bytes: None,
                     total,
                 }));
                 let sha = sha256_of(file).await?;
@@ -324,9 +326,10 @@ mod imp {
             (None, Some(digest)) => match JsFuture::from(digest).await.map(|r| get(&r, "hex")) {
                 Ok(hex) if hex.is_string() => hex.as_string().unwrap_or_default(),
                 // WebCrypto refused (or the helper died): hash here after all.
-                _ => hash_here(FileChunks::new(file.clone(), true)?)?,
+                _ => hash_here(FileChunks::new(file.clone(), true)?, Some(total))?,
             },
-            (None, None) => hash_here(reader)?,
+            // Hashed as it was decoded: only what the decoder left unread is still to go.
+            (None, None) => hash_here(reader, None)?,
         };
         let request = ImportRequest {
             device: None,
@@ -443,7 +446,7 @@ mod imp {
                 }
             }
         }
-        hash_here(FileChunks::new(file.clone(), true)?)
+        hash_here(FileChunks::new(file.clone(), true)?, Some(file.size()))
     }
 
     /// "Download .db": the database as a Blob posted with the message: the OPFS file itself
@@ -494,8 +497,25 @@ mod imp {
     /// The rest of the file through the reader's hasher: the digest covers the whole file as
     /// given, as the CLI's does: compressed bytes for a compressed file, and even bytes after
     /// the pickle's STOP.
-    fn hash_here(mut reader: FileChunks) -> Result<String, EngineError> {
-        io::copy(&mut reader, &mut io::sink()).map_err(backend)?;
+    /// Hashes the rest of the file in this worker; with the file's size, posting how far it
+    /// is (a message leaves a busy worker at once, so the page's bar moves while this runs).
+    fn hash_here(mut reader: FileChunks, total: Option<f64>) -> Result<String, EngineError> {
+        let mut buf = vec![0; 1 << 20];
+        let (mut done, mut shown) = (0u64, 0u64);
+        loop {
+            let n = reader.read(&mut buf).map_err(backend)?;
+            if n == 0 {
+                break;
+            }
+            done += n as u64;
+            if let Some(total) = total.filter(|_| done - shown >= HASH_PROGRESS_STEP) {
+                shown = done;
+                post(&FromWorker::Progress(Progress::Hashing {
+                    bytes: Some(done as f64),
+                    total,
+                }));
+            }
+        }
         let hasher = reader.hasher.take().unwrap_or_default();
         Ok(format!("{:x}", hasher.finalize()))
     }
