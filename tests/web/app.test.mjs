@@ -544,6 +544,7 @@ await check('the same file dropped again reopens its database from the OPFS cach
   console.log(`     big.pickle dropped again: from the cache in ${Date.now() - t0} ms`);
   await peaksAre(page, read('expected-big-peak.json').rows[0], 'cached big.pickle');
   eq(await page.textContent('.opened strong'), 'big.pickle', 'open file');
+  eq(await page.textContent('[data-testid=kept]'), '· kept in this browser', 'where the import lives');
   // Dropped once more while it is on screen: recognised by its SHA-256, nothing reopened.
   const workers = page.workers().length;
   const t1 = Date.now();

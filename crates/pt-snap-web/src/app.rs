@@ -241,6 +241,11 @@ fn OpenedName() -> impl IntoView {
                     <span class="muted" title=o.db_bytes().map(|b| fmt::exact(b as i64))>
                         {format!("\u{a0}· {what}")}
                     </span>
+                    {o.kept().map(|kept| view! {
+                        <span class="muted kept" data-testid="kept" title="An import kept in this browser opens again from its cache; one in this tab only is gone when the tab closes">
+                            {format!("· {kept}")}
+                        </span>
+                    })}
                     <span class="engine-state" data-testid="engine-state" data-value=o.engine_state()
                         title="peaks: shown from the replay while the database is written; ready: every view can ask">
                         {o.engine_state()}

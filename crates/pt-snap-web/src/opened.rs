@@ -78,22 +78,24 @@ impl Opened {
             .map(|(_, v)| v.as_str())
     }
 
-    /// What the open file is, beside its name: where its database came from, how large it
-    /// is, and whether this browser keeps it (an import in memory is gone with the tab).
+    /// What the open file is, beside its name: where its database came from and how large
+    /// it is.
     pub fn describe(&self) -> String {
-        let Some(o) = &self.overview else {
-            return "peaks shown · database being written".to_owned();
-        };
-        // The size is the database's, which an imported pickle's name would not suggest.
-        let size = fmt::bytes(o.db_bytes as i64);
-        match (o.imported, o.storage) {
-            (true, Storage::Opfs) => {
-                format!("imported here · {size} database, kept in this browser")
+        match &self.overview {
+            // The size is the database's, which an imported pickle's name would not suggest.
+            Some(o) if o.imported => {
+                format!("imported here · {} database", fmt::bytes(o.db_bytes as i64))
             }
-            (true, Storage::Memory) => {
-                format!("imported here · {size} database, in this tab only")
-            }
-            (false, _) => format!("SnapshotDB · {size}"),
+            Some(o) => format!("SnapshotDB · {}", fmt::bytes(o.db_bytes as i64)),
+            None => "peaks shown · database being written".to_owned(),
+        }
+    }
+
+    /// Whether this browser keeps an import (an import in memory is gone with the tab).
+    pub fn kept(&self) -> Option<&'static str> {
+        match self.overview.as_ref().filter(|o| o.imported)?.storage {
+            Storage::Opfs => Some("kept in this browser"),
+            Storage::Memory => Some("in this tab only"),
         }
     }
 
@@ -179,6 +181,7 @@ mod tests {
         assert_eq!(o.db_bytes(), Some(4096));
         assert_eq!(o.source_sha256(), Some("ab".repeat(32).as_str()));
         assert_eq!(o.describe(), "SnapshotDB · 4.00 KiB");
+        assert_eq!(o.kept(), None);
     }
 
     #[test]
@@ -189,6 +192,7 @@ mod tests {
             overview: None,
         };
         assert_eq!(o.describe(), "peaks shown · database being written");
+        assert_eq!(o.kept(), None);
         let mut overview = Overview {
             name: "x.pkl".into(),
             imported: true,
@@ -202,15 +206,10 @@ mod tests {
             cache_hit: false,
         };
         o.overview = Some(overview.clone());
-        assert_eq!(
-            o.describe(),
-            "imported here · 3.00 MiB database, kept in this browser"
-        );
+        assert_eq!(o.describe(), "imported here · 3.00 MiB database");
+        assert_eq!(o.kept(), Some("kept in this browser"));
         overview.storage = Storage::Memory;
         o.overview = Some(overview);
-        assert_eq!(
-            o.describe(),
-            "imported here · 3.00 MiB database, in this tab only"
-        );
+        assert_eq!(o.kept(), Some("in this tab only"));
     }
 }
