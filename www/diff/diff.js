@@ -168,7 +168,7 @@
     var unit = 1;
     while (v / unit >= 1024) unit *= 1024;
     var x = v / unit, p = Math.pow(10, Math.floor(Math.log10(x)));
-    var steps = [1, 2, 2.5, 5, 10];
+    var steps = [1, 1.2, 1.5, 2, 2.5, 3, 4, 5, 6, 8, 10];
     for (var i = 0; i < steps.length; i++) if (steps[i] * p >= x) return steps[i] * p * unit;
     return 10 * p * unit;
   }
@@ -230,7 +230,7 @@
 
   Timeline.prototype.draw = function (width) {
     this.width = width;
-    var W = Math.max(320, width), H = 280, L = 76, R = 14, T = 12, B = 34;
+    var W = Math.max(320, width), H = 280, L = 76, R = 24, T = 12, B = 34;
     var maxOrd = this.maxOrd, top = this.top;
     var x = function (o) { return L + (o / maxOrd) * (W - L - R); };
     var y = function (v) { return T + (1 - v / top) * (H - T - B); };
@@ -244,16 +244,19 @@
       s.appendChild(svg('line', { x1: L, x2: W - R, y1: y(v), y2: y(v), class: 'pd-grid' }));
       s.appendChild(svg('text', { x: L - 6, y: y(v) + 4, 'text-anchor': 'end', class: 'pd-tick' }, human(v)));
     }
-    for (i = 0; i <= 5; i++) {
-      var o = Math.round((maxOrd * i) / 5);
+    // Ordinal ticks at a round step (1, 2 or 5 times a power of ten), about six of them.
+    var raw = maxOrd / 6, mag = Math.pow(10, Math.floor(Math.log10(Math.max(1, raw))));
+    var step = [1, 2, 5, 10].map(function (m) { return m * mag; }).filter(function (v) { return v >= raw; })[0] || mag;
+    for (var o = 0; o <= maxOrd; o += step) {
       s.appendChild(svg('line', { x1: x(o), x2: x(o), y1: H - B, y2: H - B + 4, class: 'pd-axis' }));
-      s.appendChild(svg('text', { x: x(o), y: H - B + 16, 'text-anchor': i === 0 ? 'start' : i === 5 ? 'end' : 'middle', class: 'pd-tick' }, exact(o)));
+      s.appendChild(svg('text', { x: x(o), y: H - B + 16, 'text-anchor': o === 0 ? 'start' : 'middle', class: 'pd-tick' }, exact(o)));
     }
     s.appendChild(svg('text', { x: (L + W - R) / 2, y: H - 4, 'text-anchor': 'middle', class: 'pd-tick' }, 'event ordinal (id − first event id)'));
     s.appendChild(svg('line', { x1: L, x2: W - R, y1: H - B, y2: H - B, class: 'pd-axis' }));
     var self = this;
-    this.sides.forEach(function (side, k) {
-      var pts = self.pts[k];
+    // B first and A dashed on top: where the runs coincide both stay visible.
+    [1, 0].forEach(function (k) {
+      var side = self.sides[k], pts = self.pts[k];
       if (!pts.length) return;
       var d = pts.map(function (p, j) { return (j ? 'L' : 'M') + x(p[0]).toFixed(1) + ' ' + y(p[1]).toFixed(1); }).join('');
       s.appendChild(svg('path', { d: d, class: 'pd-series pd-series-' + side[0], 'data-side': side[0] }));
@@ -384,7 +387,8 @@
     ]));
     container.replaceChildren(root);
     if (!timeline.width) timeline.draw(timeline.chart.clientWidth || 960);
-    fg = global.PtSnapFlamegraph.render(fgHost, tree || {}, {});
+    // The page's own header and cards already name both sides and their totals.
+    fg = global.PtSnapFlamegraph.render(fgHost, tree || {}, { showHeader: false });
     return {
       element: root,
       flamegraph: fg,

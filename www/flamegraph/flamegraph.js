@@ -740,7 +740,7 @@
   // The colour scale of diff mode, from the largest shrinkage to the largest growth.
   Flamegraph.prototype.drawDiffLegend = function () {
     var max = this.maxDelta;
-    var steps = [[-1, 'less in B by ' + human(max)], [-0.3, ''], [0, 'unchanged'], [0.3, ''], [1, 'more in B by ' + human(max)]];
+    var steps = [[-1, '−' + human(max) + ' (less in B)'], [-0.3, ''], [0, 'unchanged'], [0.3, ''], [1, '+' + human(max) + ' (more in B)']];
     var items = steps.map(function (s) {
       var shade = diffShade({ bytes_a: 0, bytes_b: s[0] * max }, max);
       var sw = el('span', { class: 'fg-swatch d-swatch ' + shade.cls, 'aria-hidden': 'true' });
@@ -1137,7 +1137,7 @@
       add('A', bytesBoth(a) + ' · ' + exact(num(r.blocks_a)) + ' blocks');
       add('B', bytesBoth(b) + ' · ' + exact(num(r.blocks_b)) + ' blocks');
       add('Change', changeText(a, b), 'fg-change');
-      add('Self', 'A ' + human(num(r.self_bytes_a)) + ' → B ' + human(num(r.self_bytes_b)));
+      add('Self (A → B)', human(num(r.self_bytes_a)) + ' → ' + human(num(r.self_bytes_b)));
       add('Width', human(node.size) + ' (the larger side of each stack) · ' + pct(this.percentOfTotal(node)) + ' of the width');
     } else {
       add('Inclusive', bytesBoth(node.size) + ' · ' + pct(this.percentOfTotal(node)) + ' of total' +

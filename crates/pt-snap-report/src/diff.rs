@@ -76,29 +76,26 @@ impl StackKey {
         }
     }
 
-    /// Where the memory was allocated, in a few frames: the innermost frames of the user's
-    /// own Python code (callee ← caller), else the innermost Python frames, else the
-    /// innermost frames. Real stacks are dozens of interpreter and dispatcher frames deep.
+    /// Where the memory was allocated, in at most `frames` frames, callee ← caller: the
+    /// innermost Python frame (often the library function that allocated) and then the
+    /// innermost frames of the user's own Python code; without Python frames, the innermost
+    /// frames. Real stacks are dozens of interpreter and dispatcher frames deep.
     pub fn site(&self, frames: usize) -> String {
         let all = self.frames();
         if all.is_empty() {
             return self.text();
         }
-        let innermost = all.iter().rev();
-        let mut picked: Vec<&Frame> = innermost
-            .clone()
-            .filter(|f| f.is_python() && !f.library)
-            .take(frames)
-            .collect();
-        if picked.is_empty() {
-            picked = innermost
-                .clone()
-                .filter(|f| f.is_python())
-                .take(frames)
-                .collect();
+        let mut picked: Vec<&Frame> = Vec::new();
+        for f in all.iter().rev() {
+            if picked.len() == frames {
+                break;
+            }
+            if f.is_python() && (picked.is_empty() || !f.library) {
+                picked.push(f);
+            }
         }
         if picked.is_empty() {
-            picked = innermost.take(frames).collect();
+            picked = all.iter().rev().take(frames).collect();
         }
         picked
             .iter()
@@ -550,7 +547,10 @@ impl Diff {
                     human(g.a.bytes),
                     human(g.b.bytes),
                     format!("{}→{}", g.a.blocks, g.b.blocks),
-                    g.key.site(3)
+                    match g.key.frames().len() {
+                        0 => g.key.site(3),
+                        n => format!("{}  [{n} frames]", g.key.site(3)),
+                    }
                 ));
             }
         }

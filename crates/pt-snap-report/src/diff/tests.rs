@@ -103,7 +103,7 @@ fn stacks_of_two_machines_are_one_group() {
     assert_eq!(d.groups[0].status(), Status::Same);
     assert_eq!(
         d.groups[0].key.site(3),
-        "forward (model.py:52) ← main (train.py:288) ← <module> (train.py:311)"
+        "_call_impl (torch/nn/modules/module.py:1762) ← forward (model.py:52) ← main (train.py:288)"
     );
 }
 
