@@ -3,6 +3,7 @@
 //! to its live bytes at its peak; databases answer like their snapshots; bad input gets the
 //! documented code and exit status; an existing `-o` file survives a failed run or write.
 
+use std::collections::BTreeSet;
 use std::fs::{self, File};
 use std::io::BufWriter;
 use std::path::{Path, PathBuf};
@@ -265,6 +266,15 @@ fn bad_input_gets_the_documented_code_and_status() {
     let mut fake_db = b"SQLite format 3\0".to_vec();
     fake_db.resize(4096, 0xAB);
     fs::write(w.path("fake.db"), &fake_db).unwrap();
+    // The codes the contract documents for `diff`.
+    let caps: Value = serde_json::from_slice(&w.run(&["capabilities", "--json"]).stdout).unwrap();
+    let errors = caps["commands"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "diff")
+        .unwrap()["errors"]
+        .clone();
     for (args, want) in [
         (vec!["missing.db", "a.pickle"], "DATABASE_NOT_FOUND"),
         (vec!["a.pickle", "missing.pickle"], "SNAPSHOT_INVALID"),
@@ -286,6 +296,7 @@ fn bad_input_gets_the_documented_code_and_status() {
     ] {
         let e = w.refused(&args);
         assert_eq!(code(&e), want, "{args:?}: {e}");
+        assert!(errors[want].is_string(), "{want} is not in the contract");
         assert!(e["error"]["hint"].is_string(), "{args:?}: {e}");
     }
     // A failed import leaves no database behind.
@@ -401,4 +412,91 @@ fn script_data(html: &str, id: &str) -> Value {
     let start = html.find(&open).unwrap() + open.len();
     let end = start + html[start..].find("</script>").unwrap();
     serde_json::from_str(&html[start..end]).unwrap()
+}
+
+/// The output paths of `v` (`a.path`, `groups[].frames[].line`), descending only where the
+/// contract documents deeper fields.
+fn walk(v: &Value, path: &str, documented: &BTreeSet<String>, out: &mut BTreeSet<String>) {
+    match v {
+        Value::Object(m) => {
+            for (k, child) in m {
+                let p = if path.is_empty() {
+                    k.clone()
+                } else {
+                    format!("{path}.{k}")
+                };
+                out.insert(p.clone());
+                let deeper = documented
+                    .iter()
+                    .any(|d| d.starts_with(&format!("{p}.")) || d.starts_with(&format!("{p}[]")));
+                if deeper {
+                    walk(child, &p, documented, out);
+                }
+            }
+        }
+        Value::Array(items) => {
+            for item in items {
+                walk(item, &format!("{path}[]"), documented, out);
+            }
+        }
+        _ => {}
+    }
+}
+
+#[test]
+fn capabilities_list_the_contract_and_it_documents_every_field() {
+    let w = work();
+    let out = w.run(&["capabilities", "--json"]);
+    assert!(out.status.success(), "{out:?}");
+    let caps: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let keys: Vec<&str> = caps
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    // The reference's keys in its order, then ours.
+    assert_eq!(
+        keys,
+        [
+            "schema_version",
+            "ok",
+            "cli_version",
+            "templates",
+            "skills",
+            "commands"
+        ]
+    );
+    let contract = caps["commands"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "diff")
+        .unwrap();
+    let fields = contract["output_schema"].as_array().unwrap();
+    let documented: BTreeSet<String> = fields
+        .iter()
+        .map(|f| f["field"].as_str().unwrap().to_owned())
+        .collect();
+    let always: BTreeSet<String> = fields
+        .iter()
+        .filter(|f| f["present_when"].is_null())
+        .map(|f| f["field"].as_str().unwrap().to_owned())
+        .collect();
+    let mut v = w.diff(&["a.pickle", "b.pickle"]);
+    let o = v.as_object_mut().unwrap();
+    o.remove("schema_version");
+    o.remove("ok");
+    let mut seen = BTreeSet::new();
+    walk(&v, "", &documented, &mut seen);
+    assert_eq!(
+        seen.difference(&documented).collect::<Vec<_>>(),
+        Vec::<&String>::new(),
+        "undocumented"
+    );
+    assert_eq!(
+        always.difference(&seen).collect::<Vec<_>>(),
+        Vec::<&String>::new(),
+        "documented but absent"
+    );
 }

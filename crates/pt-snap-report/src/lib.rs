@@ -9,6 +9,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod commands;
 pub mod diff;
 mod peak;
 mod tree;

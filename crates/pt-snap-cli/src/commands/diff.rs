@@ -162,3 +162,56 @@ fn is_sqlite(path: &Path) -> bool {
         .and_then(|mut f| f.read_exact(&mut head))
         .is_ok_and(|()| &head == b"SQLite format 3\0")
 }
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use clap::CommandFactory;
+
+    /// `capabilities` tells agents how to call `diff`: its contract must name exactly the
+    /// arguments the parser takes, with their short forms and defaults.
+    #[test]
+    fn the_contract_names_every_argument_and_only_those() {
+        let cli = crate::cli::Cli::command();
+        let diff = cli.find_subcommand("diff").unwrap();
+        let mut parsed = BTreeMap::new();
+        for arg in diff.get_arguments() {
+            let name = if arg.is_positional() {
+                arg.get_value_names().unwrap()[0].to_string()
+            } else {
+                format!("--{}", arg.get_long().unwrap())
+            };
+            if name == "--help" {
+                continue;
+            }
+            // A flag's default is false; clap lists none for it.
+            let default = match arg.get_action() {
+                clap::ArgAction::SetTrue => Some("false".to_owned()),
+                _ => arg
+                    .get_default_values()
+                    .first()
+                    .map(|v| v.to_string_lossy().into_owned()),
+            };
+            parsed.insert(name, (arg.get_short().map(|s| format!("-{s}")), default));
+        }
+        let contract = pt_snap_report::commands::all()
+            .iter()
+            .find(|c| c.name == "diff")
+            .unwrap()
+            .json();
+        let mut documented = BTreeMap::new();
+        for (name, a) in contract["arguments"].as_object().unwrap() {
+            let default = match &a["default"] {
+                serde_json::Value::Null => None,
+                serde_json::Value::String(s) => Some(s.clone()),
+                other => Some(other.to_string()),
+            };
+            documented.insert(
+                name.clone(),
+                (a["short"].as_str().map(str::to_owned), default),
+            );
+        }
+        assert_eq!(documented, parsed);
+    }
+}
