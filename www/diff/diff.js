@@ -1,7 +1,8 @@
 /* pt-snap diff page: what changed between two runs (`pt-snap diff A B --format html`).
  *
  * Input: the report's data (`#diff-data`: sides, peaks, groups, timelines, as `--json`
- * prints them, plus each shown group's `node_id` and the inputs' `labels`) and the
+ * prints them, plus each shown group's `node_id` — its innermost Python frame in the tree,
+ * else its innermost frame — and the inputs' `labels`) and the
  * differential frame tree (`#tree-data`, drawn by the shared flamegraph component of
  * www/flamegraph/ in its diff mode).
  *
@@ -77,7 +78,8 @@
     function side(key, name) {
       var s = data[key] || {};
       var bits = [];
-      if (s.db_path && s.db_path !== labels[key]) bits.push('database ' + s.db_path);
+      // A snapshot argument: which database it was read through.
+      if (s['import'] && s.db_path) bits.push('database ' + s.db_path);
       if (s['import'] && s['import'].reused != null) bits.push(s['import'].reused ? 'reused' : 'imported (' + s['import'].cache_miss_reason + ')');
       if (s.replay && s.replay.mode === 'lenient') bits.push('lenient replay: ' + s.replay.issues + ' events applied from the trace alone; numbers approximate');
       return el('li', null, [
@@ -107,7 +109,8 @@
     var change = el('div', { class: 'pd-card pd-card-change ' + (d > 0 ? 'is-grow' : d < 0 ? 'is-shrink' : 'is-same'), 'data-testid': 'pd-total-change' }, [
       el('div', { class: 'pd-card-label', text: 'Change' }),
       el('div', { class: 'pd-card-value', text: signed(d) }),
-      el('div', { class: 'pd-muted', text: (percent(data.total_delta_percent) || 'A held nothing') + ' · ' + (d >= 0 ? '+' : '') + exact(d) + ' B' })
+      el('div', { class: 'pd-muted', text: d === 0 ? 'no change'
+        : (percent(data.total_delta_percent) || 'A held nothing') + ' · ' + (d > 0 ? '+' : '') + exact(d) + ' B' })
     ]);
     var notes = [];
     [['A', a], ['B', b]].forEach(function (x) {
@@ -328,7 +331,7 @@
           }))
         ])
         : el('span', { class: 'pd-muted', text: g.site });
-      var show = g.node_id ? el('button', { type: 'button', class: 'pd-show', 'data-node-id': g.node_id, title: 'Show this stack in the flamegraph below', text: 'Show' }) : null;
+      var show = g.node_id ? el('button', { type: 'button', class: 'pd-show', 'data-node-id': g.node_id, title: 'Zoom the flamegraph below to this stack', text: 'Show' }) : null;
       return el('tr', { 'data-testid': 'pd-group', 'data-status': g.status, 'data-node-id': g.node_id }, [
         el('td', { class: 'pd-n pd-muted', text: String(i + 1) }),
         el('td', null, [el('span', { class: 'pd-status s-' + g.status, title: STATUS_TEXT[g.status] || '', text: g.status })]),
@@ -371,8 +374,12 @@
     var root = el('div', { class: 'ptsnap-diff' });
     var fgHost = el('div', { class: 'pd-fg' });
     var fg = null;
+    // The group's stack fills the flamegraph: zoomed to its site frame (callers in the
+    // breadcrumb, the native frames below it), which becomes the frame the details describe.
     function reveal(nodeId) {
-      if (!fg || !fg.reveal(nodeId)) return false;
+      if (!fg) return false;
+      fg.reset();
+      if (!fg.zoomTo(nodeId)) return false;
       fgHost.scrollIntoView({ block: 'start' });
       return true;
     }

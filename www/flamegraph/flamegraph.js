@@ -682,7 +682,8 @@
     }).concat([el('li', null, [el('b', { text: 'Change' }), ' ', el('span', { class: 'fg-num', text: changeText(a, b) })])])));
     box.appendChild(el('p', { class: 'fg-note fg-diff-how', text: 'Width: each call stack counts once, with the larger of its bytes in A and in B, ' +
       'so what is gone from B keeps its place. Colour: red where B holds more, blue where it holds less, grey where nothing changed; ' +
-      'the stronger the colour, the larger the change (the largest below the root: ' + human(this.maxDelta) + ').' }));
+      (this.maxDelta > 0 ? 'the stronger the colour, the larger the change (the largest below the root: ' + human(this.maxDelta) + ').'
+        : 'here no frame changed.') }));
     this.buildToggles(box, m.root.children.some(function (c) { return c.synthetic; }));
     return box;
   };
@@ -740,6 +741,12 @@
   // The colour scale of diff mode, from the largest shrinkage to the largest growth.
   Flamegraph.prototype.drawDiffLegend = function () {
     var max = this.maxDelta;
+    var hatch = el('li', null, [el('span', { class: 'fg-swatch k-static', 'aria-hidden': 'true' }), 'No call stack (hatched)']);
+    if (!(max > 0)) {
+      var same = el('span', { class: 'fg-swatch d-swatch d-same', 'aria-hidden': 'true' });
+      this.legend.replaceChildren(el('li', null, [same, 'unchanged: no frame holds other bytes in B than in A']), hatch);
+      return;
+    }
     var steps = [[-1, '−' + human(max) + ' (less in B)'], [-0.3, ''], [0, 'unchanged'], [0.3, ''], [1, '+' + human(max) + ' (more in B)']];
     var items = steps.map(function (s) {
       var shade = diffShade({ bytes_a: 0, bytes_b: s[0] * max }, max);
@@ -747,7 +754,7 @@
       sw.style.setProperty('--dt', String(Math.abs(s[0])));
       return el('li', null, [sw, s[1]]);
     });
-    items.push(el('li', null, [el('span', { class: 'fg-swatch k-static', 'aria-hidden': 'true' }), 'No call stack (hatched)']));
+    items.push(hatch);
     this.legend.replaceChildren.apply(this.legend, items);
   };
 
@@ -1086,7 +1093,7 @@
         type: 'button', class: 'fg-result' + (folded ? ' is-folded' : ''), 'data-node-id': n.id, 'data-folded': folded ? 'true' : null,
         title: (n.place || n.short) + (folded ? '\nFolded away: picking it turns folding off.' : '')
       }, [
-        el('span', { class: 'fg-swatch k-' + n.kind, 'aria-hidden': 'true' }),
+        self.swatch(n),
         el('span', { class: 'fg-result-name', text: n.short }),
         folded ? el('span', { class: 'fg-tag', text: '(folded)' }) : merged ? el('span', { class: 'fg-tag', text: '×' + n.sources.length }) : null,
         el('span', { class: 'fg-num', text: human(n.size) + ' · depth ' + n.depth })
@@ -1094,6 +1101,14 @@
       frag.appendChild(el('li', null, [b]));
     });
     this.results.replaceChildren(frag);
+  };
+
+  // A node's colour as a swatch: its kind of code, or in diff mode its change.
+  Flamegraph.prototype.swatch = function (node) {
+    var shade = this.diff ? diffShade(node.row, this.maxDelta) : null;
+    var sw = el('span', { class: 'fg-swatch k-' + node.kind + (shade ? ' d-swatch ' + shade.cls : ''), 'aria-hidden': 'true' });
+    if (shade) sw.style.setProperty('--dt', shade.t.toFixed(3));
+    return sw;
   };
 
   // ---------------------------------------------------------------- breadcrumb and details
@@ -1165,7 +1180,7 @@
           ((node.sources ? node : node.rep || node).children.length ? 'which no kept caller could take.' : 'as the innermost frame of its stack.');
     box.replaceChildren.apply(box, [
       el('p', { class: 'fg-details-title' }, [
-        el('span', { class: 'fg-swatch k-' + node.kind, 'aria-hidden': 'true' }),
+        this.swatch(node),
         el('b', { class: 'fg-details-name', text: node.short, title: node.short }), ' ',
         el('span', { class: 'fg-kind', text: KIND_NAMES[node.kind] || '' })
       ]),

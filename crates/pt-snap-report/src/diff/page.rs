@@ -39,11 +39,11 @@ pub(super) fn render(
         .map(|(k, v)| (k.to_owned(), v))
         .collect();
     data.insert("labels".into(), json!({"a": labels[0], "b": labels[1]}));
-    // The table's rows point at their stack's frame in the flamegraph.
+    // The table's rows point at their stack's site in the flamegraph.
     if let Some(Json::Array(groups)) = data.get_mut("groups") {
         for (row, g) in groups.iter_mut().zip(&diff.groups) {
             if let Json::Object(o) = row {
-                o.insert("node_id".into(), json!(tree.leaf_of(&g.key)));
+                o.insert("node_id".into(), json!(tree.anchor_of(&g.key)));
             }
         }
     }
@@ -109,7 +109,9 @@ impl Node {
 struct Tree {
     nodes: BTreeMap<String, Node>,
     frames: Vec<Frame>,
-    leaves: HashMap<StackKey, String>,
+    /// Per stack, the node a table row reveals: its innermost Python frame (where `site`
+    /// starts, and never folded away), else its innermost frame.
+    anchors: HashMap<StackKey, String>,
 }
 
 impl Tree {
@@ -117,14 +119,19 @@ impl Tree {
         let mut tree = Tree {
             nodes: BTreeMap::new(),
             frames: Vec::new(),
-            leaves: HashMap::new(),
+            anchors: HashMap::new(),
         };
         let mut frame_ids: HashMap<&Frame, usize> = HashMap::new();
         tree.nodes.insert("root".into(), Node::default());
         for g in &diff.groups {
             tree.nodes.get_mut("root").expect("root").add(g, false);
-            let leaf = match &g.key {
+            let anchor = match &g.key {
                 StackKey::Frames(frames) => {
+                    let site = frames
+                        .iter()
+                        .rposition(Frame::is_python)
+                        .unwrap_or(frames.len() - 1);
+                    let mut anchor = String::new();
                     let mut id = "frame".to_owned();
                     let mut parent = "root".to_owned();
                     for (depth, f) in frames.iter().enumerate() {
@@ -141,9 +148,12 @@ impl Tree {
                             ..Node::default()
                         });
                         node.add(g, depth + 1 == frames.len());
+                        if depth == site {
+                            anchor = id.clone();
+                        }
                         parent = id.clone();
                     }
-                    id
+                    anchor
                 }
                 synthetic => {
                     // The flamegraph's ids of memory without a stack (its SYNTHETIC table).
@@ -161,13 +171,13 @@ impl Tree {
                     id.to_owned()
                 }
             };
-            tree.leaves.insert(g.key.clone(), leaf);
+            tree.anchors.insert(g.key.clone(), anchor);
         }
         tree
     }
 
-    fn leaf_of(&self, key: &StackKey) -> Option<&str> {
-        self.leaves.get(key).map(String::as_str)
+    fn anchor_of(&self, key: &StackKey) -> Option<&str> {
+        self.anchors.get(key).map(String::as_str)
     }
 
     /// `{mode: "diff", title, a, b, nodes}`: the flamegraph's diff-mode input.
@@ -281,7 +291,7 @@ pub(super) mod tests {
             .collect()
     }
 
-    pub(in crate::diff) fn leaf(diff: &Diff, key: &StackKey) -> String {
-        Tree::of(diff).leaf_of(key).unwrap().to_owned()
+    pub(in crate::diff) fn anchor(diff: &Diff, key: &StackKey) -> String {
+        Tree::of(diff).anchor_of(key).unwrap().to_owned()
     }
 }

@@ -244,14 +244,15 @@ fn the_flamegraph_tree_adds_up_on_both_sides() {
     // Width: each stack once, with its larger side.
     let widths: i64 = d.groups.iter().map(|g| g.a.bytes.max(g.b.bytes)).sum();
     assert_eq!(int(root, "size_bytes"), widths);
-    // The new stack's innermost frame holds its bytes in B only.
     let cache = &d
         .groups
         .iter()
         .find(|g| g.status() == Status::New)
         .unwrap()
         .key;
-    let leaf = &rows[&page::tests::leaf(&d, cache)];
+    // Its site (the innermost Python frame, here its innermost frame) holds its bytes in B
+    // only.
+    let leaf = &rows[&page::tests::anchor(&d, cache)];
     assert_eq!(leaf["name"], "kv_cache");
     assert_eq!(leaf["filename"], "planted.py");
     assert_eq!(
@@ -259,6 +260,14 @@ fn the_flamegraph_tree_adds_up_on_both_sides() {
         (0, 64 << 20)
     );
     assert_eq!(rows["static"]["frame_id"], Json::Null);
+    // A stack's anchor is its innermost Python frame, above native frames.
+    let model = &d
+        .groups
+        .iter()
+        .find(|g| g.status() == Status::Changed)
+        .unwrap()
+        .key;
+    assert_eq!(rows[&page::tests::anchor(&d, model)]["name"], "_call_impl");
     assert_eq!(int(&rows["static"], "bytes_b"), 512);
 }
 
