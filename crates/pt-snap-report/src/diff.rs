@@ -276,7 +276,12 @@ pub struct Diff {
 }
 
 impl Diff {
+    /// Both sides must have been measured for the same metric.
     pub fn new(a: Side, b: Side) -> Diff {
+        assert_eq!(
+            a.metric, b.metric,
+            "both sides of a diff explain the same peak"
+        );
         let mut merged: BTreeMap<&StackKey, GroupDiff> = BTreeMap::new();
         for (side, groups) in [(0, &a.groups), (1, &b.groups)] {
             for (key, live) in groups {
@@ -473,9 +478,7 @@ impl Diff {
                 at(&self.b)
             ));
         }
-        out.push(format!(
-            "  (* the metric compared; @ the first event reaching each peak)"
-        ));
+        out.push("  (* the metric compared; @ the first event reaching each peak)".to_owned());
         out.push(String::new());
         let (ta, tb) = (self.total_a(), self.total_b());
         out.push(format!(
@@ -623,7 +626,7 @@ fn group_json(g: &GroupDiff) -> Json {
 }
 
 /// (B − A) as a percentage of A; `None` when A is 0.
-pub fn change_percent(a: i64, b: i64) -> Option<f64> {
+fn change_percent(a: i64, b: i64) -> Option<f64> {
     (a != 0).then(|| (b - a) as f64 * 100.0 / a as f64)
 }
 
@@ -640,7 +643,7 @@ fn change_text(a: i64, b: i64) -> String {
 const UNITS: [&str; 6] = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"];
 
 /// `1.23 GiB`: two decimals past bytes (the flamegraph's formatting).
-pub fn human(bytes: i64) -> String {
+fn human(bytes: i64) -> String {
     let mut v = bytes.unsigned_abs() as f64;
     let mut unit = 0;
     while v >= 1024.0 && unit < UNITS.len() - 1 {
@@ -663,11 +666,11 @@ fn signed_human(bytes: i64) -> String {
 }
 
 /// `1,234,567`.
-pub fn exact(n: i64) -> String {
+fn exact(n: i64) -> String {
     let digits = n.unsigned_abs().to_string();
     let mut out = String::new();
     for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
             out.push(',');
         }
         out.push(c);
