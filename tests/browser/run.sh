@@ -5,7 +5,8 @@
 #   tests/browser/run.sh [page.html …]
 #
 # Pages built here (target/browser/pages/): the fixtures in tests/browser/fixtures/ (edge
-# cases, noise frames to fold and merge, a lone root, an empty tree, no rows), a
+# cases, noise frames to fold and merge, a lone root, an empty tree, no rows, a diff-mode
+# tree), a
 # 10,000-node synthetic tree, and the reference's own frame tree when ../shared/reference
 # is present.
 set -euo pipefail
@@ -29,4 +30,9 @@ if [ -f "$ref" ]; then
   pages+=("$out/reference_tree.html")
 fi
 
-node "$here/flamegraph.test.mjs" "${pages[@]}" "$@"
+# Every page through the flamegraph test; the diff-mode ones (diff_mode.json, and
+# `pt-snap diff --format html` pages given as arguments) through the diff test as well.
+status=0
+node "$here/flamegraph.test.mjs" "${pages[@]}" "$@" || status=1
+node "$here/diff.test.mjs" "${pages[@]}" "$@" || status=1
+exit $status

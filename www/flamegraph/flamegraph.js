@@ -5,9 +5,14 @@
  * `active_memory_frame_tree_at_event` template, wrapped as
  *   {"title": str, "event_id": int, "device_id": int, "nodes": [rows]}.
  *
+ * Diff mode ({"mode": "diff", …}, `pt-snap diff --format html`): the rows are the frames of
+ * two runs' stacks merged, each with both sides' bytes (`bytes_a`, `bytes_b`, …); widths are
+ * the larger side of each stack, colours the change from A to B.
+ *
  * Plain JS, no dependency, no network, no build step: the same file is inlined into the
- * self-contained report (`pt-snap report memory-tree --format html`) and loaded by the web
- * app, so it is a classic script that only defines globalThis.PtSnapFlamegraph.
+ * self-contained reports (`pt-snap report memory-tree --format html`, `pt-snap diff`) and
+ * loaded by the web app, so it is a classic script that only defines
+ * globalThis.PtSnapFlamegraph.
  *
  *   const fg = PtSnapFlamegraph.render(container, data, options);
  *   fg.zoomTo(nodeId); fg.search(text); fg.destroy();
@@ -255,6 +260,9 @@
 
   var SUMS = ['block_count', 'size_bytes', 'requested_bytes', 'self_block_count', 'self_bytes', 'self_requested_bytes'];
   var SELF_SUMS = ['self_block_count', 'self_bytes', 'self_requested_bytes'];
+  // Diff mode's counters of both sides: summed like the others when frames merge or fold.
+  var DIFF_SUMS = ['bytes_a', 'bytes_b', 'blocks_a', 'blocks_b', 'self_bytes_a', 'self_bytes_b', 'self_blocks_a', 'self_blocks_b'];
+  var DIFF_SELF_SUMS = ['self_bytes_a', 'self_bytes_b', 'self_blocks_a', 'self_blocks_b'];
 
   function holdsMemory(node) {
     return num(node.row.self_bytes) !== 0 || num(node.row.self_block_count) !== 0;
@@ -267,8 +275,9 @@
   // `noise` (its NOISE entry or null), `gone` (folded away) and `rep`: for a kept frame the
   // node standing for it, for a gone one the node that took its self bytes (the node of
   // its nearest kept ancestor). Fields rather than maps: this runs on every page load.
-  function foldModel(full) {
+  function foldModel(full, diff) {
     var nodes = full.nodes, count = 0, i, n;
+    var sums = diff ? SUMS.concat(DIFF_SUMS) : SUMS, selfSums = diff ? SELF_SUMS.concat(DIFF_SELF_SUMS) : SELF_SUMS;
     if (!full.root) return { model: full, count: 0 };
     for (i = 0; i < nodes.length; i++) {
       n = nodes[i];
@@ -315,7 +324,7 @@
       };
       if (sources.length > 1) {
         var row = ownRow(node);
-        SUMS.forEach(function (f) { row[f] = sources.reduce(function (s, x) { return s + num(x.row[f]); }, 0); });
+        sums.forEach(function (f) { row[f] = sources.reduce(function (s, x) { return s + num(x.row[f]); }, 0); });
         row.percent_of_total = share(row.size_bytes, full.root.size);
       }
       for (k = 0; k < sources.length; k++) sources[k].rep = node;
@@ -361,7 +370,7 @@
       }
       if (absorbed) {
         var own = ownRow(f);
-        absorbed.forEach(function (d) { SELF_SUMS.forEach(function (k) { own[k] = num(own[k]) + num(d.row[k]); }); });
+        absorbed.forEach(function (d) { selfSums.forEach(function (k) { own[k] = num(own[k]) + num(d.row[k]); }); });
       }
       for (var gi = 0; gi < order.length; gi++) f.children.push(make(order[gi].members, f, order[gi].hidden));
       f.children.sort(function (a, b) { return b.size - a.size || a.index - b.index; });
@@ -378,6 +387,42 @@
     var chain = [];
     for (var p = node.parent; p && p.gone; p = p.parent) chain.unshift(p);
     return chain;
+  }
+
+  // ---------------------------------------------------------------- diff mode
+
+  function deltaOf(row) {
+    return num(row.bytes_b) - num(row.bytes_a);
+  }
+
+  // "+1.50 MiB (+12.3%)", "-512 B (only in A)", "0 B".
+  function signedBytes(d) {
+    return d > 0 ? '+' + human(d) : d < 0 ? human(d) : '0 B';
+  }
+
+  function changeText(a, b) {
+    var d = b - a;
+    var rel = a === 0 ? (b === 0 ? '' : ' (only in B)') : b === 0 ? ' (only in A)' : ' (' + (d >= 0 ? '+' : '') + ((d * 100) / a).toFixed(1) + '%)';
+    return signedBytes(d) + rel;
+  }
+
+  // Growth red, shrinkage blue, no change grey; the strength is sqrt(|change| / the largest
+  // |change| of any frame), so a change a hundredth of the largest still shows (at 10%),
+  // and never less than a visible minimum.
+  function diffShade(row, maxDelta) {
+    var d = deltaOf(row);
+    if (d === 0 || !(maxDelta > 0)) return { cls: 'd-same', t: 0 };
+    return { cls: d > 0 ? 'd-grow' : 'd-shrink', t: Math.max(0.15, Math.min(1, Math.sqrt(Math.abs(d) / maxDelta))) };
+  }
+
+  // The largest |change| of a frame below the root, over the full and the folded tree (a
+  // merged node sums its frames), so that folding keeps the colours comparable.
+  function largestDelta(models) {
+    var max = 0;
+    models.forEach(function (m) {
+      m.nodes.forEach(function (n) { if (n !== m.root) max = Math.max(max, Math.abs(deltaOf(n.row))); });
+    });
+    return max;
   }
 
   // ---------------------------------------------------------------- DOM helpers
@@ -412,7 +457,9 @@
     // screen. Folding is cheap (one pass), and knowing up front whether anything folds
     // decides whether the control is shown at all.
     this.full = buildModel(data);
-    this.folding = foldModel(this.full);
+    this.diff = data.mode === 'diff';
+    this.folding = foldModel(this.full, this.diff);
+    this.maxDelta = this.diff ? largestDelta([this.full, this.folding.model]) : 0;
     this.foldable = this.folding.count;
     this.foldNoise = this.foldable > 0 && this.opts.foldNoise !== false;
     this.model = this.foldNoise ? this.folding.model : this.full;
@@ -436,21 +483,26 @@
 
   Flamegraph.prototype.build = function () {
     var self = this, m = this.full, d = this.data;
-    var root = el('div', { class: 'ptsnap-fg' });
+    var root = el('div', { class: 'ptsnap-fg' + (this.diff ? ' fg-diff' : '') });
 
     if (this.opts.showHeader) {
       var sub = [], title = d.title != null ? String(d.title) : '';
+      if (this.diff && m.root) {
+        sub.push('A ' + human(num(m.root.row.bytes_a)) + ' in ' + exact(num(m.root.row.blocks_a)) + ' blocks',
+          'B ' + human(num(m.root.row.bytes_b)) + ' in ' + exact(num(m.root.row.blocks_b)) + ' blocks',
+          'change ' + changeText(num(m.root.row.bytes_a), num(m.root.row.bytes_b)));
+      }
       // The report's title already reads "… event E · device D"; don't say it twice.
       if (d.event_id != null && title.indexOf('event ' + d.event_id) < 0) sub.push('event ' + d.event_id);
       if (d.device_id != null && title.indexOf('device ' + d.device_id) < 0) sub.push('device ' + d.device_id);
-      if (m.root) sub.push(bytesBoth(m.root.size) + ' live in ' + exact(num(m.root.row.block_count)) + ' blocks');
+      if (m.root && !this.diff) sub.push(bytesBoth(m.root.size) + ' live in ' + exact(num(m.root.row.block_count)) + ' blocks');
       root.appendChild(el('header', { class: 'fg-head' }, [
         el('h1', { class: 'fg-title', text: title || 'Memory flamegraph' }),
         el('p', { class: 'fg-sub', text: sub.join(' · ') })
       ]));
     }
 
-    root.appendChild(this.buildSummary());
+    root.appendChild(this.diff ? this.buildDiffSummary() : this.buildSummary());
 
     this.searchInput = el('input', {
       type: 'search', class: 'fg-search', 'data-testid': 'fg-search', placeholder: 'Search every frame: function, file…',
@@ -476,18 +528,24 @@
       this.details, el('section', { class: 'fg-results-box' }, [this.resultsHead, this.results])
     ]));
 
-    this.legend = el('ul', { class: 'fg-legend', 'aria-label': 'Colour legend: self bytes by kind of code' });
+    this.legend = el('ul', {
+      class: 'fg-legend', 'aria-label': this.diff ? 'Colour legend: change from A to B' : 'Colour legend: self bytes by kind of code'
+    });
     this.drawLegend();
     root.appendChild(this.legend);
 
     this.graph = el('div', {
-      class: 'fg-graph', role: 'tree', 'aria-label': 'Memory flamegraph: width is live bytes. ' +
+      class: 'fg-graph', role: 'tree', 'aria-label': (this.diff
+        ? 'Differential memory flamegraph: width is the larger of A and B, colour the change. '
+        : 'Memory flamegraph: width is live bytes. ') +
         'Arrow keys move between frames, Enter zooms in, Escape zooms out.'
     });
     root.appendChild(this.graph);
     root.appendChild(el('p', {
       class: 'fg-help',
-      text: 'Width = bytes live after the event (inclusive of callees). Click a frame to zoom in; ' +
+      text: (this.diff
+        ? 'Width = for each call stack the larger of its bytes in A and in B (inclusive of callees); colour = change from A to B. '
+        : 'Width = bytes live after the event (inclusive of callees). ') + 'Click a frame to zoom in; ' +
         'click the top frame, a breadcrumb or press Esc to zoom out. Keys: ↑ caller · ↓ callee · ' +
         '← → siblings · Enter zoom · Esc zoom out · / search.'
     }));
@@ -605,6 +663,31 @@
     return box;
   };
 
+  // Diff mode's summary: both sides' totals, the change, how to read widths and colours.
+  Flamegraph.prototype.buildDiffSummary = function () {
+    var m = this.full, box = el('section', { class: 'fg-summary', 'aria-label': 'What changed from A to B' });
+    if (!m.root) {
+      box.appendChild(el('p', { class: 'fg-empty', text: 'No frame tree in this report (no rows).' }));
+      return box;
+    }
+    var r = m.root.row, a = num(r.bytes_a), b = num(r.bytes_b);
+    var sides = this.data.a && this.data.b ? [['A', this.data.a], ['B', this.data.b]] : [];
+    box.appendChild(el('ul', { class: 'fg-parts' }, sides.map(function (s) {
+      var bytes = s[0] === 'A' ? a : b;
+      return el('li', null, [
+        el('b', { text: s[0] }), ' ', el('span', { class: 'fg-num', text: bytesBoth(bytes) }), ' ',
+        el('span', { class: 'fg-note', text: (s[1].label != null ? String(s[1].label) : '') +
+          (s[1].event_id != null ? ' · event ' + s[1].event_id : '') + (s[1].device_id != null ? ' · device ' + s[1].device_id : '') })
+      ]);
+    }).concat([el('li', null, [el('b', { text: 'Change' }), ' ', el('span', { class: 'fg-num', text: changeText(a, b) })])])));
+    box.appendChild(el('p', { class: 'fg-note fg-diff-how', text: 'Width: each call stack counts once, with the larger of its bytes in A and in B, ' +
+      'so what is gone from B keeps its place. Colour: red where B holds more, blue where it holds less, grey where nothing changed; ' +
+      (this.maxDelta > 0 ? 'the stronger the colour, the larger the change (the largest below the root: ' + human(this.maxDelta) + ').'
+        : 'here no frame changed.') }));
+    this.buildToggles(box, m.root.children.some(function (c) { return c.synthetic; }));
+    return box;
+  };
+
   // The view switches: each is only offered when it would change something.
   Flamegraph.prototype.buildToggles = function (box, synthetic) {
     var items = [];
@@ -636,6 +719,7 @@
   // Self bytes by kind of code in the tree on screen (folding moves a folded frame's self
   // bytes to the frame that called it).
   Flamegraph.prototype.drawLegend = function () {
+    if (this.diff) { this.drawDiffLegend(); return; }
     var selfBy = {};
     this.model.nodes.forEach(function (n) {
       if (n.kind === 'root' || n.synthetic) return;
@@ -651,6 +735,26 @@
     items.push(el('li', null, [
       el('span', { class: 'fg-swatch k-static', 'aria-hidden': 'true' }), 'No call stack (hatched)'
     ]));
+    this.legend.replaceChildren.apply(this.legend, items);
+  };
+
+  // The colour scale of diff mode, from the largest shrinkage to the largest growth.
+  Flamegraph.prototype.drawDiffLegend = function () {
+    var max = this.maxDelta;
+    var hatch = el('li', null, [el('span', { class: 'fg-swatch k-static', 'aria-hidden': 'true' }), 'No call stack (hatched)']);
+    if (!(max > 0)) {
+      var same = el('span', { class: 'fg-swatch d-swatch d-same', 'aria-hidden': 'true' });
+      this.legend.replaceChildren(el('li', null, [same, 'unchanged: no frame holds other bytes in B than in A']), hatch);
+      return;
+    }
+    var steps = [[-1, '−' + human(max) + ' (less in B)'], [-0.3, ''], [0, 'unchanged'], [0.3, ''], [1, '+' + human(max) + ' (more in B)']];
+    var items = steps.map(function (s) {
+      var shade = diffShade({ bytes_a: 0, bytes_b: s[0] * max }, max);
+      var sw = el('span', { class: 'fg-swatch d-swatch ' + shade.cls, 'aria-hidden': 'true' });
+      sw.style.setProperty('--dt', String(Math.abs(s[0])));
+      return el('li', null, [sw, s[1]]);
+    });
+    items.push(hatch);
     this.legend.replaceChildren.apply(this.legend, items);
   };
 
@@ -753,6 +857,8 @@
     }
     else if (w < 4) cls += ' is-thin';
     if (this.weight(node) === 0) cls += ' is-zero';
+    var shade = this.diff ? diffShade(node.row, this.maxDelta) : null;
+    if (shade) cls += ' ' + shade.cls;
     if (this.matchSet.has(node)) cls += ' is-match';
     if (node === this.current) cls += ' is-current';
     e.className = cls;
@@ -765,7 +871,8 @@
     if (node.children.length) e.setAttribute('aria-expanded', 'true');
     e.setAttribute('aria-label', this.ariaLabel(node));
     e.tabIndex = node === this.current ? 0 : -1;
-    e.style.cssText = 'left:' + x.toFixed(2) + 'px;top:' + top + 'px;width:' + shown.toFixed(2) + 'px;--v:' + node.v;
+    e.style.cssText = 'left:' + x.toFixed(2) + 'px;top:' + top + 'px;width:' + shown.toFixed(2) + 'px;--v:' + node.v +
+      (shade ? ';--dt:' + shade.t.toFixed(3) : '');
     if (w >= 24) {
       // ~6.6px per character at 12px: prefer the bare function name to a cut-off file name.
       var fit = (w - 8) / 6.6;
@@ -778,6 +885,11 @@
 
   Flamegraph.prototype.ariaLabel = function (node) {
     var r = node.row;
+    if (this.diff) {
+      return node.short + (node.place ? ', ' + node.place : '') + ': A ' + human(num(r.bytes_a)) + ', B ' + human(num(r.bytes_b)) +
+        ', change ' + changeText(num(r.bytes_a), num(r.bytes_b)) +
+        (node.sources && node.sources.length > 1 ? ', merged from ' + node.sources.length + ' frames' : '');
+    }
     return node.short + (node.place ? ', ' + node.place : '') + ': ' + human(node.size) + ' inclusive, ' +
       human(num(r.self_bytes)) + ' self, ' + exact(num(r.block_count)) + ' live blocks, ' +
       pct(this.percentOfTotal(node)) + ' of total' +
@@ -981,7 +1093,7 @@
         type: 'button', class: 'fg-result' + (folded ? ' is-folded' : ''), 'data-node-id': n.id, 'data-folded': folded ? 'true' : null,
         title: (n.place || n.short) + (folded ? '\nFolded away: picking it turns folding off.' : '')
       }, [
-        el('span', { class: 'fg-swatch k-' + n.kind, 'aria-hidden': 'true' }),
+        self.swatch(n),
         el('span', { class: 'fg-result-name', text: n.short }),
         folded ? el('span', { class: 'fg-tag', text: '(folded)' }) : merged ? el('span', { class: 'fg-tag', text: '×' + n.sources.length }) : null,
         el('span', { class: 'fg-num', text: human(n.size) + ' · depth ' + n.depth })
@@ -989,6 +1101,14 @@
       frag.appendChild(el('li', null, [b]));
     });
     this.results.replaceChildren(frag);
+  };
+
+  // A node's colour as a swatch: its kind of code, or in diff mode its change.
+  Flamegraph.prototype.swatch = function (node) {
+    var shade = this.diff ? diffShade(node.row, this.maxDelta) : null;
+    var sw = el('span', { class: 'fg-swatch k-' + node.kind + (shade ? ' d-swatch ' + shade.cls : ''), 'aria-hidden': 'true' });
+    if (shade) sw.style.setProperty('--dt', shade.t.toFixed(3));
+    return sw;
   };
 
   // ---------------------------------------------------------------- breadcrumb and details
@@ -1027,11 +1147,20 @@
     var rows = [];
     function add(k, v, cls) { rows.push(el('dt', { text: k }), el('dd', { class: cls || null }, [v])); }
     // Numbers first: a very long function or path must not push them out of the panel.
-    add('Inclusive', bytesBoth(node.size) + ' · ' + pct(this.percentOfTotal(node)) + ' of total' +
-      (this.zoom && this.zoom !== this.model.root ? ' · ' + pct(share(this.weight(node), zw)) + ' of zoomed frame' : ''));
-    add('Self', bytesBoth(num(r.self_bytes)));
-    add('Requested', bytesBoth(num(r.requested_bytes)) + ' inclusive');
-    add('Live blocks', exact(num(r.block_count)) + ' inclusive · ' + exact(num(r.self_block_count)) + ' self');
+    if (this.diff) {
+      var a = num(r.bytes_a), b = num(r.bytes_b);
+      add('A', bytesBoth(a) + ' · ' + exact(num(r.blocks_a)) + ' blocks');
+      add('B', bytesBoth(b) + ' · ' + exact(num(r.blocks_b)) + ' blocks');
+      add('Change', changeText(a, b), 'fg-change');
+      add('Self (A → B)', human(num(r.self_bytes_a)) + ' → ' + human(num(r.self_bytes_b)));
+      add('Width', human(node.size) + ' (the larger side of each stack) · ' + pct(this.percentOfTotal(node)) + ' of the width');
+    } else {
+      add('Inclusive', bytesBoth(node.size) + ' · ' + pct(this.percentOfTotal(node)) + ' of total' +
+        (this.zoom && this.zoom !== this.model.root ? ' · ' + pct(share(this.weight(node), zw)) + ' of zoomed frame' : ''));
+      add('Self', bytesBoth(num(r.self_bytes)));
+      add('Requested', bytesBoth(num(r.requested_bytes)) + ' inclusive');
+      add('Live blocks', exact(num(r.block_count)) + ' inclusive · ' + exact(num(r.self_block_count)) + ' self');
+    }
     if (node.sources && node.sources.length > 1) {
       add('Merged', 'merged from ' + node.sources.length + ' frames (the same frame under different folded callers)');
     }
@@ -1042,7 +1171,8 @@
       add('Folded above', foldSummary(chain, node.sources.length > 1 ? 'up to ' + node.hidden : String(node.hidden)));
     }
     var note = node.synthetic ? node.synthetic.text
-      : node.kind === 'root' ? 'Every block live after this event' + (this.hideSynthetic ? '; memory without a call stack is left out of the widths.' : '.')
+      : node.kind === 'root' ? (this.diff ? 'Every block live at either side\'s peak' : 'Every block live after this event') +
+        (this.hideSynthetic ? '; memory without a call stack is left out of the widths.' : '.')
         : null;
     var noise = !node.noise ? null
       : node.gone ? 'A ' + node.noise.text + ' frame: hidden when “Fold interpreter & dispatcher frames” is on.'
@@ -1050,7 +1180,7 @@
           ((node.sources ? node : node.rep || node).children.length ? 'which no kept caller could take.' : 'as the innermost frame of its stack.');
     box.replaceChildren.apply(box, [
       el('p', { class: 'fg-details-title' }, [
-        el('span', { class: 'fg-swatch k-' + node.kind, 'aria-hidden': 'true' }),
+        this.swatch(node),
         el('b', { class: 'fg-details-name', text: node.short, title: node.short }), ' ',
         el('span', { class: 'fg-kind', text: KIND_NAMES[node.kind] || '' })
       ]),
@@ -1144,6 +1274,18 @@
     var tip = this.tip;
     if (!node) { tip.classList.remove('is-on'); return; }
     var r = node.row;
+    if (this.diff) {
+      tip.replaceChildren(
+        el('b', { text: node.short }),
+        node.place ? el('div', { class: 'fg-path', text: node.place }) : null,
+        el('div', { text: 'A ' + human(num(r.bytes_a)) + ' · B ' + human(num(r.bytes_b)) + ' · change ' + changeText(num(r.bytes_a), num(r.bytes_b)) }),
+        el('div', { text: 'blocks ' + exact(num(r.blocks_a)) + ' → ' + exact(num(r.blocks_b)) +
+          (node.sources && node.sources.length > 1 ? ' · merged from ' + node.sources.length + ' frames' : '') +
+          (node.hidden ? ' · ' + node.hidden + ' folded frames above' : '') })
+      );
+      tip.classList.add('is-on');
+      return;
+    }
     tip.replaceChildren(
       el('b', { text: node.short }),
       node.place ? el('div', { class: 'fg-path', text: node.place }) : null,
@@ -1191,7 +1333,7 @@
         return {
           zoom: fg.zoom ? fg.zoom.id : null, current: fg.current ? fg.current.id : null,
           query: fg.query, matches: fg.matches.length, hideSynthetic: fg.hideSynthetic,
-          foldNoise: fg.foldNoise, foldable: fg.foldable, fullNodes: fg.full.nodes.length,
+          foldNoise: fg.foldNoise, foldable: fg.foldable, fullNodes: fg.full.nodes.length, diff: fg.diff, maxDelta: fg.maxDelta,
           nodes: fg.model.nodes.length, drawn: fg.drawnCount || 0, lastRenderMs: fg.lastRenderMs
         };
       },
@@ -1206,7 +1348,10 @@
             requested: num(r.requested_bytes), selfRequested: num(r.self_requested_bytes),
             children: n.children.map(function (c) { return c.id; }),
             sources: (n.sources || [n]).map(function (s) { return s.id; }),
-            hidden: n.hidden || 0, noise: n.noise ? n.noise.group : null
+            hidden: n.hidden || 0, noise: n.noise ? n.noise.group : null,
+            // Diff mode: both sides' counters (0 otherwise).
+            bytesA: num(r.bytes_a), bytesB: num(r.bytes_b), selfA: num(r.self_bytes_a), selfB: num(r.self_bytes_b),
+            blocksA: num(r.blocks_a), blocksB: num(r.blocks_b), selfBlocksA: num(r.self_blocks_a), selfBlocksB: num(r.self_blocks_b)
           };
         });
       }
@@ -1214,7 +1359,7 @@
   }
 
   global.PtSnapFlamegraph = {
-    version: 1, render: render, classify: classify, formatBytes: human,
+    version: 1, render: render, classify: classify, formatBytes: human, formatChange: changeText,
     noiseOf: function (row) { var n = noiseOf(row); return n ? n.group : null; }
   };
 })(typeof globalThis !== 'undefined' ? globalThis : this);

@@ -41,6 +41,52 @@ pub enum Command {
     Report(ReportCommand),
     /// Split a snapshot into independently replayable device slices.
     Split(SplitArgs),
+    /// Compare two runs: peaks, live memory at each peak by call stack, both timelines.
+    Diff(DiffArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct DiffArgs {
+    /// The first run (A): a snapshot (imported beside it through the reuse cache, as
+    /// `import` would) or a SnapshotDB.
+    #[arg(value_name = "A")]
+    pub a: PathBuf,
+    /// The second run (B), likewise.
+    #[arg(value_name = "B")]
+    pub b: PathBuf,
+    /// Whose peak to compare: live memory is taken at each side's peak of this counter.
+    #[arg(long, value_enum, default_value = "active")]
+    pub metric: MetricArg,
+    /// Device ID on both sides (default: each side's lowest).
+    #[arg(short = 'd', long, allow_negative_numbers = true)]
+    pub device: Option<i64>,
+    /// Call-stack groups to list, largest change first (<= 0: all); totals are always over
+    /// every group.
+    #[arg(short = 'n', long, default_value_t = 20, allow_negative_numbers = true)]
+    pub limit: i64,
+    /// Readable text, or one self-contained HTML page (timelines and a differential
+    /// flamegraph).
+    #[arg(long, value_enum, default_value = "text")]
+    pub format: DiffFormat,
+    /// Write the output to FILE (a temporary file renamed over it) instead of stdout.
+    #[arg(short = 'o', long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// Import snapshots with the lenient replay, as `import --lenient` (numbers approximate).
+    #[arg(long)]
+    pub lenient: bool,
+    /// One deadline in seconds for the queries of both sides (not the imports); <=0
+    /// disables.
+    #[arg(long, allow_negative_numbers = true)]
+    pub timeout: Option<f64>,
+    /// Emit machine-readable JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum DiffFormat {
+    Text,
+    Html,
 }
 
 #[derive(Debug, Args)]
@@ -298,6 +344,7 @@ impl Command {
             Command::Capabilities(a) => a.json,
             Command::Report(r) => r.json(),
             Command::Split(a) => a.json,
+            Command::Diff(a) => a.json,
         }
     }
 }

@@ -19,7 +19,7 @@ pub mod stacks;
 use pickle::PickleWriter;
 use rng::Rng;
 use sim::{Action, DeviceSim, Event, SimConfig, State};
-use stacks::Catalog;
+use stacks::{Catalog, Role};
 use std::collections::{BTreeSet, HashMap};
 use std::io::{self, Write};
 
@@ -40,6 +40,19 @@ pub struct Config {
     pub layers: u32,
     /// reserved-memory cap per device in bytes
     pub device_cap: u64,
+    /// Extra allocation sites, each allocated once before the workload starts and held to
+    /// the end (`--planted-site`): two runs that differ only here differ by exactly these
+    /// blocks, whatever else happens.
+    pub planted: Vec<PlantedSite>,
+}
+
+/// An allocation site added to the run: `<project>/planted.py` function `name` holds
+/// `bytes` (as requested; the block is that rounded up to the allocator's sizes) from the
+/// first event on.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PlantedSite {
+    pub name: String,
+    pub bytes: u64,
 }
 
 impl Config {
@@ -56,6 +69,7 @@ impl Config {
             sites: 300,
             layers: 12,
             device_cap: 40 << 30,
+            planted: Vec::new(),
         }
     }
 
@@ -392,9 +406,15 @@ fn run_device<'c>(
     mut on_event: impl FnMut(&DeviceSim<'c>, u64, &Event) -> io::Result<()>,
 ) -> io::Result<DeviceSim<'c>> {
     let mut sim = DeviceSim::new(cat, cfg.sim_config(), cfg.seed, device);
+    for site in cat.of_role(Role::Planted) {
+        sim.plant(site);
+    }
+    // Planted events come on top of the workload's, so that the workload runs as far as it
+    // does without them.
+    let budget = cfg.events_per_device + sim.n_events;
     let mut idx = 0u64;
     let mut buf = Vec::new();
-    while sim.n_events < cfg.events_per_device {
+    while sim.n_events < budget {
         sim.step_op();
         std::mem::swap(&mut buf, &mut sim.out);
         for e in buf.drain(..) {
@@ -407,7 +427,11 @@ fn run_device<'c>(
 
 /// Build the call-stack catalog for a seed.
 pub fn catalog(cfg: &Config) -> Catalog {
-    Catalog::build(&mut Rng::new(cfg.seed).fork(0xCA7A), cfg.sites.max(40))
+    let mut cat = Catalog::build(&mut Rng::new(cfg.seed).fork(0xCA7A), cfg.sites.max(40));
+    for p in &cfg.planted {
+        cat.plant(&p.name, p.bytes);
+    }
+    cat
 }
 
 /// Simulate all devices (no output) and return their final states.

@@ -1,5 +1,5 @@
 use clap::Parser;
-use pt_snap_gen::{calibrate_events, generate, Config};
+use pt_snap_gen::{calibrate_events, generate, Config, PlantedSite};
 use std::fs::File;
 use std::io::BufWriter;
 use std::path::PathBuf;
@@ -40,6 +40,30 @@ struct Args {
     /// approximate number of distinct call stacks
     #[arg(long, default_value_t = 300)]
     stacks: usize,
+    /// an extra allocation site NAME holding BYTES (e.g. 256M) from the first event to the
+    /// end, with its own frames (`<project>/planted.py`, function NAME); repeatable. Without
+    /// --expandable the rest of the run is the run without it, so two runs differ by exactly
+    /// these blocks (give BYTES as a multiple of 2 MiB of at least 10 MiB to keep every other
+    /// block's size too)
+    #[arg(long, value_name = "NAME:BYTES", value_parser = parse_planted)]
+    planted_site: Vec<PlantedSite>,
+}
+
+fn parse_planted(s: &str) -> Result<PlantedSite, String> {
+    let (name, bytes) = s
+        .rsplit_once(':')
+        .ok_or_else(|| format!("expected NAME:BYTES, got {s:?}"))?;
+    if name.is_empty() {
+        return Err(format!("the site in {s:?} has no name"));
+    }
+    let bytes = parse_size(bytes)?;
+    if bytes == 0 {
+        return Err(format!("the site in {s:?} holds no bytes"));
+    }
+    Ok(PlantedSite {
+        name: name.to_owned(),
+        bytes,
+    })
 }
 
 fn parse_size(s: &str) -> Result<u64, String> {
@@ -64,6 +88,7 @@ fn main() {
     cfg.max_entries = a.max_entries;
     cfg.oom = a.oom;
     cfg.sites = a.stacks;
+    cfg.planted = a.planted_site;
     let t0 = Instant::now();
     cfg.events_per_device = match a.events {
         Some(n) => n,

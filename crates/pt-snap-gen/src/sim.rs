@@ -179,6 +179,9 @@ pub struct DeviceSim<'c> {
     pub n_events: u64,
     time_us: u64,
     next_tb: u64,
+    /// Set while a planted allocation is made: its events take no random draw (the clock
+    /// stands still), so the run after it is draw for draw the run without it.
+    quiet: bool,
     pub out: Vec<Event>,
     // workload
     queue: VecDeque<Op>,
@@ -240,6 +243,7 @@ impl<'c> DeviceSim<'c> {
             n_events: 0,
             time_us: 1_772_688_692_000_000 + seed % 1_000_000_000,
             next_tb: 1,
+            quiet: false,
             out: Vec::new(),
             queue: VecDeque::new(),
             slots: Vec::new(),
@@ -277,7 +281,9 @@ impl<'c> DeviceSim<'c> {
     }
 
     fn emit(&mut self, action: Action, addr: u64, size: u64, stream: u8, tb: u64, site: u32) {
-        self.time_us += self.rng.range(0, 40);
+        if !self.quiet {
+            self.time_us += self.rng.range(0, 40);
+        }
         let device_free = if action == Action::Oom {
             self.cfg.cap.saturating_sub(self.reserved)
         } else {
@@ -540,6 +546,23 @@ impl<'c> DeviceSim<'c> {
         } else {
             self.new_tb()
         };
+        self.malloc_with(req, stream, site, tb)
+    }
+
+    /// Allocates `site`'s bytes (a `Role::Planted` site of the catalog) on the default
+    /// stream, held to the end of the trace. It draws nothing from the random generator,
+    /// so the workload after it is unchanged: called before the first step, the trace is
+    /// the trace without it plus these events, and every later state holds this block too.
+    pub fn plant(&mut self, site: u32) -> Option<u64> {
+        let size = self.cat.sites[site as usize].size.max(1);
+        let tb = self.new_tb();
+        self.quiet = true;
+        let addr = self.malloc_with(size, 0, site, tb);
+        self.quiet = false;
+        addr
+    }
+
+    fn malloc_with(&mut self, req: u64, stream: u8, site: u32, tb: u64) -> Option<u64> {
         let rounded = round_size(req);
         let small = rounded <= SMALL_SIZE;
         let pool = stream as usize * 2 + small as usize;

@@ -25,6 +25,9 @@ pub enum Role {
     OptState,
     OptTemp,
     EmptyCache,
+    /// A site added by `--planted-site`: allocated once at the start and never freed; the
+    /// workload never picks it.
+    Planted,
 }
 
 #[derive(Clone, Debug)]
@@ -458,6 +461,57 @@ impl Catalog {
             hidden,
             frames: b.frames,
             sites,
+        }
+    }
+
+    /// Adds a planted allocation site: the allocator frames every site shares, then
+    /// `<project>/planted.py:<line> <name>` called from the training script's `main`. It
+    /// appends frames and a site after everything `build` made, and draws nothing from the
+    /// random generator, so the other sites (and so the rest of the run) stay as they were.
+    /// Returns the site's index.
+    pub fn plant(&mut self, name: &str, bytes: u64) -> u32 {
+        // Every site but the empty_cache callers starts with the allocator prefix and the
+        // empty_cuda chain: the first nine frames of the first site (a parameter site).
+        let allocator = self.sites[0].frames[..9].to_vec();
+        let train = self
+            .frames
+            .iter()
+            .find(|f| f.filename.ends_with("/train.py"))
+            .map(|f| f.filename.clone())
+            .expect("every catalog has train.py frames");
+        let project = train.trim_end_matches("/train.py").to_owned();
+        let planted = self
+            .sites
+            .iter()
+            .filter(|s| s.role == Role::Planted)
+            .count() as u32;
+        let mut frames = allocator;
+        frames.push(self.frame(&format!("{project}/planted.py"), 10 + 10 * planted, name));
+        frames.push(self.frame(&train, 288, "main"));
+        frames.push(self.frame(&train, 311, "<module>"));
+        self.sites.push(Site {
+            frames,
+            role: Role::Planted,
+            size: bytes,
+            vary: false,
+            side_stream: false,
+        });
+        (self.sites.len() - 1) as u32
+    }
+
+    /// The index of this frame, added if it is new.
+    fn frame(&mut self, filename: &str, line: u32, name: &str) -> u32 {
+        let frame = Frame {
+            filename: filename.to_owned(),
+            line,
+            name: name.to_owned(),
+        };
+        match self.frames.iter().position(|f| *f == frame) {
+            Some(i) => i as u32,
+            None => {
+                self.frames.push(frame);
+                (self.frames.len() - 1) as u32
+            }
         }
     }
 

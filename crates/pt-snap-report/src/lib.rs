@@ -1,6 +1,7 @@
-//! Reports: compositions of query templates that answer the two questions people open a
-//! snapshot for — what was live at the peak ([`peak_memory`]), and which code paths hold
-//! the memory at an event ([`memory_tree`], as text, JSON or an interactive flamegraph).
+//! Reports: compositions of query templates that answer the questions people open a
+//! snapshot for — what was live at the peak ([`peak_memory`]), which code paths hold the
+//! memory at an event ([`memory_tree`], as text, JSON or an interactive flamegraph), and
+//! what changed between two runs ([`diff`]).
 //!
 //! Reports ask a [`pt_snap_query::Source`] like any query, so they answer the same on a
 //! database and on a sharded dataset, on the command line and in the browser; the deadline
@@ -8,6 +9,8 @@
 
 #![forbid(unsafe_code)]
 
+pub mod commands;
+pub mod diff;
 mod peak;
 mod tree;
 

@@ -113,7 +113,7 @@ impl Peaks {
     }
 
     /// The six fields in the reference's order.
-    fn to_json(self) -> Json {
+    pub(crate) fn to_json(self) -> Json {
         let mut out = Map::new();
         for m in [Metric::Allocated, Metric::Active, Metric::Reserved] {
             let p = self.get(m);

@@ -9,8 +9,8 @@ use serde_json::{json, Value as Json};
 
 /// The flamegraph: one component for the HTML report and the web app.
 const PAGE: &str = include_str!("../../../www/flamegraph/report.html");
-const SCRIPT: &str = include_str!("../../../www/flamegraph/flamegraph.js");
-const STYLE: &str = include_str!("../../../www/flamegraph/flamegraph.css");
+pub(crate) const SCRIPT: &str = include_str!("../../../www/flamegraph/flamegraph.js");
+pub(crate) const STYLE: &str = include_str!("../../../www/flamegraph/flamegraph.css");
 
 #[derive(Debug, Clone)]
 pub struct TreeRequest {
@@ -208,31 +208,39 @@ impl MemoryTree {
 /// Fills the flamegraph page. Frame texts are untrusted: the data is escaped so no
 /// `</script>` (or `<!--`) inside it can end the script element.
 pub fn flamegraph_page(title: &str, data: &Json) -> String {
-    let data = serde_json::to_string(data)
-        .expect("JSON values serialise")
-        .replace('<', "\\u003c")
-        .replace('>', "\\u003e")
-        .replace('&', "\\u0026");
-    let title = title
-        .replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
-        .replace('\'', "&#39;");
     fill(
         PAGE,
         &[
-            ("{{TITLE}}", &title),
+            ("{{TITLE}}", &html_text(title)),
             ("{{STYLE}}", STYLE),
             ("{{SCRIPT}}", SCRIPT),
-            ("{{DATA}}", &data),
+            ("{{DATA}}", &script_json(data)),
         ],
     )
 }
 
+/// JSON to put inside a `<script type="application/json">`: every `<`, `>` and `&` written
+/// as a `\u` escape, so no text in it can end the element or start an HTML construct.
+pub(crate) fn script_json(data: &Json) -> String {
+    serde_json::to_string(data)
+        .expect("JSON values serialise")
+        .replace('<', "\\u003c")
+        .replace('>', "\\u003e")
+        .replace('&', "\\u0026")
+}
+
+/// Text escaped for HTML element content and quoted attributes.
+pub(crate) fn html_text(text: &str) -> String {
+    text.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+        .replace('\'', "&#39;")
+}
+
 /// Replaces each placeholder once, in one pass over the template, so text inserted for one
 /// placeholder (a frame name spelling `{{SCRIPT}}`) is never itself replaced.
-fn fill(template: &str, values: &[(&str, &str)]) -> String {
+pub(crate) fn fill(template: &str, values: &[(&str, &str)]) -> String {
     let mut out =
         String::with_capacity(template.len() + values.iter().map(|v| v.1.len()).sum::<usize>());
     let mut rest = template;

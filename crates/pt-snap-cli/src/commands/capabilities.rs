@@ -1,8 +1,10 @@
 //! `pt-snap capabilities`: everything an agent needs before its first query — the CLI
-//! version, every template contract, and the bundled skills with their install status.
+//! version, every template contract, the bundled skills with their install status, and (after
+//! the reference's keys) the contracts of our own commands.
 
 use pt_snap_contract::envelope;
 use pt_snap_query::registry;
+use pt_snap_report::commands;
 use serde_json::{json, Value};
 
 use crate::budget;
@@ -22,6 +24,10 @@ pub fn run(json: bool) -> CliResult {
             ("cli_version", json!(env!("CARGO_PKG_VERSION"))),
             ("templates", Value::Array(templates)),
             ("skills", json!(listings)),
+            (
+                "commands",
+                Value::Array(commands::all().iter().map(|c| c.json()).collect()),
+            ),
         ]));
         return Ok(());
     }
@@ -42,9 +48,24 @@ pub fn run(json: bool) -> CliResult {
     println!();
     if listings.is_empty() {
         println!("Skills: none");
+        print_commands();
         return Ok(());
     }
     println!("Skills ({}):", listings.len());
     print!("{}", skill::render_listings(&listings));
+    print_commands();
     Ok(())
+}
+
+fn print_commands() {
+    println!();
+    println!(
+        "Commands with output contracts ({}):",
+        commands::all().len()
+    );
+    for c in commands::all() {
+        let j = c.json();
+        println!("  {}", j["usage"].as_str().unwrap_or(c.name));
+        println!("    {}", j["description"].as_str().unwrap_or(""));
+    }
 }

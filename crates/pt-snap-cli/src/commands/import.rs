@@ -41,44 +41,14 @@ pub fn run(args: &ImportArgs) -> CliResult {
         }
         None => source.parent().expect("a file has a parent").to_path_buf(),
     };
-    let name = source_name(&source)?;
-    let target = out_dir.join(format!("{name}.db"));
-    // Before anything else, so that a reused target also loses them.
-    for w in stale::clean(&target, stale::Artifacts::Db) {
-        if !args.json {
-            eprintln!("warning: {w}");
-        }
-    }
-
-    // Hashing and decoding are both one pass over the file: when the target cannot be
-    // reused anyway, run them side by side on two cores.
-    let hashed = hash_in_background(&source);
+    let target = out_dir.join(format!("{}.db", source_name(&source)?));
     let replay = if args.lenient {
         ReplayMode::Lenient
     } else {
         ReplayMode::Strict
     };
-    let build = |reason: &'static str, sha256: Box<dyn FnOnce() -> CliResult<String>>| {
-        let summary =
-            build_and_publish(&source, &target, &name, device, replay, sha256, args.json)?;
-        if !args.json {
-            for w in &summary.warnings {
-                eprintln!("warning: {w}");
-            }
-        }
-        CliResult::Ok((summary.metadata, Some(reason)))
-    };
-    let (metadata, miss) = if !target.exists() {
-        build("database_missing", Box::new(hashed))?
-    } else if args.force {
-        build("forced", Box::new(hashed))?
-    } else {
-        let sha = hashed()?;
-        match reusable(&target, &sha, device, replay) {
-            Ok(metadata) => (metadata, None),
-            Err(reason) => build(reason, Box::new(move || Ok(sha)))?,
-        }
-    };
+    let (metadata, miss) =
+        import_or_reuse(&source, &target, device, replay, args.force, args.json)?;
 
     let focus_state = focus_on(&target, device, args.no_focus)?;
 
@@ -112,6 +82,52 @@ pub fn run(args: &ImportArgs) -> CliResult {
         }
     }
     Ok(())
+}
+
+/// The SnapshotDB of `source` (a checked, absolute snapshot path) at `target`: the one
+/// already there when the reference's reuse rule (§5.2) allows it and `force` is not set,
+/// else a new one built and published. Returns its metadata and the cache-miss reason
+/// (`None` when reused). Warnings go to stderr unless `json`. `diff` opens its snapshot
+/// arguments through this too.
+pub(crate) fn import_or_reuse(
+    source: &Path,
+    target: &Path,
+    device: Option<i64>,
+    replay: ReplayMode,
+    force: bool,
+    json: bool,
+) -> CliResult<(Metadata, Option<&'static str>)> {
+    let name = source_name(source)?;
+    // Before anything else, so that a reused target also loses them.
+    for w in stale::clean(target, stale::Artifacts::Db) {
+        if !json {
+            eprintln!("warning: {w}");
+        }
+    }
+
+    // Hashing and decoding are both one pass over the file: when the target cannot be
+    // reused anyway, run them side by side on two cores.
+    let hashed = hash_in_background(source);
+    let build = |reason: &'static str, sha256: Box<dyn FnOnce() -> CliResult<String>>| {
+        let summary = build_and_publish(source, target, &name, device, replay, sha256, json)?;
+        if !json {
+            for w in &summary.warnings {
+                eprintln!("warning: {w}");
+            }
+        }
+        CliResult::Ok((summary.metadata, Some(reason)))
+    };
+    if !target.exists() {
+        build("database_missing", Box::new(hashed))
+    } else if force {
+        build("forced", Box::new(hashed))
+    } else {
+        let sha = hashed()?;
+        match reusable(target, &sha, device, replay) {
+            Ok(metadata) => Ok((metadata, None)),
+            Err(reason) => build(reason, Box::new(move || Ok(sha))),
+        }
+    }
 }
 
 /// Checks the option combinations; returns the requested device and, for the sharded
@@ -157,7 +173,7 @@ fn validate_options(args: &ImportArgs) -> CliResult<(Option<i64>, Option<Dataset
 /// with PROTO 2-5, JSON, or gzip/zstd/bzip2), or else one named `.pkl`/`.pickle` (the
 /// reference's rule, kept for protocol 0/1 pickles, which have no magic bytes); returns its
 /// absolute path.
-fn check_source(path: &Path) -> CliResult<PathBuf> {
+pub(crate) fn check_source(path: &Path) -> CliResult<PathBuf> {
     if !path.exists() {
         return Err(CliError::snapshot_invalid(format!(
             "Snapshot file does not exist: {}",

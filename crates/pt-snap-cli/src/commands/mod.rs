@@ -1,5 +1,6 @@
 pub mod capabilities;
 pub mod config;
+pub mod diff;
 pub mod focus;
 pub mod import;
 pub mod import_dataset;

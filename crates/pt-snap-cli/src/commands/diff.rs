@@ -1,0 +1,217 @@
+//! `pt-snap diff A B`: open both runs (a snapshot through the import's reuse cache, or a
+//! database), have `pt-snap-report` measure and compare them, print or publish the result.
+
+use std::fs::File;
+use std::io::Read;
+use std::path::Path;
+
+use pt_snap_contract::{envelope, publish, python};
+use pt_snap_import::ReplayMode;
+use pt_snap_query::{Analyzer, TimelineRequest};
+use pt_snap_report::diff::{measure, Diff, DiffRequest};
+use pt_snap_report::Metric;
+use serde_json::{json, Map, Value};
+
+use crate::budget::Deadline;
+use crate::cli::{DiffArgs, DiffFormat, MetricArg};
+use crate::commands::import;
+use crate::commands::metadata::LenientReplay;
+use crate::error::{CliError, CliResult};
+use crate::focus;
+
+/// Timeline buckets per side: enough to see the shape in JSON, one per pixel or so on the
+/// page's chart.
+const JSON_BUCKETS: usize = 100;
+const PAGE_BUCKETS: usize = 800;
+
+pub fn run(args: &DiffArgs) -> CliResult {
+    if args.json && args.format == DiffFormat::Html {
+        return Err(CliError::invalid_parameter(
+            "--json cannot be combined with --format html.",
+            "Use --json for the JSON report, or --format html -o FILE for the page.",
+        ));
+    }
+    if args.device.is_some_and(|d| d < 0) {
+        return Err(CliError::invalid_parameter(
+            "device must be a nonnegative integer.",
+            "Pass --device with an id present in both inputs, or omit it.",
+        ));
+    }
+    let replay = if args.lenient {
+        ReplayMode::Lenient
+    } else {
+        ReplayMode::Strict
+    };
+    let a = Input::open(&args.a, replay, args.json)?;
+    let b = Input::open(&args.b, replay, args.json)?;
+
+    // One deadline for the queries of both sides; the imports above are not queries.
+    let deadline = Deadline::start(args.timeout)?;
+    let request = DiffRequest {
+        device: args.device,
+        metric: match args.metric {
+            MetricArg::Active => Metric::Active,
+            MetricArg::Allocated => Metric::Allocated,
+            MetricArg::Reserved => Metric::Reserved,
+        },
+    };
+    let buckets = match args.format {
+        DiffFormat::Html => PAGE_BUCKETS,
+        DiffFormat::Text => JSON_BUCKETS,
+    };
+    let side = |input: &Input| {
+        input.analyzer.set_interrupt(deadline.interrupt());
+        measure(&input.analyzer, &request, |device| {
+            input.analyzer.timeline(&TimelineRequest {
+                device: Some(device),
+                ..TimelineRequest::new(buckets)
+            })
+        })
+        .map_err(|e| CliError::query(e, Some(&deadline), "Error: "))
+    };
+    let diff = Diff::new(side(&a)?, side(&b)?);
+    deadline.check()?;
+
+    let limit = usize::try_from(args.limit).ok().filter(|n| *n > 0);
+    let fields = [&a.fields, &b.fields];
+    let labels = [a.label.as_str(), b.label.as_str()];
+    let out = if args.json {
+        python::pretty(&envelope::success(diff.to_json(limit, fields))) + "\n"
+    } else if args.format == DiffFormat::Html {
+        diff.to_html(limit, labels, fields)
+    } else {
+        let mut text = String::new();
+        for (name, input) in [("A", &a), ("B", &b)] {
+            if let Some(r) = &input.lenient {
+                text += &format!("{name}: {}\n", r.line());
+            }
+        }
+        text + &diff.to_text(limit, labels)
+    };
+    match &args.output {
+        Some(path) => publish::write_file(path, out.as_bytes(), 0o666).map_err(|e| {
+            CliError::internal(format!("cannot write {}: {e}", path.display())).with_hint(Some(
+                "Check that the directory of -o exists and is writable, and that FILE is not a \
+                 directory; an existing FILE is left as it was.",
+            ))
+        }),
+        None => {
+            print!("{out}");
+            Ok(())
+        }
+    }
+}
+
+/// One side of the comparison, opened read-only.
+struct Input {
+    analyzer: Analyzer,
+    /// The path as given, for text and the page.
+    label: String,
+    /// What `--json` says about the input before its numbers: `path`, `db_path`, `import`
+    /// (`null` for a database argument), and `replay` for a lenient database.
+    fields: Map<String, Value>,
+    lenient: Option<LenientReplay>,
+}
+
+impl Input {
+    /// A SnapshotDB (told by SQLite's header, whatever its name) is opened as it is; any
+    /// other path is a snapshot, checked, imported or reused beside it exactly as
+    /// `import PATH --no-focus` would (the focus is left alone: `diff` only reads).
+    fn open(path: &Path, replay: ReplayMode, json: bool) -> CliResult<Input> {
+        let absolute = focus::absolute(path)?;
+        let (db_path, import) = if is_sqlite(&absolute) {
+            (absolute.clone(), Value::Null)
+        } else if !absolute.exists() && path.extension().is_some_and(|e| e == "db") {
+            return Err(CliError::database_not_found(format!(
+                "Database not found: {}",
+                path.display()
+            )));
+        } else {
+            let source = import::check_source(path)?;
+            let target = source.with_file_name(format!("{}.db", import::source_name(&source)?));
+            let (_, miss) = import::import_or_reuse(&source, &target, None, replay, false, json)?;
+            let import = json!({"reused": miss.is_none(), "cache_miss_reason": miss});
+            (target, import)
+        };
+        let analyzer = Analyzer::open(&db_path)
+            .map_err(|e| CliError::schema_invalid(format!("{}: {e}", db_path.display())))?;
+        let lenient = analyzer
+            .db()
+            .lenient_replay_issues()?
+            .map(|issues| LenientReplay { issues });
+        let mut fields = Map::new();
+        fields.insert("path".into(), json!(absolute.display().to_string()));
+        fields.insert("db_path".into(), json!(db_path.display().to_string()));
+        fields.insert("import".into(), import);
+        if let Some(r) = &lenient {
+            fields.insert("replay".into(), r.to_json());
+        }
+        Ok(Input {
+            analyzer,
+            label: path.display().to_string(),
+            fields,
+            lenient,
+        })
+    }
+}
+
+/// Whether the file starts with SQLite's 16-byte header string.
+fn is_sqlite(path: &Path) -> bool {
+    let mut head = [0u8; 16];
+    File::open(path)
+        .and_then(|mut f| f.read_exact(&mut head))
+        .is_ok_and(|()| &head == b"SQLite format 3\0")
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use clap::CommandFactory;
+
+    /// `capabilities` tells agents how to call `diff`: its contract must name exactly the
+    /// arguments the parser takes, with their short forms and defaults.
+    #[test]
+    fn the_contract_names_every_argument_and_only_those() {
+        let cli = crate::cli::Cli::command();
+        let diff = cli.find_subcommand("diff").unwrap();
+        let mut parsed = BTreeMap::new();
+        for arg in diff.get_arguments() {
+            let name = if arg.is_positional() {
+                arg.get_value_names().unwrap()[0].to_string()
+            } else {
+                format!("--{}", arg.get_long().unwrap())
+            };
+            if name == "--help" {
+                continue;
+            }
+            // A flag's default is false; clap lists none for it.
+            let default = match arg.get_action() {
+                clap::ArgAction::SetTrue => Some("false".to_owned()),
+                _ => arg
+                    .get_default_values()
+                    .first()
+                    .map(|v| v.to_string_lossy().into_owned()),
+            };
+            parsed.insert(name, (arg.get_short().map(|s| format!("-{s}")), default));
+        }
+        let contract = pt_snap_report::commands::all()
+            .iter()
+            .find(|c| c.name == "diff")
+            .unwrap()
+            .json();
+        let mut documented = BTreeMap::new();
+        for (name, a) in contract["arguments"].as_object().unwrap() {
+            let default = match &a["default"] {
+                serde_json::Value::Null => None,
+                serde_json::Value::String(s) => Some(s.clone()),
+                other => Some(other.to_string()),
+            };
+            documented.insert(
+                name.clone(),
+                (a["short"].as_str().map(str::to_owned), default),
+            );
+        }
+        assert_eq!(documented, parsed);
+    }
+}

@@ -1,0 +1,696 @@
+//! `pt-snap diff` (issue 14): what changed between two runs. For each side, the three peaks
+//! and what was live at the chosen metric's peak — the `report peak-memory` composition with
+//! every group kept — regrouped by a call stack normalised so that the same code matches
+//! across machines ([`normalize`]); the two sides' groups matched by that key; and both
+//! counter timelines on one axis, the event ordinal.
+//!
+//! [`measure`] asks one [`Source`] (plus a timeline the caller draws, as the timeline is
+//! not a template); [`Diff::new`] compares two measured sides and is pure, so the browser
+//! can measure each file in its own worker and compare on the page.
+//!
+//! Totals: each side's groups together hold every block live at its peak event, so
+//! `Σ bytes_a = total_a` is the *active* counter at A's chosen peak event (exactly
+//! `peak_active` for the active metric). For `allocated` and `reserved` that event's active
+//! counter differs from the metric's peak by the allocator's accounting: active includes
+//! blocks freed but not yet reusable (`active_pending_free`), and reserved includes cached
+//! free memory no block holds. Both figures are reported, as `report peak-memory` reports
+//! `active_bytes_at_event` beside the peaks; a database whose groups do not add up to the
+//! counter (a lenient replay, a hand-made file) shows the shortfall as `unattributed_bytes`.
+
+mod normalize;
+mod page;
+
+use std::collections::BTreeMap;
+
+use pt_snap_query::{QueryError, Source, Timeline};
+use serde_json::{json, Map, Value as Json};
+
+use crate::peak::{peak_memory, Metric, PeakRequest, Peaks};
+pub use normalize::{normalize_path, normalize_stack, parse_line, Frame};
+
+/// What to compare: the device (the lowest when `None`) and the peak to explain.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DiffRequest {
+    pub device: Option<i64>,
+    pub metric: Metric,
+}
+
+/// What a group of live blocks is matched by across the two runs.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum StackKey {
+    /// Allocated during the trace at this normalised stack, outermost caller first.
+    Frames(Vec<Frame>),
+    /// Live before recording started and never freed in the trace: no stack.
+    Static,
+    /// Live before recording started, freed later in the trace: no stack.
+    Preexisting,
+    /// Allocated during the trace, but its stack is empty or missing.
+    Missing,
+}
+
+impl StackKey {
+    /// `stack`, or the attribution's category of memory without a stack.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            StackKey::Frames(_) => "stack",
+            StackKey::Static => "static",
+            StackKey::Preexisting => "preexisting_live_at_event",
+            StackKey::Missing => "missing_callstack",
+        }
+    }
+
+    pub fn frames(&self) -> &[Frame] {
+        match self {
+            StackKey::Frames(f) => f,
+            _ => &[],
+        }
+    }
+
+    /// One line per frame, outermost first; a bracketed name for memory without a stack.
+    pub fn text(&self) -> String {
+        match self {
+            StackKey::Frames(f) => f.iter().map(Frame::label).collect::<Vec<_>>().join("\n"),
+            StackKey::Static => "[static]".into(),
+            StackKey::Preexisting => "[preexisting live]".into(),
+            StackKey::Missing => "[missing callstack]".into(),
+        }
+    }
+
+    /// Where the memory was allocated, in at most `frames` frames, callee ← caller: the
+    /// innermost Python frame (often the library function that allocated) and then the
+    /// innermost frames of the user's own Python code; without Python frames, the innermost
+    /// frames. Real stacks are dozens of interpreter and dispatcher frames deep.
+    pub fn site(&self, frames: usize) -> String {
+        let all = self.frames();
+        if all.is_empty() {
+            return self.text();
+        }
+        let mut picked: Vec<&Frame> = Vec::new();
+        for f in all.iter().rev() {
+            if picked.len() == frames {
+                break;
+            }
+            if f.is_python() && (picked.is_empty() || !f.library) {
+                picked.push(f);
+            }
+        }
+        if picked.is_empty() {
+            picked = all.iter().rev().take(frames).collect();
+        }
+        picked
+            .iter()
+            .map(|f| f.label())
+            .collect::<Vec<_>>()
+            .join(" ← ")
+    }
+}
+
+/// Blocks live at a peak: their bytes and how many.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Live {
+    pub bytes: i64,
+    pub blocks: i64,
+}
+
+/// One side measured: its peaks, what was live at its chosen peak, its timeline.
+#[derive(Debug, Clone)]
+pub struct Side {
+    pub device_id: i64,
+    pub metric: Metric,
+    /// `None` when the device has no real event.
+    pub peaks: Option<Peaks>,
+    /// The chosen metric's peak event.
+    pub event_id: Option<i64>,
+    /// The active counter at `event_id`: what the groups must add up to.
+    pub live_bytes_at_peak: Option<i64>,
+    /// Every live block at `event_id`, by normalised stack.
+    pub groups: BTreeMap<StackKey, Live>,
+    pub timeline: Timeline,
+}
+
+impl Side {
+    pub fn metric_peak_bytes(&self) -> Option<i64> {
+        self.peaks.and_then(|p| p.get(self.metric).bytes)
+    }
+
+    /// Σ bytes over the groups: `total_a` / `total_b`.
+    pub fn total(&self) -> i64 {
+        self.groups.values().map(|l| l.bytes).sum()
+    }
+
+    pub fn blocks(&self) -> i64 {
+        self.groups.values().map(|l| l.blocks).sum()
+    }
+
+    /// The active counter at the peak minus what the groups hold: 0 when every live byte
+    /// is attributed.
+    pub fn unattributed_bytes(&self) -> Option<i64> {
+        self.live_bytes_at_peak.map(|live| live - self.total())
+    }
+
+    /// Real events in the timeline's window (the whole trace).
+    pub fn events(&self) -> i64 {
+        self.timeline.buckets.iter().map(|b| b.events).sum()
+    }
+
+    /// The first real event: ordinal 0 on the shared axis.
+    fn first_event(&self) -> Option<i64> {
+        self.timeline.bounds.map(|b| b.0)
+    }
+}
+
+/// Measures one side: the `report peak-memory` composition on `source` with every group
+/// kept (static and preexisting included), regrouped by normalised stack, and the timeline
+/// `timeline` draws for the device the composition resolved.
+pub fn measure(
+    source: &dyn Source,
+    req: &DiffRequest,
+    timeline: impl FnOnce(i64) -> Result<Timeline, QueryError>,
+) -> Result<Side, QueryError> {
+    let report = peak_memory(
+        source,
+        &PeakRequest {
+            device: req.device,
+            metric: req.metric,
+            include_static: true,
+            limit: -1,
+            // Any budget turns on `stack_kind`, which tells a captured stack from the
+            // synthetic labels; this one never shortens a text.
+            stack_bytes: i64::MAX,
+            start_id: None,
+            end_id: None,
+        },
+    )?;
+    if report.has_more || report.truncated {
+        return Err(QueryError::Failed(
+            "the attribution at the peak came back incomplete, so its groups cannot be compared"
+                .into(),
+        ));
+    }
+    let mut groups: BTreeMap<StackKey, Live> = BTreeMap::new();
+    for row in &report.callstack_groups {
+        let int = |k: &str| row.get(k).and_then(Json::as_i64).unwrap_or(0);
+        let kind = row
+            .get("stack_kind")
+            .or_else(|| row.get("category"))
+            .and_then(Json::as_str);
+        let key = match kind {
+            Some("static") => StackKey::Static,
+            Some("preexisting_live_at_event") => StackKey::Preexisting,
+            Some("missing") => StackKey::Missing,
+            _ => match row.get("callstack").and_then(Json::as_str) {
+                Some(text) if !text.is_empty() => StackKey::Frames(normalize_stack(text)),
+                _ => StackKey::Missing,
+            },
+        };
+        let live = groups.entry(key).or_default();
+        live.bytes += int("size_bytes");
+        live.blocks += int("block_count");
+    }
+    Ok(Side {
+        device_id: report.device_id,
+        metric: req.metric,
+        peaks: report.peak,
+        event_id: report.event_id,
+        live_bytes_at_peak: report.active_bytes_at_event,
+        groups,
+        timeline: timeline(report.device_id)?,
+    })
+}
+
+/// How a group changed from A to B.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Status {
+    /// Only in B.
+    New,
+    /// Only in A.
+    Gone,
+    /// In both, with other bytes or another block count.
+    Changed,
+    /// In both, the same bytes and blocks.
+    Same,
+}
+
+impl Status {
+    pub fn name(self) -> &'static str {
+        match self {
+            Status::New => "new",
+            Status::Gone => "gone",
+            Status::Changed => "changed",
+            Status::Same => "same",
+        }
+    }
+}
+
+/// One normalised stack on both sides.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GroupDiff {
+    pub key: StackKey,
+    pub a: Live,
+    pub b: Live,
+}
+
+impl GroupDiff {
+    pub fn delta(&self) -> i64 {
+        self.b.bytes - self.a.bytes
+    }
+
+    pub fn status(&self) -> Status {
+        match (self.a.blocks, self.b.blocks) {
+            (0, _) => Status::New,
+            (_, 0) => Status::Gone,
+            _ if self.a == self.b => Status::Same,
+            _ => Status::Changed,
+        }
+    }
+}
+
+/// Two sides compared.
+#[derive(Debug, Clone)]
+pub struct Diff {
+    pub metric: Metric,
+    pub a: Side,
+    pub b: Side,
+    /// Every group of either side, by |delta| (then the larger side, then the stack).
+    pub groups: Vec<GroupDiff>,
+}
+
+impl Diff {
+    /// Both sides must have been measured for the same metric.
+    pub fn new(a: Side, b: Side) -> Diff {
+        assert_eq!(
+            a.metric, b.metric,
+            "both sides of a diff explain the same peak"
+        );
+        let mut merged: BTreeMap<&StackKey, GroupDiff> = BTreeMap::new();
+        for (side, groups) in [(0, &a.groups), (1, &b.groups)] {
+            for (key, live) in groups {
+                let g = merged.entry(key).or_insert_with(|| GroupDiff {
+                    key: key.clone(),
+                    a: Live::default(),
+                    b: Live::default(),
+                });
+                *(if side == 0 { &mut g.a } else { &mut g.b }) = *live;
+            }
+        }
+        // BTreeMap order (by key) breaks the remaining ties, so the order is deterministic.
+        let mut groups: Vec<GroupDiff> = merged.into_values().collect();
+        groups.sort_by_key(|g| {
+            (
+                std::cmp::Reverse(g.delta().unsigned_abs()),
+                std::cmp::Reverse(g.a.bytes.max(g.b.bytes)),
+            )
+        });
+        Diff {
+            metric: a.metric,
+            a,
+            b,
+            groups,
+        }
+    }
+
+    pub fn total_a(&self) -> i64 {
+        self.a.total()
+    }
+
+    pub fn total_b(&self) -> i64 {
+        self.b.total()
+    }
+
+    fn count(&self, status: Status) -> usize {
+        self.groups.iter().filter(|g| g.status() == status).count()
+    }
+
+    /// `limit` groups, all when `None`.
+    fn shown(&self, limit: Option<usize>) -> &[GroupDiff] {
+        &self.groups[..limit.map_or(self.groups.len(), |n| n.min(self.groups.len()))]
+    }
+
+    /// `--json` (no envelope): `metric`, `a`, `b`, `peaks`, `groups` (the first `limit`),
+    /// `group_counts`, `total_a`, `total_b`, `total_delta`, `timelines`. `inputs` are the
+    /// caller's fields about each side (paths, import), put first in `a` and `b`.
+    pub fn to_json(
+        &self,
+        limit: Option<usize>,
+        inputs: [&Map<String, Json>; 2],
+    ) -> Vec<(&'static str, Json)> {
+        let peaks = {
+            let of = |s: &Side| s.peaks.map_or(json!({}), |p| p.to_json());
+            let mut delta = Map::new();
+            let mut percent = Map::new();
+            for m in [Metric::Allocated, Metric::Active, Metric::Reserved] {
+                let (a, b) = (peak_bytes(&self.a, m), peak_bytes(&self.b, m));
+                delta.insert(m.name().into(), json!(a.zip(b).map(|(a, b)| b - a)));
+                percent.insert(
+                    m.name().into(),
+                    json!(a.zip(b).and_then(|(a, b)| change_percent(a, b))),
+                );
+            }
+            json!({"a": of(&self.a), "b": of(&self.b), "delta": delta, "delta_percent": percent})
+        };
+        let groups: Vec<Json> = self.shown(limit).iter().map(group_json).collect();
+        let (ta, tb) = (self.total_a(), self.total_b());
+        vec![
+            ("metric", json!(self.metric.name())),
+            ("a", self.side_json(&self.a, inputs[0])),
+            ("b", self.side_json(&self.b, inputs[1])),
+            ("peaks", peaks),
+            ("groups", Json::Array(groups)),
+            (
+                "group_counts",
+                json!({
+                    "total": self.groups.len(),
+                    "returned": self.shown(limit).len(),
+                    "new": self.count(Status::New),
+                    "gone": self.count(Status::Gone),
+                    "changed": self.count(Status::Changed),
+                    "same": self.count(Status::Same),
+                }),
+            ),
+            ("total_a", json!(ta)),
+            ("total_b", json!(tb)),
+            ("total_delta", json!(tb - ta)),
+            ("total_delta_percent", json!(change_percent(ta, tb))),
+            ("timelines", self.timelines_json()),
+        ]
+    }
+
+    fn side_json(&self, side: &Side, input: &Map<String, Json>) -> Json {
+        let mut out = input.clone();
+        let fields = [
+            ("device_id", json!(side.device_id)),
+            ("events", json!(side.events())),
+            ("peak_event_id", json!(side.event_id)),
+            ("metric_peak_bytes", json!(side.metric_peak_bytes())),
+            ("live_bytes_at_peak", json!(side.live_bytes_at_peak)),
+            ("live_blocks_at_peak", json!(side.blocks())),
+            ("groups_bytes", json!(side.total())),
+            ("unattributed_bytes", json!(side.unattributed_bytes())),
+            (
+                "metric_minus_live_bytes",
+                json!(side
+                    .metric_peak_bytes()
+                    .zip(side.live_bytes_at_peak)
+                    .map(|(m, l)| m - l)),
+            ),
+            ("groups", json!(side.groups.len())),
+        ];
+        for (k, v) in fields {
+            out.insert(k.into(), v);
+        }
+        Json::Object(out)
+    }
+
+    /// Both counter series of the metric on one axis: ordinal = event id − the side's first
+    /// real event id. Buckets keep each one's minimum and maximum and where they occur.
+    fn timelines_json(&self) -> Json {
+        let series = |s: &Side| {
+            let first = s.first_event();
+            let ord = |id: i64| first.map(|f| id - f);
+            let buckets: Vec<Json> = s
+                .timeline
+                .buckets
+                .iter()
+                .map(|b| {
+                    let e = extent(b, self.metric);
+                    json!({
+                        "first": ord(b.first_id),
+                        "last": ord(b.last_id),
+                        "min": e.min,
+                        "min_at": ord(e.min_id),
+                        "max": e.max,
+                        "max_at": ord(e.max_id),
+                    })
+                })
+                .collect();
+            json!({
+                "first_event_id": s.timeline.bounds.map(|b| b.0),
+                "last_event_id": s.timeline.bounds.map(|b| b.1),
+                "events": s.events(),
+                "peak_ordinal": s.event_id.and_then(ord),
+                "buckets": buckets,
+            })
+        };
+        json!({
+            "axis": "event_ordinal",
+            "axis_note": TIME_AXIS_NOTE,
+            "metric": self.metric.name(),
+            "a": series(&self.a),
+            "b": series(&self.b),
+        })
+    }
+
+    /// The readable report: peaks, the totals check, and the first `limit` groups with a
+    /// bar for their change. `labels` name the two inputs.
+    pub fn to_text(&self, limit: Option<usize>, labels: [&str; 2]) -> String {
+        let mut out = Vec::new();
+        let m = self.metric.name();
+        out.push(format!(
+            "pt-snap diff · metric {m} · device {} (A) / {} (B)",
+            self.a.device_id, self.b.device_id
+        ));
+        out.push(format!("  A: {}", labels[0]));
+        out.push(format!("  B: {}", labels[1]));
+        out.push(String::new());
+        out.push(format!(
+            "Peaks{}{:>24}{:>24}  change",
+            " ".repeat(10),
+            "A",
+            "B"
+        ));
+        for metric in [Metric::Allocated, Metric::Active, Metric::Reserved] {
+            let at = |s: &Side| match s.peaks.map(|p| p.get(metric)) {
+                Some(p) => match (p.bytes, p.event_id) {
+                    (Some(b), Some(e)) => format!("{} @{e}", human(b)),
+                    _ => "None".to_owned(),
+                },
+                None => "None".to_owned(),
+            };
+            let change = match (peak_bytes(&self.a, metric), peak_bytes(&self.b, metric)) {
+                (Some(a), Some(b)) => change_text(a, b),
+                _ => "n/a".to_owned(),
+            };
+            let mark = if metric == self.metric { "*" } else { " " };
+            out.push(format!(
+                "  {:<10}{mark}  {:>24}{:>24}  {change}",
+                metric.name(),
+                at(&self.a),
+                at(&self.b)
+            ));
+        }
+        out.push("  (* the metric compared; @ the first event reaching each peak)".to_owned());
+        out.push(String::new());
+        let (ta, tb) = (self.total_a(), self.total_b());
+        out.push(format!(
+            "Live at each side's {m} peak, every block grouped by normalised call stack:"
+        ));
+        for (name, side) in [("A", &self.a), ("B", &self.b)] {
+            let Some(event) = side.event_id else {
+                out.push(format!("  {name}: no peak (the device has no real event)"));
+                continue;
+            };
+            let check = match side.unattributed_bytes() {
+                Some(0) => "= the active counter there".to_owned(),
+                Some(gap) => format!(
+                    "≠ the active counter there ({} B): {gap} B are in no group",
+                    exact(side.live_bytes_at_peak.unwrap_or(0))
+                ),
+                None => "(no active counter at that event)".to_owned(),
+            };
+            out.push(format!(
+                "  {name}: {} B in {} blocks at event {event} {check}",
+                exact(side.total()),
+                exact(side.blocks())
+            ));
+        }
+        out.push(format!("  change: {}", change_text(ta, tb)));
+        if self.metric != Metric::Active {
+            let gaps: Vec<String> = [("A", &self.a), ("B", &self.b)]
+                .iter()
+                .filter_map(|(n, s)| {
+                    let (peak, live) = (s.metric_peak_bytes()?, s.live_bytes_at_peak?);
+                    Some(format!("{n} {} B", exact(peak - live)))
+                })
+                .collect();
+            let why = match self.metric {
+                Metric::Reserved => "memory the allocator holds in its cache, in no block",
+                _ => "negative: blocks freed but not yet reusable count as active, not allocated",
+            };
+            out.push(format!(
+                "  {m} peak − live bytes: {} ({why})",
+                gaps.join(", ")
+            ));
+        }
+        out.push(String::new());
+        let shown = self.shown(limit);
+        out.push(format!(
+            "Call-stack groups by |change| ({} of {} shown; the totals above are over all):",
+            shown.len(),
+            self.groups.len()
+        ));
+        if shown.is_empty() {
+            out.push("  No live blocks on either side.".into());
+        } else {
+            let widest = shown
+                .iter()
+                .map(|g| g.delta().unsigned_abs())
+                .max()
+                .unwrap_or(0);
+            out.push(format!(
+                "  {:>4}  {:<7}  {:>12} {:<10}  {:>11}  {:>11}  {:>13}  where allocated (callee ← caller)",
+                "#", "status", "change", "", "A", "B", "blocks A→B"
+            ));
+            for (i, g) in shown.iter().enumerate() {
+                out.push(format!(
+                    "  {:>4}  {:<7}  {:>12} {:<10}  {:>11}  {:>11}  {:>13}  {}",
+                    i + 1,
+                    g.status().name(),
+                    signed_human(g.delta()),
+                    bar(g.delta(), widest, 10),
+                    human(g.a.bytes),
+                    human(g.b.bytes),
+                    format!("{}→{}", g.a.blocks, g.b.blocks),
+                    match g.key.frames().len() {
+                        0 => g.key.site(3),
+                        n => format!("{}  [{n} frames]", g.key.site(3)),
+                    }
+                ));
+            }
+        }
+        out.push(format!(
+            "Over all {} groups: {} new (only in B), {} gone (only in A), {} changed, {} same.",
+            self.groups.len(),
+            self.count(Status::New),
+            self.count(Status::Gone),
+            self.count(Status::Changed),
+            self.count(Status::Same)
+        ));
+        out.push(
+            "Stacks match by their frames' `function (file:line)`, paths cut to what is the same \
+             on every machine (after site-packages/, the standard library's own path, a known \
+             package's checkout, else the file name); --json lists every frame."
+                .into(),
+        );
+        out.push(format!("Timelines: {TIME_AXIS_NOTE}"));
+        out.join("\n") + "\n"
+    }
+
+    /// One self-contained page: peaks, the totals, both timelines overlaid, the first
+    /// `limit` groups, and the differential flamegraph of every group.
+    pub fn to_html(
+        &self,
+        limit: Option<usize>,
+        labels: [&str; 2],
+        inputs: [&Map<String, Json>; 2],
+    ) -> String {
+        page::render(self, limit, labels, inputs)
+    }
+}
+
+/// Why only the event-ordinal axis: said in every output that shows the timelines.
+const TIME_AXIS_NOTE: &str = "aligned by event ordinal (event id − the side's first real \
+    event id). SnapshotDB format 3 keeps no event times (the import drops `time_us`, as the \
+    reference does), so time since the first event cannot be shown from a database.";
+
+fn peak_bytes(side: &Side, metric: Metric) -> Option<i64> {
+    side.peaks.and_then(|p| p.get(metric).bytes)
+}
+
+fn extent(b: &pt_snap_query::TimelineBucket, metric: Metric) -> pt_snap_query::Extent {
+    match metric {
+        Metric::Active => b.active,
+        Metric::Allocated => b.allocated,
+        Metric::Reserved => b.reserved,
+    }
+}
+
+fn group_json(g: &GroupDiff) -> Json {
+    let frames: Vec<Json> = g
+        .key
+        .frames()
+        .iter()
+        .map(|f| json!({"function": f.function, "file": f.file, "line": f.line}))
+        .collect();
+    json!({
+        "status": g.status().name(),
+        "delta": g.delta(),
+        "delta_percent": change_percent(g.a.bytes, g.b.bytes),
+        "bytes_a": g.a.bytes,
+        "bytes_b": g.b.bytes,
+        "count_a": g.a.blocks,
+        "count_b": g.b.blocks,
+        "kind": g.key.kind(),
+        "site": g.key.site(3),
+        "frames": frames,
+    })
+}
+
+/// (B − A) as a percentage of A; `None` when A is 0.
+fn change_percent(a: i64, b: i64) -> Option<f64> {
+    (a != 0).then(|| (b - a) as f64 * 100.0 / a as f64)
+}
+
+/// `+64.00 MiB (+5.2%)`, `0 B (0.0%)`, `+1.00 KiB (new)`.
+fn change_text(a: i64, b: i64) -> String {
+    let pct = match change_percent(a, b) {
+        Some(p) => format!("{p:+.1}%"),
+        None if b == 0 => "0.0%".to_owned(),
+        None => "from 0".to_owned(),
+    };
+    format!("{} ({pct})", signed_human(b - a))
+}
+
+const UNITS: [&str; 6] = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"];
+
+/// `1.23 GiB`: two decimals past bytes (the flamegraph's formatting).
+fn human(bytes: i64) -> String {
+    let mut v = bytes.unsigned_abs() as f64;
+    let mut unit = 0;
+    while v >= 1024.0 && unit < UNITS.len() - 1 {
+        v /= 1024.0;
+        unit += 1;
+    }
+    let sign = if bytes < 0 { "-" } else { "" };
+    if unit == 0 {
+        return format!("{sign}{} B", bytes.unsigned_abs());
+    }
+    format!("{sign}{v:.2} {}", UNITS[unit])
+}
+
+fn signed_human(bytes: i64) -> String {
+    match bytes {
+        0 => "0 B".to_owned(),
+        b if b > 0 => format!("+{}", human(b)),
+        b => human(b),
+    }
+}
+
+/// `1,234,567`.
+fn exact(n: i64) -> String {
+    let digits = n.unsigned_abs().to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    if n < 0 {
+        out.insert(0, '-');
+    }
+    out
+}
+
+/// `width` cells for |delta| against the widest change: `█` growth, `▒` shrinkage; a
+/// change too small for a whole cell still gets one, so no change reads as none.
+fn bar(delta: i64, widest: u64, width: usize) -> String {
+    if delta == 0 || widest == 0 {
+        return String::new();
+    }
+    let cells = ((delta.unsigned_abs() as f64 / widest as f64) * width as f64).round() as usize;
+    let glyph = if delta > 0 { "█" } else { "▒" };
+    glyph.repeat(cells.clamp(1, width))
+}
+
+#[cfg(test)]
+mod tests;

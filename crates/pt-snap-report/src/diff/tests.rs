@@ -1,0 +1,296 @@
+use super::*;
+use crate::peak::Peak;
+use pt_snap_query::{Extent, TimelineBucket};
+
+/// A side holding `groups` (callstack text or a synthetic key, bytes, blocks) at event 10
+/// of events 0..=19, its active counter exactly their sum.
+fn side(groups: &[(&str, i64, i64)]) -> Side {
+    let mut map: BTreeMap<StackKey, Live> = BTreeMap::new();
+    for &(text, bytes, blocks) in groups {
+        let key = match text {
+            "[static]" => StackKey::Static,
+            "[preexisting live]" => StackKey::Preexisting,
+            "[missing callstack]" => StackKey::Missing,
+            t => StackKey::Frames(normalize_stack(t)),
+        };
+        let live = map.entry(key).or_default();
+        live.bytes += bytes;
+        live.blocks += blocks;
+    }
+    let total: i64 = map.values().map(|l| l.bytes).sum();
+    let peak = |bytes| Peak {
+        bytes: Some(bytes),
+        event_id: Some(10),
+    };
+    let extent = |v| Extent {
+        min: 0,
+        min_id: 0,
+        max: v,
+        max_id: 10,
+    };
+    Side {
+        device_id: 0,
+        metric: Metric::Active,
+        peaks: Some(Peaks {
+            allocated: peak(total - 512),
+            active: peak(total),
+            reserved: peak(total + 4096),
+        }),
+        event_id: Some(10),
+        live_bytes_at_peak: Some(total),
+        groups: map,
+        timeline: Timeline {
+            device_id: 0,
+            bounds: Some((0, 19)),
+            window: Some((0, 19)),
+            buckets: vec![TimelineBucket {
+                first_id: 0,
+                last_id: 19,
+                events: 20,
+                allocated: extent(total - 512),
+                active: extent(total),
+                reserved: extent(total + 4096),
+            }],
+        },
+    }
+}
+
+const MODEL: &str = "/home/alice/llm/train.py:311 <module>\n\
+    /home/alice/llm/train.py:288 main\n\
+    /home/alice/llm/model.py:52 forward\n\
+    /opt/conda/lib/python3.10/site-packages/torch/nn/modules/module.py:1762 _call_impl\n\
+    ??:0 torch::unwind::unwind()";
+/// The same code on another machine.
+const MODEL_ELSEWHERE: &str = "/builds/ci/llm-v2/train.py:311 <module>\n\
+    /builds/ci/llm-v2/train.py:288 main\n\
+    /builds/ci/llm-v2/model.py:52 forward\n\
+    /usr/lib/python3/dist-packages/torch/nn/modules/module.py:1762 _call_impl\n\
+    ??:0 torch::unwind::unwind()";
+const OPTIM: &str = "/home/alice/llm/train.py:311 <module>\n\
+    /home/alice/llm/train.py:146 train_step\n\
+    /opt/conda/lib/python3.10/site-packages/torch/optim/adamw.py:560 _multi_tensor_adamw";
+const CACHE: &str = "/home/alice/llm/train.py:311 <module>\n\
+    /home/alice/llm/train.py:288 main\n\
+    /home/alice/llm/planted.py:10 kv_cache";
+const OLD: &str = "/home/alice/llm/train.py:311 <module>\n\
+    /home/alice/llm/old.py:3 buffers";
+
+#[test]
+fn a_side_against_itself_changes_nothing() {
+    let s = side(&[
+        (MODEL, 4096, 2),
+        (OPTIM, 1 << 20, 1),
+        ("[static]", 512, 1),
+        ("[missing callstack]", 1024, 3),
+    ]);
+    let d = Diff::new(s.clone(), s);
+    assert_eq!(d.groups.len(), 4);
+    for g in &d.groups {
+        assert_eq!(g.delta(), 0);
+        assert_eq!(g.status(), Status::Same);
+    }
+    assert_eq!(d.total_a(), d.total_b());
+    assert_eq!(d.count(Status::Same), 4);
+}
+
+#[test]
+fn stacks_of_two_machines_are_one_group() {
+    let d = Diff::new(
+        side(&[(MODEL, 4096, 2)]),
+        side(&[(MODEL_ELSEWHERE, 4096, 2)]),
+    );
+    assert_eq!(d.groups.len(), 1);
+    assert_eq!(d.groups[0].status(), Status::Same);
+    assert_eq!(
+        d.groups[0].key.site(3),
+        "_call_impl (torch/nn/modules/module.py:1762) ← forward (model.py:52) ← main (train.py:288)"
+    );
+}
+
+#[test]
+fn groups_are_matched_classified_and_ordered_by_change() {
+    let a = side(&[
+        (MODEL, 4096, 2),
+        (OPTIM, 1 << 20, 1),
+        (OLD, 3 << 20, 1),
+        ("[static]", 512, 1),
+    ]);
+    let b = side(&[
+        (MODEL_ELSEWHERE, 8192, 4),
+        (OPTIM, 1 << 20, 1),
+        (CACHE, 64 << 20, 1),
+        ("[static]", 512, 1),
+    ]);
+    let d = Diff::new(a, b);
+    let got: Vec<(&str, i64, Status)> = d
+        .groups
+        .iter()
+        .map(|g| {
+            (
+                g.key.frames().last().map_or("", |f| f.function.as_str()),
+                g.delta(),
+                g.status(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        got,
+        [
+            ("kv_cache", 64 << 20, Status::New),
+            ("buffers", -(3 << 20), Status::Gone),
+            ("torch::unwind::unwind()", 4096, Status::Changed),
+            // Equal changes (0): the larger side first.
+            ("_multi_tensor_adamw", 0, Status::Same),
+            ("", 0, Status::Same),
+        ]
+    );
+    // Totals are over every group, whatever is shown.
+    let sum = |f: fn(&GroupDiff) -> i64| d.groups.iter().map(f).sum::<i64>();
+    assert_eq!(sum(|g| g.a.bytes), d.total_a());
+    assert_eq!(sum(|g| g.b.bytes), d.total_b());
+    assert_eq!(d.total_b() - d.total_a(), sum(GroupDiff::delta));
+
+    let fields = d.to_json(Some(2), [&Map::new(), &Map::new()]);
+    let keys: Vec<&str> = fields.iter().map(|(k, _)| *k).collect();
+    assert_eq!(
+        keys,
+        [
+            "metric",
+            "a",
+            "b",
+            "peaks",
+            "groups",
+            "group_counts",
+            "total_a",
+            "total_b",
+            "total_delta",
+            "total_delta_percent",
+            "timelines"
+        ]
+    );
+    let j: Map<String, Json> = fields.into_iter().map(|(k, v)| (k.to_owned(), v)).collect();
+    assert_eq!(j["groups"].as_array().unwrap().len(), 2);
+    assert_eq!(j["groups"][0]["status"], "new");
+    assert_eq!(j["groups"][0]["bytes_a"], 0);
+    assert_eq!(j["groups"][0]["count_b"], 1);
+    assert_eq!(j["groups"][0]["frames"][2]["function"], "kv_cache");
+    assert_eq!(j["groups"][0]["frames"][2]["file"], "planted.py");
+    assert_eq!(
+        j["group_counts"],
+        json!({"total": 5, "returned": 2, "new": 1, "gone": 1, "changed": 1, "same": 2})
+    );
+    assert_eq!(j["total_delta"], json!(d.total_b() - d.total_a()));
+    assert_eq!(j["a"]["unattributed_bytes"], 0);
+    assert_eq!(j["a"]["metric_minus_live_bytes"], 0);
+    assert_eq!(j["peaks"]["delta"]["active"], j["total_delta"]);
+    assert_eq!(j["timelines"]["a"]["peak_ordinal"], 10);
+    assert_eq!(j["timelines"]["b"]["buckets"][0]["max"], json!(d.total_b()));
+
+    let text = d.to_text(Some(3), ["a.pickle", "b.pickle"]);
+    let first = text
+        .lines()
+        .find(|l| l.trim_start().starts_with("1 "))
+        .unwrap();
+    assert!(
+        first.contains("new") && first.contains("+64.00 MiB"),
+        "{first}"
+    );
+    assert!(
+        first.contains("kv_cache (planted.py:10) ← main (train.py:288)"),
+        "{first}"
+    );
+    assert!(text.contains("3 of 5 shown"), "{text}");
+    assert!(text.contains("1 new (only in B), 1 gone (only in A), 1 changed, 2 same"));
+}
+
+#[test]
+fn a_shortfall_against_the_counter_is_reported() {
+    let mut s = side(&[(MODEL, 4096, 2)]);
+    s.live_bytes_at_peak = Some(4096 + 100);
+    assert_eq!(s.unattributed_bytes(), Some(100));
+    let d = Diff::new(s.clone(), s);
+    assert!(d
+        .to_text(None, ["a", "b"])
+        .contains("100 B are in no group"));
+}
+
+#[test]
+fn the_flamegraph_tree_adds_up_on_both_sides() {
+    let a = side(&[(MODEL, 4096, 2), (OLD, 3 << 20, 1), ("[static]", 512, 1)]);
+    let b = side(&[(MODEL, 8192, 4), (CACHE, 64 << 20, 1), ("[static]", 512, 1)]);
+    let d = Diff::new(a, b);
+    let rows = page::tests::tree_rows(&d);
+    let int = |r: &Json, k: &str| r[k].as_i64().unwrap();
+    for (id, r) in &rows {
+        let kids: Vec<&Json> = rows
+            .values()
+            .filter(|c| c["parent_id"] == json!(id))
+            .collect();
+        for (total, own) in [
+            ("size_bytes", "self_bytes"),
+            ("bytes_a", "self_bytes_a"),
+            ("bytes_b", "self_bytes_b"),
+            ("blocks_a", "self_blocks_a"),
+            ("blocks_b", "self_blocks_b"),
+            ("block_count", "self_block_count"),
+        ] {
+            let sum: i64 = kids.iter().map(|c| int(c, total)).sum();
+            assert_eq!(int(r, total), int(r, own) + sum, "{id} {total}");
+        }
+    }
+    let root = &rows["root"];
+    assert_eq!(int(root, "bytes_a"), d.total_a());
+    assert_eq!(int(root, "bytes_b"), d.total_b());
+    // Width: each stack once, with its larger side.
+    let widths: i64 = d.groups.iter().map(|g| g.a.bytes.max(g.b.bytes)).sum();
+    assert_eq!(int(root, "size_bytes"), widths);
+    let cache = &d
+        .groups
+        .iter()
+        .find(|g| g.status() == Status::New)
+        .unwrap()
+        .key;
+    // Its site (the innermost Python frame, here its innermost frame) holds its bytes in B
+    // only.
+    let leaf = &rows[&page::tests::anchor(&d, cache)];
+    assert_eq!(leaf["name"], "kv_cache");
+    assert_eq!(leaf["filename"], "planted.py");
+    assert_eq!(
+        (int(leaf, "self_bytes_a"), int(leaf, "self_bytes_b")),
+        (0, 64 << 20)
+    );
+    assert_eq!(rows["static"]["frame_id"], Json::Null);
+    // A stack's anchor is its innermost Python frame, above native frames.
+    let model = &d
+        .groups
+        .iter()
+        .find(|g| g.status() == Status::Changed)
+        .unwrap()
+        .key;
+    assert_eq!(rows[&page::tests::anchor(&d, model)]["name"], "_call_impl");
+    assert_eq!(int(&rows["static"], "bytes_b"), 512);
+}
+
+#[test]
+fn html_is_one_page_with_both_data_blocks_escaped() {
+    let evil = "/x/</script><script>alert(1)</script>.py:1 {{SCRIPT}}";
+    let d = Diff::new(side(&[(evil, 10, 1)]), side(&[(MODEL, 20, 1)]));
+    let html = d.to_html(None, ["/a/<b>.pickle", "b.db"], [&Map::new(), &Map::new()]);
+    assert_eq!(html.matches("<script id=\"tree-data\"").count(), 1);
+    assert_eq!(html.matches("<script id=\"diff-data\"").count(), 1);
+    assert!(!html.contains("</script><script>alert"));
+    assert!(html.contains("&lt;b&gt;.pickle → b.db"));
+    // Every placeholder filled; the frame named `{{SCRIPT}}` stays data, inside the two
+    // data blocks only.
+    let mut outside = html.clone();
+    for id in ["tree-data", "diff-data"] {
+        let open = format!("<script id=\"{id}\" type=\"application/json\">");
+        let start = outside.find(&open).unwrap() + open.len();
+        let end = start + outside[start..].find("</script>").unwrap();
+        assert!(outside[start..end].contains("{{SCRIPT}}"), "{id}");
+        outside.replace_range(start..end, "");
+    }
+    for key in page::PLACEHOLDERS {
+        assert!(!outside.contains(key), "{key}");
+    }
+}
