@@ -40,6 +40,14 @@ pub struct Config {
     pub layers: u32,
     /// reserved-memory cap per device in bytes
     pub device_cap: u64,
+    /// The rank of a data-parallel job: every rank of one `seed` trains the same model (same
+    /// stacks, parameters and streams), and the rank varies the workload's random choices
+    /// (tensor sizes, frees, streams). Rank 0 is the plain `seed` output.
+    pub rank: u32,
+    /// The fraction of frees that never happen: the block stays allocated to the end, as a
+    /// tensor kept alive by a forgotten reference would, so the peaks grow with the trace.
+    /// Drawn from a generator of its own, so 0 leaves the output unchanged.
+    pub leak_rate: f64,
 }
 
 impl Config {
@@ -56,6 +64,8 @@ impl Config {
             sites: 300,
             layers: 12,
             device_cap: 40 << 30,
+            rank: 0,
+            leak_rate: 0.0,
         }
     }
 
@@ -70,6 +80,8 @@ impl Config {
             empty_cache_per_step: 0.08,
             defer_prob: 0.06,
             no_context_prob: 0.01,
+            rank: self.rank,
+            leak_rate: self.leak_rate.clamp(0.0, 1.0),
         }
     }
 }
