@@ -8,7 +8,9 @@
 
 #![forbid(unsafe_code)]
 
+pub mod commands;
 mod peak;
+pub mod ranks;
 mod tree;
 
 pub use peak::{peak_memory, AttributionParams, Metric, Peak, PeakReport, PeakRequest, Peaks};
