@@ -61,6 +61,7 @@ fn run(command: &Command) -> CliResult {
         Command::Capabilities(a) => commands::capabilities::run(a.json),
         Command::Report(r) => commands::report::run(r),
         Command::Split(a) => commands::split::run(a),
+        Command::Ranks(a) => commands::ranks::run(a),
     }
 }
 

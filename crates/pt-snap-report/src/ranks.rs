@@ -983,10 +983,31 @@ impl RanksReport {
                         g.block_count,
                         g.category
                     );
-                    for line in g.callstack.lines().rev().take(STACK_LINES) {
+                    for line in stack_lines(g) {
                         let _ = writeln!(out, "      {line}");
                     }
                 }
+            }
+        }
+        let lenient: Vec<&FileSummary> = self
+            .files
+            .iter()
+            .filter(|f| f.lenient_replay_issues.is_some())
+            .collect();
+        if !lenient.is_empty() {
+            let _ = writeln!(
+                out,
+                "\nLenient replays ({}; their numbers are approximate):",
+                lenient.len()
+            );
+            for f in lenient {
+                let _ = writeln!(
+                    out,
+                    "  rank {} ({}): {} event(s) applied from the trace alone",
+                    f.rank,
+                    f.path,
+                    f.lenient_replay_issues.unwrap_or(0)
+                );
             }
         }
         let failures: Vec<_> = self.failures().collect();
@@ -1008,8 +1029,29 @@ impl RanksReport {
 }
 
 const BAR_WIDTH: usize = 30;
-/// Innermost lines of an outlier's top callstack shown in text mode.
+/// Frames of an outlier's top callstack shown in text mode.
 const STACK_LINES: usize = 6;
+
+/// The innermost Python frames of a group, where its code is (the frames below them are the
+/// allocator's own C++); all frames when none is Python. Innermost first.
+fn stack_lines(g: &TopGroup) -> Vec<String> {
+    let python = |s: &str| s.contains(".py");
+    let lines: Vec<String> = match &g.frames {
+        Some(frames) if !frames.is_empty() => frames
+            .iter()
+            .map(|f| format!("{} ({}:{})", f.name, f.filename, f.line))
+            .collect(),
+        // The template's text lists the outermost call first.
+        _ => g.callstack.lines().rev().map(str::to_owned).collect(),
+    };
+    let in_python: Vec<String> = lines.iter().filter(|l| python(l)).cloned().collect();
+    let shown = if in_python.is_empty() {
+        lines
+    } else {
+        in_python
+    };
+    shown.into_iter().take(STACK_LINES).collect()
+}
 
 /// A bar of `width` cells for `value` out of `max`, in eighths of a cell.
 fn bar(value: i64, max: i64, width: usize) -> String {

@@ -1,5 +1,6 @@
 //! `pt-snap capabilities`: everything an agent needs before its first query — the CLI
-//! version, every template contract, and the bundled skills with their install status.
+//! version, every template contract, the bundled skills with their install status, and the
+//! contracts of the commands beyond the reference's (`commands`, after the reference's keys).
 
 use pt_snap_contract::envelope;
 use pt_snap_query::registry;
@@ -22,6 +23,7 @@ pub fn run(json: bool) -> CliResult {
             ("cli_version", json!(env!("CARGO_PKG_VERSION"))),
             ("templates", Value::Array(templates)),
             ("skills", json!(listings)),
+            ("commands", json!(pt_snap_report::commands::all())),
         ]));
         return Ok(());
     }
@@ -42,9 +44,17 @@ pub fn run(json: bool) -> CliResult {
     println!();
     if listings.is_empty() {
         println!("Skills: none");
-        return Ok(());
+    } else {
+        println!("Skills ({}):", listings.len());
+        print!("{}", skill::render_listings(&listings));
     }
-    println!("Skills ({}):", listings.len());
-    print!("{}", skill::render_listings(&listings));
+    let commands = pt_snap_report::commands::all();
+    println!();
+    println!("Commands beyond pt-snap-cli 0.4.1's ({}):", commands.len());
+    for c in commands {
+        println!("  {}", c.name);
+        println!("    {}", c.description);
+        println!("    usage: {}", c.usage);
+    }
     Ok(())
 }

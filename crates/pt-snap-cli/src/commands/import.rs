@@ -18,7 +18,7 @@ use crate::cli::ImportArgs;
 use crate::error::{CliError, CliResult};
 use crate::focus::{self, FocusRecord, FocusSource, FocusState};
 use crate::output;
-use crate::progress::ImportProgress;
+use crate::progress::{ImportObserver, ImportProgress};
 use crate::stale;
 
 const OPTION_HINT: &str = "Check the import options with 'pt-snap import --help'.";
@@ -43,42 +43,27 @@ pub fn run(args: &ImportArgs) -> CliResult {
     };
     let name = source_name(&source)?;
     let target = out_dir.join(format!("{name}.db"));
-    // Before anything else, so that a reused target also loses them.
-    for w in stale::clean(&target, stale::Artifacts::Db) {
-        if !args.json {
-            eprintln!("warning: {w}");
-        }
-    }
-
-    // Hashing and decoding are both one pass over the file: when the target cannot be
-    // reused anyway, run them side by side on two cores.
-    let hashed = hash_in_background(&source);
     let replay = if args.lenient {
         ReplayMode::Lenient
     } else {
         ReplayMode::Strict
     };
-    let build = |reason: &'static str, sha256: Box<dyn FnOnce() -> CliResult<String>>| {
-        let summary =
-            build_and_publish(&source, &target, &name, device, replay, sha256, args.json)?;
-        if !args.json {
-            for w in &summary.warnings {
+    let (metadata, miss) = single_db(
+        &SingleDb {
+            source: &source,
+            target: &target,
+            name: &name,
+            device,
+            replay,
+            force: args.force,
+        },
+        &mut ImportProgress::pending(!args.json),
+        &mut |w| {
+            if !args.json {
                 eprintln!("warning: {w}");
             }
-        }
-        CliResult::Ok((summary.metadata, Some(reason)))
-    };
-    let (metadata, miss) = if !target.exists() {
-        build("database_missing", Box::new(hashed))?
-    } else if args.force {
-        build("forced", Box::new(hashed))?
-    } else {
-        let sha = hashed()?;
-        match reusable(&target, &sha, device, replay) {
-            Ok(metadata) => (metadata, None),
-            Err(reason) => build(reason, Box::new(move || Ok(sha)))?,
-        }
-    };
+        },
+    )?;
 
     let focus_state = focus_on(&target, device, args.no_focus)?;
 
@@ -112,6 +97,59 @@ pub fn run(args: &ImportArgs) -> CliResult {
         }
     }
     Ok(())
+}
+
+/// A single-DB import of one snapshot: what [`single_db`] reads and writes.
+pub(crate) struct SingleDb<'a> {
+    /// The snapshot, absolute, as [`check_source`] returns it.
+    pub source: &'a Path,
+    /// The database to reuse or (re)build.
+    pub target: &'a Path,
+    /// The snapshot's file name, recorded in the metadata.
+    pub name: &'a str,
+    pub device: Option<i64>,
+    pub replay: ReplayMode,
+    /// Rebuild even when the target could be reused.
+    pub force: bool,
+}
+
+/// The reuse cache of `import` (spec §5.2): the target's metadata when it was made from the
+/// same bytes (SHA-256), device, replay mode and import format, else the database built and
+/// published atomically in its place, with the cache-miss reason. Files a killed import of
+/// the same target left are removed first. Every warning goes to `warn`, as it arises; the
+/// import's progress to `progress`. `import` and `ranks` both import through here.
+pub(crate) fn single_db(
+    job: &SingleDb,
+    progress: &mut dyn ImportObserver,
+    warn: &mut dyn FnMut(&str),
+) -> CliResult<(Metadata, Option<&'static str>)> {
+    let target = job.target;
+    // Before anything else, so that a reused target also loses them.
+    for w in stale::clean(target, stale::Artifacts::Db) {
+        warn(&w);
+    }
+
+    // Hashing and decoding are both one pass over the file: when the target cannot be
+    // reused anyway, run them side by side on two cores.
+    let hashed = hash_in_background(job.source);
+    let mut build = |reason: &'static str, sha256: Box<dyn FnOnce() -> CliResult<String>>| {
+        let summary = build_and_publish(job, sha256, progress)?;
+        for w in &summary.warnings {
+            warn(w);
+        }
+        CliResult::Ok((summary.metadata, Some(reason)))
+    };
+    if !target.exists() {
+        build("database_missing", Box::new(hashed))
+    } else if job.force {
+        build("forced", Box::new(hashed))
+    } else {
+        let sha = hashed()?;
+        match reusable(target, &sha, job.device, job.replay) {
+            Ok(metadata) => Ok((metadata, None)),
+            Err(reason) => build(reason, Box::new(move || Ok(sha))),
+        }
+    }
 }
 
 /// Checks the option combinations; returns the requested device and, for the sharded
@@ -157,7 +195,7 @@ fn validate_options(args: &ImportArgs) -> CliResult<(Option<i64>, Option<Dataset
 /// with PROTO 2-5, JSON, or gzip/zstd/bzip2), or else one named `.pkl`/`.pickle` (the
 /// reference's rule, kept for protocol 0/1 pickles, which have no magic bytes); returns its
 /// absolute path.
-fn check_source(path: &Path) -> CliResult<PathBuf> {
+pub(crate) fn check_source(path: &Path) -> CliResult<PathBuf> {
     if !path.exists() {
         return Err(CliError::snapshot_invalid(format!(
             "Snapshot file does not exist: {}",
@@ -298,14 +336,18 @@ pub(super) fn import_fields(
 
 /// Imports into a temp file beside the target, checks it, then renames it over the target.
 fn build_and_publish(
-    source: &Path,
-    target: &Path,
-    name: &str,
-    device: Option<i64>,
-    replay: ReplayMode,
+    job: &SingleDb,
     sha256: Box<dyn FnOnce() -> CliResult<String>>,
-    json: bool,
+    progress: &mut dyn ImportObserver,
 ) -> CliResult<pt_snap_import::ImportSummary> {
+    let SingleDb {
+        source,
+        target,
+        name,
+        device,
+        replay,
+        ..
+    } = *job;
     let dir = target.parent().expect("target is in a directory");
     let cannot_create = |e: std::io::Error| {
         CliError::import_failed(format!(
@@ -331,7 +373,7 @@ fn build_and_publish(
     // The file is removed on any early return: `tmp` deletes it when dropped.
     let file = File::open(source).map_err(|e| CliError::from(ImportFailure::backend(e)))?;
     let size = file.metadata().map(|m| m.len()).unwrap_or(0);
-    let mut progress = ImportProgress::new(size, !json);
+    progress.begin(size);
     let snapshot = pt_snap_model::decode(BufReader::with_capacity(1 << 20, file), &mut |p| {
         progress.decoding(p)
     })
