@@ -88,10 +88,14 @@ pub fn bench(args: Args) {
         .unwrap_or_else(|| scratch.path().to_path_buf());
     fs::create_dir_all(&dir).unwrap();
     let files = snapshots(&dir, &args);
+    // The commands run in the job's directory: a relative path to our binary would not.
+    let ours = fs::canonicalize(&args.ours)
+        .unwrap_or_else(|e| panic!("our binary {}: {e}", args.ours.display()));
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let jobs = args.jobs.unwrap_or(cores);
     let bytes: u64 = files.iter().map(|f| fs::metadata(f).unwrap().len()).sum();
 
+    let load_before = load_average();
     remove_databases(&files);
     warm(&files);
     let mut sequential = Measure {
@@ -101,7 +105,7 @@ pub fn bench(args: Args) {
     };
     for f in &files {
         let m = measure(
-            Command::new(&args.ours)
+            Command::new(&ours)
                 .arg("import")
                 .arg(f)
                 .args(["--no-focus", "--json"])
@@ -116,7 +120,7 @@ pub fn bench(args: Args) {
     warm(&files);
     let ranks = |label: &str| -> Measure {
         let m = measure(
-            Command::new(&args.ours)
+            Command::new(&ours)
                 .arg("ranks")
                 .arg(&dir)
                 .args(["-j", &jobs.to_string(), "--json"])
@@ -128,6 +132,7 @@ pub fn bench(args: Args) {
     let fresh = ranks("ranks, fresh");
     let reused = ranks("ranks, reused");
     remove_databases(&files);
+    let load_after = load_average();
 
     let mib = |kib: i64| kib as f64 / 1024.0;
     let ideal = sequential.wall.as_secs_f64() / cores as f64;
@@ -161,8 +166,20 @@ pub fn bench(args: Args) {
     }
     println!(
         "\n`ranks` (fresh) took {:.2}× the sequential sum divided by {cores} cores ({:.2} s); \
-         1.00× would be perfect scaling.",
+         1.00× would be perfect scaling. It kept {:.2} cores busy on average (CPU / wall; \
+         the imports one after another: {:.2}). Load average {load_before} before the run, \
+         {load_after} after.",
         fresh.wall.as_secs_f64() / ideal,
-        ideal
+        ideal,
+        fresh.cpu.as_secs_f64() / fresh.wall.as_secs_f64(),
+        sequential.cpu.as_secs_f64() / sequential.wall.as_secs_f64(),
     );
+}
+
+/// The 1-minute load average, to tell a contended run from a quiet one.
+fn load_average() -> String {
+    fs::read_to_string("/proc/loadavg")
+        .ok()
+        .and_then(|s| s.split_whitespace().next().map(str::to_owned))
+        .unwrap_or_else(|| "unknown".into())
 }

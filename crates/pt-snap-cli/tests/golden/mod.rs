@@ -199,7 +199,7 @@ pub fn compare(case: &Case, ours: &Output) -> Result<(), String> {
         // contracts under `commands`, after every key of the reference.
         if case.args.first().map(String::as_str) == Some("capabilities") {
             if let Some(o) = got.as_object_mut() {
-                let last = o.keys().last().map(String::as_str);
+                let last = o.keys().next_back().map(String::as_str);
                 if last != Some("commands") {
                     return Err(format!(
                         "capabilities: `commands` is not the last key ({last:?})"
