@@ -252,3 +252,28 @@ fn existing_configurations_keep_their_bytes() {
         ]
     );
 }
+
+/// The ranks of one job train the same model (same catalog, same parameters), so they differ
+/// by their workload only; a leak rate keeps blocks allocated to the end, and the allocator's
+/// invariants still hold.
+#[test]
+fn ranks_share_the_model_and_leaks_stay_allocated() {
+    let mut base = Config::small(3);
+    base.events_per_device = 20_000;
+    let mut other = base.clone();
+    other.rank = 1;
+    assert_ne!(gen(&base), gen(&other), "another rank, another workload");
+    assert_eq!(gen(&other), gen(&other));
+    let cat = catalog(&base);
+    let allocated = |cfg: &Config| -> u64 {
+        let sims = simulate(cfg, &cat);
+        sims[0].check_invariants().unwrap();
+        sims[0].segments.values().map(|s| s.allocated_size()).sum()
+    };
+    let (a, b) = (allocated(&base), allocated(&other));
+    assert!(a.abs_diff(b) < a / 5, "same model: {a} vs {b}");
+    let mut leaky = base.clone();
+    leaky.leak_rate = 0.05;
+    let leaked = allocated(&leaky);
+    assert!(leaked > a + a / 5, "leaks stay allocated: {leaked} vs {a}");
+}
