@@ -26,14 +26,21 @@ fn pt_snap(args: &[&str], cwd: &Path) -> Output {
         .unwrap()
 }
 
+/// The JSON on stdout; a `ranks` document is checked against the command's contract (every
+/// field it prints is declared in contracts/commands/ranks.json).
 fn json_of(out: &Output) -> Value {
-    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+    let document: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
         panic!(
             "stdout is not JSON ({e}): {}\nstderr: {}",
             String::from_utf8_lossy(&out.stdout),
             String::from_utf8_lossy(&out.stderr)
         )
-    })
+    });
+    if document.get("ranks").is_some() {
+        let contract = pt_snap_report::commands::find("ranks").unwrap();
+        contract.check_document(&document, false).unwrap();
+    }
+    document
 }
 
 /// The 8 snapshots of one job (same model, another workload draw per rank; ~2 MB each),

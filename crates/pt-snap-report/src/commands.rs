@@ -6,6 +6,7 @@
 //!
 //! A new command adds its file and one line to [`SOURCES`].
 
+use std::collections::BTreeSet;
 use std::sync::OnceLock;
 
 use serde::{Deserialize, Serialize};
@@ -75,6 +76,55 @@ impl CommandContract {
     pub fn field(&self, path: &str) -> Option<&OutputField> {
         self.output_schema.iter().find(|f| f.field == path)
     }
+
+    /// Checks a JSON document the command printed against the contract: `Err` names the
+    /// fields printed but not declared, and (with `complete`, for a document that exercises
+    /// every field) those declared but not printed. The tests of each command call it on
+    /// its real output, so the contract cannot drift from the command.
+    pub fn check_document(&self, document: &Value, complete: bool) -> Result<(), String> {
+        let printed = field_paths(document);
+        let declared: BTreeSet<String> =
+            self.output_schema.iter().map(|f| f.field.clone()).collect();
+        let undeclared: Vec<&String> = printed.difference(&declared).collect();
+        let unprinted: Vec<&String> = declared.difference(&printed).collect();
+        if !undeclared.is_empty() || (complete && !unprinted.is_empty()) {
+            return Err(format!(
+                "{}: printed but not in its contract: {undeclared:?}; in its contract but not \
+                 printed: {unprinted:?}",
+                self.name
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Every field path of a JSON document as contracts name them: `a.b` for a key of an
+/// object, `a[].c` for a key of the objects in the list `a`.
+pub fn field_paths(document: &Value) -> BTreeSet<String> {
+    fn walk(value: &Value, prefix: &str, out: &mut BTreeSet<String>) {
+        match value {
+            Value::Object(m) => {
+                for (k, v) in m {
+                    let path = if prefix.is_empty() {
+                        k.clone()
+                    } else {
+                        format!("{prefix}.{k}")
+                    };
+                    out.insert(path.clone());
+                    walk(v, &path, out);
+                }
+            }
+            Value::Array(items) => {
+                for item in items {
+                    walk(item, &format!("{prefix}[]"), out);
+                }
+            }
+            _ => {}
+        }
+    }
+    let mut out = BTreeSet::new();
+    walk(document, "", &mut out);
+    out
 }
 
 /// Every command contract, sorted by name.
@@ -131,5 +181,26 @@ mod tests {
             assert_eq!(&again, c);
         }
         assert!(find("ranks").is_some());
+    }
+
+    #[test]
+    fn documents_are_checked_field_by_field() {
+        let doc = serde_json::json!({"a": 1, "b": [{"c": 2}, {"c": 3, "d": null}], "e": {"f": []}});
+        let paths: Vec<String> = field_paths(&doc).into_iter().collect();
+        assert_eq!(paths, ["a", "b", "b[].c", "b[].d", "e", "e.f"]);
+        let ranks = find("ranks").unwrap();
+        let err = ranks
+            .check_document(
+                &serde_json::json!({"metric": "active", "surprise": 1}),
+                false,
+            )
+            .unwrap_err();
+        assert!(err.contains("\"surprise\""), "{err}");
+        assert!(ranks
+            .check_document(&serde_json::json!({"metric": "active"}), false)
+            .is_ok());
+        assert!(ranks
+            .check_document(&serde_json::json!({"metric": "active"}), true)
+            .is_err());
     }
 }
