@@ -7,6 +7,8 @@
 //! * `queries`: runs every template with its default parameters on one or more databases.
 //! * `dataset-import`: `import --events-per-slice K` (and optionally `--format msinsight`).
 //! * `split`: `split --slices N` (pickle or JSON slices).
+//! * `ranks`: `ranks -j <cores>` on N generated rank snapshots against N sequential
+//!   `import`s (ours only: the reference has no `ranks`).
 //!
 //! ```sh
 //! cargo build --release -p pt-snap-cli -p pt-snap-bench
@@ -14,10 +16,12 @@
 //! target/release/pt-snap-bench queries --db big.pickle.db --reference .oracle/bin/pt-snap
 //! target/release/pt-snap-bench dataset-import --snapshot big.pickle --reference .oracle/bin/pt-snap
 //! target/release/pt-snap-bench split --snapshot big.pickle --reference .oracle/bin/pt-snap
+//! target/release/pt-snap-bench ranks --files 64 --mb 20 --dir /tmp/ranks-job
 //! ```
 
 mod dataset;
 mod queries;
+mod ranks;
 mod split;
 
 use std::path::{Path, PathBuf};
@@ -37,6 +41,8 @@ enum Bench {
     DatasetImport(dataset::Args),
     /// `split --slices N` with both tools.
     Split(split::Args),
+    /// `ranks -j <cores>` on generated rank snapshots against sequential imports.
+    Ranks(ranks::Args),
 }
 
 #[derive(Parser)]
@@ -184,6 +190,7 @@ fn main() {
         Bench::Queries(args) => queries::run(args),
         Bench::DatasetImport(args) => dataset::bench(args),
         Bench::Split(args) => split::bench(args),
+        Bench::Ranks(args) => ranks::bench(args),
     }
 }
 

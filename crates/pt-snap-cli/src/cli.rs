@@ -43,6 +43,28 @@ pub enum Command {
     Split(SplitArgs),
     /// Compare two runs: peaks, live memory at each peak by call stack, both timelines.
     Diff(DiffArgs),
+    /// Summarise many snapshots of one job side by side (one per rank): peaks, OOMs and the
+    /// largest callstack group of each, and the ranks whose peak is an outlier.
+    Ranks(RanksArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct RanksArgs {
+    /// Snapshots, SnapshotDBs, or directories of them (their *.pkl, *.pickle and *.db files).
+    #[arg(value_name = "PATH", required = true)]
+    pub paths: Vec<PathBuf>,
+    /// Summarise only this device of every file (default: every device).
+    #[arg(short = 'd', long, allow_negative_numbers = true)]
+    pub device: Option<i64>,
+    /// The peak compared across the files.
+    #[arg(long, value_enum, default_value = "active")]
+    pub metric: MetricArg,
+    /// Files imported and summarised at once (default: the number of cores).
+    #[arg(short = 'j', long = "jobs", value_parser = clap::value_parser!(u32).range(1..))]
+    pub jobs: Option<u32>,
+    /// Emit machine-readable JSON.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]
@@ -345,6 +367,7 @@ impl Command {
             Command::Report(r) => r.json(),
             Command::Split(a) => a.json,
             Command::Diff(a) => a.json,
+            Command::Ranks(a) => a.json,
         }
     }
 }

@@ -62,6 +62,7 @@ fn run(command: &Command) -> CliResult {
         Command::Report(r) => commands::report::run(r),
         Command::Split(a) => commands::split::run(a),
         Command::Diff(a) => commands::diff::run(a),
+        Command::Ranks(a) => commands::ranks::run(a),
     }
 }
 

@@ -1,4 +1,6 @@
-//! The import progress bar: on stderr, only on a terminal, never under `--json`.
+//! Import progress bars: on stderr, only on a terminal, never under `--json`. `import` shows
+//! one bar per snapshot ([`ImportProgress`]); `ranks` one bar for its whole set of files
+//! ([`SetProgress`]), each import reporting its share through the same [`ImportObserver`].
 
 use std::io::IsTerminal;
 
@@ -6,35 +8,67 @@ use indicatif::{ProgressBar, ProgressStyle};
 use pt_snap_import::Stage;
 use pt_snap_model::Progress;
 
+/// What a single-DB import reports as it goes.
+pub trait ImportObserver {
+    /// The import starts decoding a snapshot of `total_bytes`.
+    fn begin(&mut self, total_bytes: u64);
+    fn decoding(&mut self, p: Progress);
+    fn update(&mut self, stage: Stage);
+    /// The database is written (or the import failed: the bar goes either way).
+    fn finish(&mut self);
+}
+
+fn style(template: &str) -> ProgressStyle {
+    ProgressStyle::with_template(template)
+        .expect("valid template")
+        .progress_chars("=> ")
+}
+
 pub struct ImportProgress {
+    enabled: bool,
     bar: Option<ProgressBar>,
     total_bytes: u64,
 }
 
 impl ImportProgress {
+    /// A bar shown from now on.
     pub fn new(total_bytes: u64, enabled: bool) -> Self {
-        let bar = (enabled && std::io::stderr().is_terminal()).then(|| {
-            let bar = ProgressBar::new(total_bytes);
-            bar.set_style(
-                ProgressStyle::with_template(
-                    "{spinner} {msg:<24} [{bar:30}] {percent:>3}% {elapsed}",
-                )
-                .expect("valid template")
-                .progress_chars("=> "),
-            );
-            bar
-        });
-        ImportProgress { bar, total_bytes }
+        let mut progress = Self::pending(enabled);
+        progress.begin(total_bytes);
+        progress
     }
 
-    pub fn decoding(&mut self, p: Progress) {
+    /// A bar shown once the import [begins](ImportObserver::begin) (a reused database shows
+    /// none).
+    pub fn pending(enabled: bool) -> Self {
+        ImportProgress {
+            enabled,
+            bar: None,
+            total_bytes: 0,
+        }
+    }
+}
+
+impl ImportObserver for ImportProgress {
+    fn begin(&mut self, total_bytes: u64) {
+        self.total_bytes = total_bytes;
+        self.bar = (self.enabled && std::io::stderr().is_terminal()).then(|| {
+            let bar = ProgressBar::new(total_bytes);
+            bar.set_style(style(
+                "{spinner} {msg:<24} [{bar:30}] {percent:>3}% {elapsed}",
+            ));
+            bar
+        });
+    }
+
+    fn decoding(&mut self, p: Progress) {
         let Some(bar) = &self.bar else { return };
         bar.set_length(self.total_bytes);
         bar.set_position(p.bytes_read);
         bar.set_message(format!("decoding ({} events)", p.events));
     }
 
-    pub fn update(&mut self, stage: Stage) {
+    fn update(&mut self, stage: Stage) {
         let Some(bar) = &self.bar else { return };
         match stage {
             Stage::Replaying {
@@ -53,9 +87,127 @@ impl ImportProgress {
         }
     }
 
-    pub fn finish(&mut self) {
+    fn finish(&mut self) {
         if let Some(bar) = self.bar.take() {
             bar.finish_and_clear();
         }
+    }
+}
+
+/// One bar for a set of inputs imported in parallel. Its length is the sum of their sizes
+/// in bytes; each file moves it by its own size, in shares for the stages of its import
+/// (decoding reads the bytes, then the replay and the indexes), and all at once when its
+/// database is reused or it fails.
+#[derive(Clone)]
+pub struct SetProgress {
+    bar: Option<ProgressBar>,
+    files: u64,
+}
+
+/// Of a file's share of the bar: decoding moves it to this fraction, the replay to
+/// [`REPLAYED`], the rest comes when the database is published.
+const DECODED: f64 = 0.5;
+const REPLAYED: f64 = 0.9;
+
+impl SetProgress {
+    pub fn new(total_bytes: u64, files: u64, enabled: bool) -> Self {
+        let bar = (enabled && std::io::stderr().is_terminal()).then(|| {
+            let bar = ProgressBar::new(total_bytes.max(1));
+            bar.set_style(style(
+                "{spinner} {msg:<28} [{bar:30}] {percent:>3}% {elapsed} (eta {eta})",
+            ));
+            bar.set_message(format!("0/{files} files"));
+            bar
+        });
+        SetProgress { bar, files }
+    }
+
+    /// The share of one file of `bytes`.
+    pub fn file(&self, bytes: u64) -> FileProgress {
+        FileProgress {
+            bar: self.bar.clone(),
+            bytes,
+            moved: 0,
+            fraction: 0.0,
+        }
+    }
+
+    /// `done` files summarised so far.
+    pub fn files_done(&self, done: u64) {
+        if let Some(bar) = &self.bar {
+            bar.set_message(format!("{done}/{} files", self.files));
+        }
+    }
+
+    /// Prints a line above the bar (or plainly when there is none).
+    pub fn println(&self, line: &str) {
+        match &self.bar {
+            Some(bar) => bar.println(line),
+            None => eprintln!("{line}"),
+        }
+    }
+
+    pub fn finish(&self) {
+        if let Some(bar) = &self.bar {
+            bar.finish_and_clear();
+        }
+    }
+}
+
+/// One file's share of a [`SetProgress`]; what it has not moved when dropped, it moves then.
+pub struct FileProgress {
+    bar: Option<ProgressBar>,
+    bytes: u64,
+    /// Bytes of the bar this file has moved so far.
+    moved: u64,
+    /// The stage's fraction of `bytes` reached, so that a later stage never moves it back.
+    fraction: f64,
+}
+
+impl FileProgress {
+    fn reach(&mut self, fraction: f64) {
+        let Some(bar) = &self.bar else { return };
+        if fraction <= self.fraction {
+            return;
+        }
+        self.fraction = fraction.min(1.0);
+        let target = (self.bytes as f64 * self.fraction) as u64;
+        if target > self.moved {
+            bar.inc(target - self.moved);
+            self.moved = target;
+        }
+    }
+}
+
+impl ImportObserver for FileProgress {
+    fn begin(&mut self, total_bytes: u64) {
+        // The bar was sized by the file's length when the set was listed; a file that grew
+        // since keeps its listed share.
+        let _ = total_bytes;
+    }
+
+    fn decoding(&mut self, p: Progress) {
+        let read = p.bytes_read as f64 / self.bytes.max(1) as f64;
+        self.reach(DECODED * read.min(1.0));
+    }
+
+    fn update(&mut self, stage: Stage) {
+        match stage {
+            Stage::Replaying { done, total, .. } => {
+                let replayed = done as f64 / total.max(1) as f64;
+                self.reach(DECODED + (REPLAYED - DECODED) * replayed.min(1.0));
+            }
+            Stage::Indexing => self.reach(REPLAYED),
+        }
+    }
+
+    fn finish(&mut self) {
+        self.reach(1.0);
+    }
+}
+
+impl Drop for FileProgress {
+    fn drop(&mut self) {
+        self.reach(1.0);
     }
 }

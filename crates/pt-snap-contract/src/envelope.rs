@@ -15,6 +15,26 @@ pub fn success<'a>(fields: impl IntoIterator<Item = (&'a str, Value)>) -> Value 
     Value::Object(map)
 }
 
+/// A result that is complete but reports failures among its parts (`ranks` with a file that
+/// could not be summarised): `{"schema_version": 1, "ok": false, …fields, "error": {code,
+/// message, hint}}`. Read as a result, it has every field; read as an error envelope, it has
+/// `ok: false` and the `error` object.
+pub fn partial<'a>(
+    fields: impl IntoIterator<Item = (&'a str, Value)>,
+    code: ErrorCode,
+    message: &str,
+    hint: Option<&str>,
+) -> Value {
+    let mut value = success(fields);
+    let map = value.as_object_mut().expect("an object");
+    map.insert("ok".into(), Value::from(false));
+    map.insert(
+        "error".into(),
+        json!({"code": code.as_str(), "message": message, "hint": hint}),
+    );
+    value
+}
+
 /// `{"schema_version": 1, "ok": false, "error": {code, message, hint}}`.
 pub fn error(code: ErrorCode, message: &str, hint: Option<&str>) -> Value {
     json!({
@@ -36,5 +56,15 @@ mod tests {
         let e = error(ErrorCode::Usage, "bad", ErrorCode::Usage.hint());
         assert_eq!(e["error"]["code"], "INVALID_PARAMETER");
         assert_eq!(e["error"]["hint"], crate::hint::USAGE);
+        let p = partial(
+            [("z", json!(1))],
+            ErrorCode::ImportFailed,
+            "1 of 2 failed",
+            None,
+        );
+        let keys: Vec<&str> = p.as_object().unwrap().keys().map(String::as_str).collect();
+        assert_eq!(keys, ["schema_version", "ok", "z", "error"]);
+        assert_eq!(p["ok"], false);
+        assert_eq!(p["error"]["code"], "IMPORT_FAILED");
     }
 }

@@ -44,6 +44,14 @@ pub struct Config {
     /// the end (`--planted-site`): two runs that differ only here differ by exactly these
     /// blocks, whatever else happens.
     pub planted: Vec<PlantedSite>,
+    /// The rank of a data-parallel job: every rank of one `seed` trains the same model (same
+    /// stacks, parameters and streams), and the rank varies the workload's random choices
+    /// (tensor sizes, frees, streams). Rank 0 is the plain `seed` output.
+    pub rank: u32,
+    /// The fraction of frees that never happen: the block stays allocated to the end, as a
+    /// tensor kept alive by a forgotten reference would, so the peaks grow with the trace.
+    /// Drawn from a generator of its own, so 0 leaves the output unchanged.
+    pub leak_rate: f64,
 }
 
 /// An allocation site added to the run: `<project>/planted.py` function `name` holds
@@ -70,6 +78,8 @@ impl Config {
             layers: 12,
             device_cap: 40 << 30,
             planted: Vec::new(),
+            rank: 0,
+            leak_rate: 0.0,
         }
     }
 
@@ -84,6 +94,8 @@ impl Config {
             empty_cache_per_step: 0.08,
             defer_prob: 0.06,
             no_context_prob: 0.01,
+            rank: self.rank,
+            leak_rate: self.leak_rate.clamp(0.0, 1.0),
         }
     }
 }

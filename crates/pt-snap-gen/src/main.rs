@@ -47,6 +47,21 @@ struct Args {
     /// block's size too)
     #[arg(long, value_name = "NAME:BYTES", value_parser = parse_planted)]
     planted_site: Vec<PlantedSite>,
+    /// rank of a data-parallel job: the model is --seed's, the workload's random choices
+    /// differ per rank (0: the plain --seed output)
+    #[arg(long, default_value_t = 0)]
+    rank: u32,
+    /// fraction of frees that never happen (0..1): leaked allocations make the peaks grow
+    #[arg(long, default_value_t = 0.0, value_parser = parse_fraction)]
+    leak_rate: f64,
+}
+
+fn parse_fraction(s: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(f) if (0.0..=1.0).contains(&f) => Ok(f),
+        Ok(f) => Err(format!("{f} is not a fraction between 0 and 1")),
+        Err(e) => Err(format!("bad fraction {s:?}: {e}")),
+    }
 }
 
 fn parse_planted(s: &str) -> Result<PlantedSite, String> {
@@ -89,6 +104,8 @@ fn main() {
     cfg.oom = a.oom;
     cfg.sites = a.stacks;
     cfg.planted = a.planted_site;
+    cfg.rank = a.rank;
+    cfg.leak_rate = a.leak_rate;
     let t0 = Instant::now();
     cfg.events_per_device = match a.events {
         Some(n) => n,

@@ -147,6 +147,10 @@ pub struct SimConfig {
     pub empty_cache_per_step: f64,
     pub defer_prob: f64,
     pub no_context_prob: f64,
+    /// A data-parallel rank: the same model, another draw of the workload (0: the seed's own).
+    pub rank: u32,
+    /// The fraction of frees skipped for good (leaked allocations).
+    pub leak_rate: f64,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -164,11 +168,16 @@ enum Op {
 }
 
 const PERSIST: u32 = u32::MAX;
+const RANK_SALT: u64 = 0xD1B5_4A32_D192_ED03;
+const LEAK_SALT: u64 = 0x1EA4_1EA4_1EA4_1EA4;
 
 pub struct DeviceSim<'c> {
     cat: &'c Catalog,
     cfg: SimConfig,
     rng: Rng,
+    /// Decides which frees leak; separate from `rng` so that a leak rate of 0 (never asked)
+    /// leaves every other draw, and so the file, unchanged.
+    leak_rng: Rng,
     pub device: u32,
     pub stream_ids: Vec<u64>,
     pub segments: BTreeMap<u64, Segment>,
@@ -228,11 +237,19 @@ impl<'c> DeviceSim<'c> {
             ]);
         }
         param_sizes.push(hidden * 4);
+        // The model (parameter sizes, streams) is the seed's; another rank of the same job
+        // draws its workload from a generator of its own. Rank 0 keeps the seed's, byte for
+        // byte.
+        if cfg.rank != 0 {
+            rng = rng.fork(RANK_SALT.wrapping_mul(cfg.rank as u64));
+        }
+        let leak_rng = Rng::new(seed ^ LEAK_SALT).fork(((device as u64) << 32) | cfg.rank as u64);
         let by = |r| cat.of_role(r);
         let device_base = VA_BASE + device as u64 * DEVICE_SPAN;
         DeviceSim {
             cat,
             rng,
+            leak_rng,
             device,
             stream_ids,
             segments: BTreeMap::new(),
@@ -822,7 +839,10 @@ impl<'c> DeviceSim<'c> {
             Op::Free { slot } => {
                 let live = self.slots[slot as usize].take();
                 self.free_slots.push(slot);
-                if let Some(l) = live {
+                let leaked = live.is_some()
+                    && self.cfg.leak_rate > 0.0
+                    && self.leak_rng.chance(self.cfg.leak_rate);
+                if let Some(l) = live.filter(|_| !leaked) {
                     self.free_requested(l.addr);
                     let p = if l.stream != 0 {
                         0.5

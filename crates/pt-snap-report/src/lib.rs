@@ -12,6 +12,7 @@
 pub mod commands;
 pub mod diff;
 mod peak;
+pub mod ranks;
 mod tree;
 
 pub use peak::{peak_memory, AttributionParams, Metric, Peak, PeakReport, PeakRequest, Peaks};

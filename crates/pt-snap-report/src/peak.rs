@@ -70,7 +70,7 @@ impl Default for PeakRequest {
 }
 
 /// One counter's high-water mark and the first event that reached it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Peak {
     pub bytes: Option<i64>,
     /// `None` also when the counter is NULL everywhere (it has no peak then).
@@ -78,7 +78,7 @@ pub struct Peak {
 }
 
 /// `memory_peak`'s six fields: the three counters' peaks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Peaks {
     pub allocated: Peak,
     pub active: Peak,
@@ -86,8 +86,8 @@ pub struct Peaks {
 }
 
 impl Peaks {
-    /// The peaks of an `allocator_gap` row.
-    fn of_row(row: &Map<String, Json>) -> Self {
+    /// The peaks of an `allocator_gap` or `memory_peak` row (both name them alike).
+    pub(crate) fn of_row(row: &Map<String, Json>) -> Self {
         let peak = |m: Metric| {
             let bytes = row
                 .get(&format!("peak_{}", m.name()))

@@ -1,10 +1,9 @@
 //! `pt-snap capabilities`: everything an agent needs before its first query — the CLI
-//! version, every template contract, the bundled skills with their install status, and (after
-//! the reference's keys) the contracts of our own commands.
+//! version, every template contract, the bundled skills with their install status, and the
+//! contracts of the commands beyond the reference's (`commands`, after the reference's keys).
 
 use pt_snap_contract::envelope;
 use pt_snap_query::registry;
-use pt_snap_report::commands;
 use serde_json::{json, Value};
 
 use crate::budget;
@@ -24,10 +23,7 @@ pub fn run(json: bool) -> CliResult {
             ("cli_version", json!(env!("CARGO_PKG_VERSION"))),
             ("templates", Value::Array(templates)),
             ("skills", json!(listings)),
-            (
-                "commands",
-                Value::Array(commands::all().iter().map(|c| c.json()).collect()),
-            ),
+            ("commands", json!(pt_snap_report::commands::all())),
         ]));
         return Ok(());
     }
@@ -48,24 +44,17 @@ pub fn run(json: bool) -> CliResult {
     println!();
     if listings.is_empty() {
         println!("Skills: none");
-        print_commands();
-        return Ok(());
+    } else {
+        println!("Skills ({}):", listings.len());
+        print!("{}", skill::render_listings(&listings));
     }
-    println!("Skills ({}):", listings.len());
-    print!("{}", skill::render_listings(&listings));
-    print_commands();
-    Ok(())
-}
-
-fn print_commands() {
+    let commands = pt_snap_report::commands::all();
     println!();
-    println!(
-        "Commands with output contracts ({}):",
-        commands::all().len()
-    );
-    for c in commands::all() {
-        let j = c.json();
-        println!("  {}", j["usage"].as_str().unwrap_or(c.name));
-        println!("    {}", j["description"].as_str().unwrap_or(""));
+    println!("Commands beyond pt-snap-cli 0.4.1's ({}):", commands.len());
+    for c in commands {
+        println!("  {}", c.name);
+        println!("    {}", c.description);
+        println!("    usage: {}", c.usage);
     }
+    Ok(())
 }

@@ -18,6 +18,7 @@ use crate::commands::import;
 use crate::commands::metadata::LenientReplay;
 use crate::error::{CliError, CliResult};
 use crate::focus;
+use crate::progress::ImportProgress;
 
 /// Timeline buckets per side: enough to see the shape in JSON, one per pixel or so on the
 /// page's chart.
@@ -128,8 +129,24 @@ impl Input {
             )));
         } else {
             let source = import::check_source(path)?;
-            let target = source.with_file_name(format!("{}.db", import::source_name(&source)?));
-            let (_, miss) = import::import_or_reuse(&source, &target, None, replay, false, json)?;
+            let name = import::source_name(&source)?;
+            let target = source.with_file_name(format!("{name}.db"));
+            let (_, miss) = import::single_db(
+                &import::SingleDb {
+                    source: &source,
+                    target: &target,
+                    name: &name,
+                    device: None,
+                    replay,
+                    force: false,
+                },
+                &mut ImportProgress::pending(!json),
+                &mut |w| {
+                    if !json {
+                        eprintln!("warning: {w}");
+                    }
+                },
+            )?;
             let import = json!({"reused": miss.is_none(), "cache_miss_reason": miss});
             (target, import)
         };
@@ -195,22 +212,15 @@ mod tests {
             };
             parsed.insert(name, (arg.get_short().map(|s| format!("-{s}")), default));
         }
-        let contract = pt_snap_report::commands::all()
-            .iter()
-            .find(|c| c.name == "diff")
-            .unwrap()
-            .json();
+        let contract = pt_snap_report::commands::find("diff").unwrap();
         let mut documented = BTreeMap::new();
-        for (name, a) in contract["arguments"].as_object().unwrap() {
-            let default = match &a["default"] {
+        for a in &contract.arguments {
+            let default = match &a.default {
                 serde_json::Value::Null => None,
                 serde_json::Value::String(s) => Some(s.clone()),
                 other => Some(other.to_string()),
             };
-            documented.insert(
-                name.clone(),
-                (a["short"].as_str().map(str::to_owned), default),
-            );
+            documented.insert(a.name.clone(), (a.short.clone(), default));
         }
         assert_eq!(documented, parsed);
     }

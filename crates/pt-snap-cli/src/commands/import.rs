@@ -18,7 +18,7 @@ use crate::cli::ImportArgs;
 use crate::error::{CliError, CliResult};
 use crate::focus::{self, FocusRecord, FocusSource, FocusState};
 use crate::output;
-use crate::progress::ImportProgress;
+use crate::progress::{ImportObserver, ImportProgress};
 use crate::stale;
 
 const OPTION_HINT: &str = "Check the import options with 'pt-snap import --help'.";
@@ -41,14 +41,29 @@ pub fn run(args: &ImportArgs) -> CliResult {
         }
         None => source.parent().expect("a file has a parent").to_path_buf(),
     };
-    let target = out_dir.join(format!("{}.db", source_name(&source)?));
+    let name = source_name(&source)?;
+    let target = out_dir.join(format!("{name}.db"));
     let replay = if args.lenient {
         ReplayMode::Lenient
     } else {
         ReplayMode::Strict
     };
-    let (metadata, miss) =
-        import_or_reuse(&source, &target, device, replay, args.force, args.json)?;
+    let (metadata, miss) = single_db(
+        &SingleDb {
+            source: &source,
+            target: &target,
+            name: &name,
+            device,
+            replay,
+            force: args.force,
+        },
+        &mut ImportProgress::pending(!args.json),
+        &mut |w| {
+            if !args.json {
+                eprintln!("warning: {w}");
+            }
+        },
+    )?;
 
     let focus_state = focus_on(&target, device, args.no_focus)?;
 
@@ -84,46 +99,53 @@ pub fn run(args: &ImportArgs) -> CliResult {
     Ok(())
 }
 
-/// The SnapshotDB of `source` (a checked, absolute snapshot path) at `target`: the one
-/// already there when the reference's reuse rule (§5.2) allows it and `force` is not set,
-/// else a new one built and published. Returns its metadata and the cache-miss reason
-/// (`None` when reused). Warnings go to stderr unless `json`. `diff` opens its snapshot
-/// arguments through this too.
-pub(crate) fn import_or_reuse(
-    source: &Path,
-    target: &Path,
-    device: Option<i64>,
-    replay: ReplayMode,
-    force: bool,
-    json: bool,
+/// A single-DB import of one snapshot: what [`single_db`] reads and writes.
+pub(crate) struct SingleDb<'a> {
+    /// The snapshot, absolute, as [`check_source`] returns it.
+    pub source: &'a Path,
+    /// The database to reuse or (re)build.
+    pub target: &'a Path,
+    /// The snapshot's file name, recorded in the metadata.
+    pub name: &'a str,
+    pub device: Option<i64>,
+    pub replay: ReplayMode,
+    /// Rebuild even when the target could be reused.
+    pub force: bool,
+}
+
+/// The reuse cache of `import` (spec §5.2): the target's metadata when it was made from the
+/// same bytes (SHA-256), device, replay mode and import format, else the database built and
+/// published atomically in its place, with the cache-miss reason. Files a killed import of
+/// the same target left are removed first. Every warning goes to `warn`, as it arises; the
+/// import's progress to `progress`. `import` and `ranks` both import through here.
+pub(crate) fn single_db(
+    job: &SingleDb,
+    progress: &mut dyn ImportObserver,
+    warn: &mut dyn FnMut(&str),
 ) -> CliResult<(Metadata, Option<&'static str>)> {
-    let name = source_name(source)?;
+    let target = job.target;
     // Before anything else, so that a reused target also loses them.
     for w in stale::clean(target, stale::Artifacts::Db) {
-        if !json {
-            eprintln!("warning: {w}");
-        }
+        warn(&w);
     }
 
     // Hashing and decoding are both one pass over the file: when the target cannot be
     // reused anyway, run them side by side on two cores.
-    let hashed = hash_in_background(source);
-    let build = |reason: &'static str, sha256: Box<dyn FnOnce() -> CliResult<String>>| {
-        let summary = build_and_publish(source, target, &name, device, replay, sha256, json)?;
-        if !json {
-            for w in &summary.warnings {
-                eprintln!("warning: {w}");
-            }
+    let hashed = hash_in_background(job.source);
+    let mut build = |reason: &'static str, sha256: Box<dyn FnOnce() -> CliResult<String>>| {
+        let summary = build_and_publish(job, sha256, progress)?;
+        for w in &summary.warnings {
+            warn(w);
         }
         CliResult::Ok((summary.metadata, Some(reason)))
     };
     if !target.exists() {
         build("database_missing", Box::new(hashed))
-    } else if force {
+    } else if job.force {
         build("forced", Box::new(hashed))
     } else {
         let sha = hashed()?;
-        match reusable(target, &sha, device, replay) {
+        match reusable(target, &sha, job.device, job.replay) {
             Ok(metadata) => Ok((metadata, None)),
             Err(reason) => build(reason, Box::new(move || Ok(sha))),
         }
@@ -314,14 +336,18 @@ pub(super) fn import_fields(
 
 /// Imports into a temp file beside the target, checks it, then renames it over the target.
 fn build_and_publish(
-    source: &Path,
-    target: &Path,
-    name: &str,
-    device: Option<i64>,
-    replay: ReplayMode,
+    job: &SingleDb,
     sha256: Box<dyn FnOnce() -> CliResult<String>>,
-    json: bool,
+    progress: &mut dyn ImportObserver,
 ) -> CliResult<pt_snap_import::ImportSummary> {
+    let SingleDb {
+        source,
+        target,
+        name,
+        device,
+        replay,
+        ..
+    } = *job;
     let dir = target.parent().expect("target is in a directory");
     let cannot_create = |e: std::io::Error| {
         CliError::import_failed(format!(
@@ -347,7 +373,7 @@ fn build_and_publish(
     // The file is removed on any early return: `tmp` deletes it when dropped.
     let file = File::open(source).map_err(|e| CliError::from(ImportFailure::backend(e)))?;
     let size = file.metadata().map(|m| m.len()).unwrap_or(0);
-    let mut progress = ImportProgress::new(size, !json);
+    progress.begin(size);
     let snapshot = pt_snap_model::decode(BufReader::with_capacity(1 << 20, file), &mut |p| {
         progress.decoding(p)
     })

@@ -30,7 +30,7 @@ use crate::cli::ImportArgs;
 use crate::error::{CliError, CliResult};
 use crate::focus;
 use crate::output;
-use crate::progress::ImportProgress;
+use crate::progress::{ImportObserver as _, ImportProgress};
 use crate::stale;
 
 /// Which dataset an import builds.

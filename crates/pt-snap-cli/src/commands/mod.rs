@@ -7,6 +7,7 @@ pub mod import_dataset;
 pub mod metadata;
 pub mod overview;
 pub mod query;
+pub mod ranks;
 pub mod report;
 pub mod skill;
 pub mod split;
