@@ -7,8 +7,9 @@ use std::process::Command;
 
 use serde_json::{json, Value};
 
-const SKILLS: [&str; 6] = [
+const SKILLS: [&str; 7] = [
     "pt-snap-ascend-npu-collect",
+    "pt-snap-compare-runs",
     "pt-snap-helper",
     "pt-snap-memory-fragmentation",
     "pt-snap-memory-leak",
@@ -190,7 +191,7 @@ fn install_defaults_to_agents_and_claude_and_then_lists_installed() {
         .unwrap()
         .map(|e| e.unwrap().file_name().into_string().unwrap())
         .collect();
-    assert_eq!(entries.len(), 6, "{entries:?}");
+    assert_eq!(entries.len(), 7, "{entries:?}");
 
     let helper = sb.status(&[], "pt-snap-helper");
     assert_eq!(helper["status"], "installed");

@@ -314,13 +314,14 @@ mod tests {
     use super::*;
 
     #[test]
-    fn embedded_catalog_has_the_six_skills() {
+    fn embedded_catalog_has_the_seven_skills() {
         let catalog = Catalog::embedded().unwrap();
         let names: Vec<&str> = catalog.skills().iter().map(Skill::name).collect();
         assert_eq!(
             names,
             [
                 "pt-snap-ascend-npu-collect",
+                "pt-snap-compare-runs",
                 "pt-snap-helper",
                 "pt-snap-memory-fragmentation",
                 "pt-snap-memory-leak",

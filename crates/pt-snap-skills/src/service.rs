@@ -1163,7 +1163,7 @@ mod tests {
         let skills = Skills::new(Catalog::embedded().unwrap(), env);
         let target = Target::Dir(tmp.path().join("skills"));
         let report = skills.install(&[], &target, false).unwrap();
-        assert_eq!(report.results.len(), 6);
+        assert_eq!(report.results.len(), 7);
         let listing = skills
             .list(&ListTarget::Dir(tmp.path().join("skills")))
             .unwrap();

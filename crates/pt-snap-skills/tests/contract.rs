@@ -51,6 +51,22 @@ fn flags() -> BTreeMap<&'static str, BTreeSet<&'static str>> {
         ],
     );
     m.insert("metadata", vec![]);
+    m.insert("ranks", vec!["--device", "-d", "--metric", "--jobs", "-j"]);
+    m.insert(
+        "diff",
+        vec![
+            "--metric",
+            "--device",
+            "-d",
+            "--limit",
+            "-n",
+            "--format",
+            "--output",
+            "-o",
+            "--lenient",
+            "--timeout",
+        ],
+    );
     let mut query = vec![
         "--template-use",
         "--params",
@@ -378,7 +394,7 @@ fn every_command_line_in_the_skills_matches_the_cli_contract() {
 #[test]
 fn front_matter_fits_agent_skill_limits() {
     let catalog = Catalog::from_dir(&skills_dir()).unwrap();
-    assert_eq!(catalog.skills().len(), 6);
+    assert_eq!(catalog.skills().len(), 7);
     for skill in catalog.skills() {
         let folder = skill.source_dir().unwrap().file_name().unwrap();
         assert_eq!(skill.name(), folder.to_str().unwrap(), "name = folder name");

@@ -218,9 +218,6 @@ pub fn compare(case: &Case, ours: &Output) -> Result<(), String> {
                 if let Some(s) = o.get_mut("skills") {
                     *s = Value::Array(Vec::new());
                 }
-                // Addition: `capabilities` lists our own commands' contracts after the
-                // reference's keys (docs/compatibility.md).
-                o.remove("commands");
             }
         }
         return json_diff(&want, &got, "$");
