@@ -219,18 +219,9 @@ impl Engine {
         let out = self
             .analyzer
             .run(&QueryRequest::new("memory_peak").device(device))?;
-        let row = out.rows_json().into_iter().next().unwrap_or(Json::Null);
-        let peak = |m: &str| Peak {
-            bytes: row
-                .get(format!("peak_{m}"))
-                .and_then(Json::as_i64)
-                .unwrap_or(0),
-            event_id: row.get(format!("peak_{m}_event_id")).and_then(Json::as_i64),
-        };
-        Ok(Peaks {
-            allocated: peak("allocated"),
-            active: peak("active"),
-            reserved: peak("reserved"),
+        Ok(match out.rows_json().into_iter().next() {
+            Some(Json::Object(row)) => Peaks::of_row(&row),
+            _ => Peaks::default(),
         })
     }
 

@@ -53,9 +53,9 @@ impl PeakFold {
             (&mut self.peaks.active, c.active),
             (&mut self.peaks.reserved, c.reserved),
         ] {
-            if peak.event_id.is_none() || v > peak.bytes {
+            if peak.event_id.is_none() || Some(v) > peak.bytes {
                 *peak = Peak {
-                    bytes: v,
+                    bytes: Some(v),
                     event_id: Some(c.id),
                 };
             }

@@ -128,20 +128,9 @@ pub enum Answer {
     Table(Table),
 }
 
-/// One counter's high-water mark: the bytes and the earliest event reaching them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-pub struct Peak {
-    pub bytes: i64,
-    pub event_id: Option<i64>,
-}
-
-/// `memory_peak`'s six values for one device.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-pub struct Peaks {
-    pub allocated: Peak,
-    pub active: Peak,
-    pub reserved: Peak,
-}
+/// `memory_peak`'s six values for one device: the report's type, so the CLI and the page
+/// read the peaks the same way.
+pub use pt_snap_report::{Peak, Peaks};
 
 /// One trace event as the `event` template gives it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -218,7 +218,7 @@ fn templates_and_reports_answer_typed() {
     else {
         panic!("no event");
     };
-    assert_eq!(e.active, previews[0].peaks.active.bytes);
+    assert_eq!(Some(e.active), previews[0].peaks.active.bytes);
     let Ok(Answer::Tree(text)) = engine.answer(
         &Query::Tree {
             device,
@@ -290,7 +290,7 @@ fn messages_survive_their_trip_as_text_with_every_integer_exact() {
         assert_eq!(&decode::<ToWorker>(&encode(m)).unwrap(), m);
     }
     let big = Peak {
-        bytes: (1 << 62) + 1,
+        bytes: Some((1 << 62) + 1),
         event_id: Some(-(1 << 60) - 3),
     };
     let answers = vec![

@@ -2,6 +2,7 @@
 //! chosen metric's peak, grouped by allocation callstack — one composition of two templates.
 
 use pt_snap_query::{python, QueryError, QueryOutcome, QueryRequest, Source};
+use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value as Json};
 
 /// Which counter's peak to explain.
@@ -70,15 +71,16 @@ impl Default for PeakRequest {
 }
 
 /// One counter's high-water mark and the first event that reached it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct Peak {
     pub bytes: Option<i64>,
     /// `None` also when the counter is NULL everywhere (it has no peak then).
     pub event_id: Option<i64>,
 }
 
-/// `memory_peak`'s six fields: the three counters' peaks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+/// `memory_peak`'s six fields: the three counters' peaks (also what the browser's engine
+/// answers, and previews from the replay before the rows exist).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct Peaks {
     pub allocated: Peak,
     pub active: Peak,
@@ -87,7 +89,7 @@ pub struct Peaks {
 
 impl Peaks {
     /// The peaks of an `allocator_gap` or `memory_peak` row (both name them alike).
-    pub(crate) fn of_row(row: &Map<String, Json>) -> Self {
+    pub fn of_row(row: &Map<String, Json>) -> Self {
         let peak = |m: Metric| {
             let bytes = row
                 .get(&format!("peak_{}", m.name()))

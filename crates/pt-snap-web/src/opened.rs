@@ -120,7 +120,7 @@ mod tests {
                     device: d,
                     peaks: Peaks {
                         active: Peak {
-                            bytes: 100 + d,
+                            bytes: Some(100 + d),
                             event_id: Some(3),
                         },
                         ..Peaks::default()
@@ -146,7 +146,7 @@ mod tests {
         assert_eq!(o.engine_state(), "peaks");
         assert_eq!(o.devices(), vec![0, 1]);
         assert_eq!(o.bounds(), vec![(0, Some((0, 9))), (1, None)]);
-        assert_eq!(o.peaks(0).unwrap().active.bytes, 100);
+        assert_eq!(o.peaks(0).unwrap().active.bytes, Some(100));
         assert_eq!(o.peaks(1), None);
         assert!(o.timeline(0, 1000).is_some());
         assert_eq!(o.db_bytes(), None);

@@ -308,7 +308,7 @@ pub fn TimelinePanel(peaks: PeaksReply) -> impl IntoView {
             ]
             .into_iter()
             .filter_map(|(name, peak)| {
-                let v = peak.bytes;
+                let v = peak.bytes?;
                 let e = peak.event_id.filter(|e| (f.lo..=f.hi).contains(e))?;
                 Some(view! {
                     <g class=format!("peak {name}") data-peak=name data-event=e.to_string()>

@@ -114,7 +114,10 @@ pub fn PeakCards(peaks: PeaksReply) -> impl IntoView {
                 view! {
                     <div class="card" class:selected=selected>
                         <div class="card-label">{label}</div>
-                        <div class="card-value" data-testid=id data-value=v.to_string() title=fmt::exact(v)>{fmt::bytes(v)}</div>
+                        // A counter NULL on every event has no peak: no value, as memory_peak says.
+                        <div class="card-value" data-testid=id data-value=v.map(|v| v.to_string()) title=v.map(fmt::exact)>
+                            {v.map_or_else(|| "—".to_owned(), fmt::bytes)}
+                        </div>
                         <div class="card-sub">
                             {match ev {
                                 Some(e) => view! {
