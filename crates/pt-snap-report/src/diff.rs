@@ -26,6 +26,7 @@ use pt_snap_query::{QueryError, Source, Timeline};
 use serde_json::{json, Map, Value as Json};
 
 use crate::peak::{peak_memory, Metric, PeakRequest, Peaks};
+use crate::units::{grouped, human_bytes, signed_human_bytes};
 pub use normalize::{normalize_path, normalize_stack, parse_line, Frame};
 
 /// What to compare: the device (the lowest when `None`) and the peak to explain.
@@ -461,7 +462,7 @@ impl Diff {
         for metric in [Metric::Allocated, Metric::Active, Metric::Reserved] {
             let at = |s: &Side| match s.peaks.map(|p| p.get(metric)) {
                 Some(p) => match (p.bytes, p.event_id) {
-                    (Some(b), Some(e)) => format!("{} @{e}", human(b)),
+                    (Some(b), Some(e)) => format!("{} @{e}", human_bytes(b as f64)),
                     _ => "None".to_owned(),
                 },
                 None => "None".to_owned(),
@@ -493,14 +494,14 @@ impl Diff {
                 Some(0) => "= the active counter there".to_owned(),
                 Some(gap) => format!(
                     "≠ the active counter there ({} B): {gap} B are in no group",
-                    exact(side.live_bytes_at_peak.unwrap_or(0))
+                    grouped(side.live_bytes_at_peak.unwrap_or(0))
                 ),
                 None => "(no active counter at that event)".to_owned(),
             };
             out.push(format!(
                 "  {name}: {} B in {} blocks at event {event} {check}",
-                exact(side.total()),
-                exact(side.blocks())
+                grouped(side.total()),
+                grouped(side.blocks())
             ));
         }
         out.push(format!("  change: {}", change_text(ta, tb)));
@@ -509,7 +510,7 @@ impl Diff {
                 .iter()
                 .filter_map(|(n, s)| {
                     let (peak, live) = (s.metric_peak_bytes()?, s.live_bytes_at_peak?);
-                    Some(format!("{n} {} B", exact(peak - live)))
+                    Some(format!("{n} {} B", grouped(peak - live)))
                 })
                 .collect();
             let why = match self.metric {
@@ -545,10 +546,10 @@ impl Diff {
                     "  {:>4}  {:<7}  {:>12} {:<10}  {:>11}  {:>11}  {:>13}  {}",
                     i + 1,
                     g.status().name(),
-                    signed_human(g.delta()),
+                    signed_human_bytes(g.delta()),
                     bar(g.delta(), widest, 10),
-                    human(g.a.bytes),
-                    human(g.b.bytes),
+                    human_bytes(g.a.bytes as f64),
+                    human_bytes(g.b.bytes as f64),
                     format!("{}→{}", g.a.blocks, g.b.blocks),
                     match g.key.frames().len() {
                         0 => g.key.site(3),
@@ -637,48 +638,7 @@ fn change_text(a: i64, b: i64) -> String {
         None if b == 0 => "0.0%".to_owned(),
         None => "from 0".to_owned(),
     };
-    format!("{} ({pct})", signed_human(b - a))
-}
-
-const UNITS: [&str; 6] = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"];
-
-/// `1.23 GiB`: two decimals past bytes (the flamegraph's formatting).
-fn human(bytes: i64) -> String {
-    let mut v = bytes.unsigned_abs() as f64;
-    let mut unit = 0;
-    while v >= 1024.0 && unit < UNITS.len() - 1 {
-        v /= 1024.0;
-        unit += 1;
-    }
-    let sign = if bytes < 0 { "-" } else { "" };
-    if unit == 0 {
-        return format!("{sign}{} B", bytes.unsigned_abs());
-    }
-    format!("{sign}{v:.2} {}", UNITS[unit])
-}
-
-fn signed_human(bytes: i64) -> String {
-    match bytes {
-        0 => "0 B".to_owned(),
-        b if b > 0 => format!("+{}", human(b)),
-        b => human(b),
-    }
-}
-
-/// `1,234,567`.
-fn exact(n: i64) -> String {
-    let digits = n.unsigned_abs().to_string();
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    if n < 0 {
-        out.insert(0, '-');
-    }
-    out
+    format!("{} ({pct})", signed_human_bytes(b - a))
 }
 
 /// `width` cells for |delta| against the widest change: `█` growth, `▒` shrinkage; a

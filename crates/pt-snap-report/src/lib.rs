@@ -14,6 +14,7 @@ pub mod diff;
 mod peak;
 pub mod ranks;
 mod tree;
+mod units;
 
 pub use peak::{peak_memory, AttributionParams, Metric, Peak, PeakReport, PeakRequest, Peaks};
 pub use tree::{flamegraph_page, memory_tree, IncompleteTree, MemoryTree, Node, TreeRequest};

@@ -16,6 +16,7 @@ use pt_snap_query::{QueryError, QueryOutcome, QueryRequest, Source, Value};
 use serde_json::{json, Map, Value as Json};
 
 use crate::peak::{Metric, Peaks};
+use crate::units::human_bytes;
 
 // ---------------------------------------------------------------------------------------
 // Rank numbers from file names
@@ -1065,21 +1066,6 @@ fn bar(value: i64, max: i64, width: usize) -> String {
     s
 }
 
-/// Bytes in binary units with two decimals (`13.26 GiB`), exact below 1 KiB.
-pub fn human_bytes(bytes: f64) -> String {
-    const UNITS: [&str; 5] = ["KiB", "MiB", "GiB", "TiB", "PiB"];
-    if bytes.abs() < 1024.0 {
-        return format!("{bytes:.0} B");
-    }
-    let mut v = bytes / 1024.0;
-    let mut unit = 0;
-    while v.abs() >= 1024.0 && unit + 1 < UNITS.len() {
-        v /= 1024.0;
-        unit += 1;
-    }
-    format!("{v:.2} {}", UNITS[unit])
-}
-
 fn file_name(path: &str) -> &str {
     path.rsplit(['/', '\\']).next().unwrap_or(path)
 }
@@ -1262,14 +1248,11 @@ mod tests {
     }
 
     #[test]
-    fn bars_and_bytes() {
+    fn bars() {
         assert_eq!(bar(10, 10, 4), "████");
         assert_eq!(bar(5, 10, 4), "██");
         assert_eq!(bar(1, 16, 2), "▏");
         assert_eq!(bar(0, 10, 4), "");
-        assert_eq!(human_bytes(512.0), "512 B");
-        assert_eq!(human_bytes(1536.0), "1.50 KiB");
-        assert_eq!(human_bytes(13.26 * (1u64 << 30) as f64), "13.26 GiB");
     }
 
     fn summary(device: i64, active: i64) -> DeviceSummary {
