@@ -114,12 +114,16 @@ pub enum Query {
     },
     /// One read-only statement of the SQL console, keeping at most `cap` rows.
     Sql { sql: String, cap: usize },
+    /// Every device's row of `pt-snap ranks`: the peaks, the allocator gap at the reserved
+    /// peak, the OOM events and the largest callstack group at `metric`'s peak.
+    RankSummary { metric: Metric },
 }
 
 /// What a [`Query`] gets, variant for variant.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum Answer {
     Peaks(Peaks),
+    RankSummary(Vec<pt_snap_report::ranks::DeviceSummary>),
     Timeline(Timeline),
     Event(Option<EventInfo>),
     PeakReport(PeakReport),

@@ -125,6 +125,34 @@ fn the_replays_preview_is_what_the_database_answers() {
             assert_eq!(bounds, p.timeline.bounds, "{path:?}");
             checked += 1;
         }
+        // The ranks row of every device, as the page's Ranks view gets it: the peaks are
+        // the preview's, and it survives the trip as a message.
+        let summary = engine.answer(
+            &Query::RankSummary {
+                metric: Metric::Active,
+            },
+            never,
+            60.0,
+        );
+        let rows = match &summary {
+            Ok(Answer::RankSummary(rows)) => rows.clone(),
+            // As `ranks` says of a file without a device trace.
+            Err(e) if previews.is_empty() => {
+                assert_eq!(e.code, "DEVICE_NOT_FOUND", "{path:?}");
+                Vec::new()
+            }
+            other => panic!("{path:?}: {other:?}"),
+        };
+        assert_eq!(
+            rows.iter().map(|r| (r.device, r.peaks)).collect::<Vec<_>>(),
+            previews.iter().map(|p| (p.device, p.peaks)).collect::<Vec<_>>(),
+            "{path:?}"
+        );
+        let message = FromWorker::Answer {
+            id: 1,
+            answer: summary.clone(),
+        };
+        assert_eq!(decode::<FromWorker>(&encode(&message)).unwrap(), message);
     }
     assert!(checked >= 5, "only {checked} devices checked");
 }

@@ -262,7 +262,7 @@ pub fn assign_ranks(names: &[&str]) -> RankAssignment {
 // One file's devices, from the templates
 
 /// One frame of a callstack, as `event_frames` gives it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Frame {
     pub name: String,
     pub filename: String,
@@ -272,7 +272,7 @@ pub struct Frame {
 /// The callstack group holding the most bytes at an event: the first row of
 /// `active_memory_callstack_at_event` (it orders groups by size, largest first, static and
 /// preexisting ones included).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct TopGroup {
     /// The event it was live at: the chosen metric's peak.
     pub event_id: i64,
@@ -289,7 +289,7 @@ pub struct TopGroup {
 }
 
 /// One device of one file.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct DeviceSummary {
     pub device: i64,
     /// `memory_peak`'s answer.
