@@ -37,7 +37,10 @@ function cli(template, params = {}, extra = []) {
 }
 
 let passed = 0, failed = 0;
+// E2E_ONLY=<part of a name>: run only the checks it names (while working on one view).
+const only = process.env.E2E_ONLY;
 async function check(name, fn) {
+  if (only && !name.includes(only)) return;
   const t0 = Date.now();
   try { await fn(); passed++; console.log(`ok   ${name} (${Date.now() - t0} ms)`); }
   catch (e) { failed++; console.log(`FAIL ${name}: ${e.stack || e.message}`); }
@@ -624,6 +627,44 @@ await check('a superseded question is interrupted in the worker; Esc stops one; 
   await runSql('SELECT 7 AS answer');
   await page.waitForFunction(() => document.querySelector('[data-testid=result-table] tbody td')?.textContent === '7', null, { timeout: 10000 });
   await page.click('[data-testid=tab-overview]');
+});
+
+await check('several files are the ranks of a job: the CLI rows, the planted outlier, a failed file; a rank opens in every view', async () => {
+  const want = read('expected-ranks.json');
+  const byRank = new Map(want.ranks.filter((r) => r.error == null).map((r) => [String(r.rank), r]));
+  const p = await ctx.newPage();
+  watch(p);
+  await p.goto(url);
+  const files = [0, 1, 2, 3, 4].map((r) => path.join(out, 'job', `rank${r}.pickle`));
+  await p.setInputFiles('[data-testid=file-input]', files);
+  await p.waitForSelector('[data-testid=ranks-view]');
+  await p.waitForSelector('[data-testid=ranks-progress][data-done="5"]', { timeout: 120000 });
+  const rows = await p.$$eval('[data-testid=ranks-row]', (rs) => rs.map((r) => ({
+    rank: r.dataset.rank, active: r.dataset.peakActive, outlier: r.dataset.outlier })));
+  eq(rows.length, byRank.size, 'one row per summarised rank (one device each)');
+  for (const row of rows) {
+    const cli = byRank.get(row.rank);
+    ok(cli, `rank ${row.rank} is one of the CLI's`);
+    eq(row.active, String(cli.peak_active), `rank ${row.rank} peak_active`);
+    eq(row.outlier, String(cli.outlier), `rank ${row.rank} outlier`);
+  }
+  eq(rows.filter((r) => r.outlier === 'true').map((r) => r.rank).join(), '2', 'exactly the leaking rank is flagged');
+  const failedText = await p.textContent('[data-testid=ranks-failed]');
+  const cliFailed = want.ranks.find((r) => r.error != null);
+  ok(failedText.includes('rank4.pickle') && failedText.includes(cliFailed.error.code), `the failed file with the CLI's code: ${failedText}`);
+  await shot('22-ranks', p);
+  // Sorted by the active peak, largest first: the outlier leads.
+  await p.click('[data-testid=ranks-sort-active]');
+  eq(await p.getAttribute('[data-testid=ranks-row] >> nth=0', 'data-rank'), '2', 'largest active peak first');
+  // A rank opens in every other view, with the CLI's peaks.
+  await p.click('[data-testid=ranks-row][data-rank="1"]');
+  await p.waitForSelector('[data-testid=engine-state][data-value=ready]', { timeout: 60000 });
+  eq(await p.textContent('.opened strong'), 'rank1.pickle', 'the rank clicked is open');
+  eq(await p.getAttribute('[data-testid=peak-active]', 'data-value'), String(byRank.get('1').peak_active), 'its peak');
+  await shot('23-rank-opened', p);
+  await p.click('[data-testid=show-ranks]');
+  await p.waitForSelector('[data-testid=ranks-view]');
+  await p.close();
 });
 
 await check('1M events: from drop to every view, no main-thread task over 100 ms', async () => {

@@ -71,6 +71,17 @@ target/debug/pt-snap query "$out/big.pickle.db" --template-use memory_peak --jso
 rm -f "$out/fresh.pickle.db"
 target/debug/pt-snap import "$out/fresh.pickle" --no-focus --json >/dev/null
 target/debug/pt-snap query "$out/fresh.pickle.db" --template-use memory_peak --json > "$out/expected-fresh-peak.json"
+# The ranks of a job: four generated ranks, rank 2 leaking, and a rank file that is no
+# snapshot; `pt-snap ranks` on them is what the Ranks view must show.
+mkdir -p "$out/job"
+for r in 0 1 2 3; do
+  leak=0; [ $r = 2 ] && leak=0.05
+  [ -f "$out/job/rank$r.pickle" ] || cargo run -q --release -p pt-snap-gen -- --seed 21 --rank $r --leak-rate $leak --events 20000 --out "$out/job/rank$r.pickle" >/dev/null
+done
+cp "$out/hostile.pkl" "$out/job/rank4.pickle"
+rm -f "$out"/job/*.db
+target/debug/pt-snap ranks "$out"/job/rank*.pickle --json > "$out/expected-ranks.json" 2> "$out/expected-ranks-stderr.json" && { echo "ranks passed a file that is no snapshot" >&2; exit 1; }
+rm -rf "$out/job/.pt-snap"
 # The 1M-event benchmark snapshot (~109 MB): no main-thread task over 100 ms from its drop
 # to every view.
 [ -f "$out/bench-1m.pickle" ] || cargo run -q --release -p pt-snap-gen -- --seed 7 --events 1000000 --out "$out/bench-1m.pickle" >/dev/null

@@ -149,11 +149,9 @@ impl Engine {
         let a = &self.analyzer;
         Ok(match query {
             Query::Peaks { device } => Answer::Peaks(self.peaks(*device)?),
-            Query::RankSummary { metric } => Answer::RankSummary(pt_snap_report::ranks::summarize(
-                a,
-                None,
-                metric.report(),
-            )?),
+            Query::RankSummary { metric } => {
+                Answer::RankSummary(pt_snap_report::ranks::summarize(a, None, metric.report())?)
+            }
             Query::Timeline {
                 device,
                 window,

@@ -145,7 +145,10 @@ fn the_replays_preview_is_what_the_database_answers() {
         };
         assert_eq!(
             rows.iter().map(|r| (r.device, r.peaks)).collect::<Vec<_>>(),
-            previews.iter().map(|p| (p.device, p.peaks)).collect::<Vec<_>>(),
+            previews
+                .iter()
+                .map(|p| (p.device, p.peaks))
+                .collect::<Vec<_>>(),
             "{path:?}"
         );
         let message = FromWorker::Answer {

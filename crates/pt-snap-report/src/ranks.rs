@@ -1073,7 +1073,7 @@ fn file_name(path: &str) -> &str {
 /// A one-cell label of where a group was allocated, for the table only: its innermost frame
 /// in a Python file outside installed packages (the user's code), else its innermost Python
 /// frame, else its innermost frame; the category for groups without a callstack.
-fn site(g: &TopGroup) -> String {
+pub fn site(g: &TopGroup) -> String {
     let label = |f: &Frame| format!("{} ({}:{})", f.name, file_name(&f.filename), f.line);
     let Some(frames) = g.frames.as_ref().filter(|f| !f.is_empty()) else {
         return match g.category.as_str() {

@@ -45,6 +45,10 @@ pub struct AppState {
     pub generation: RwSignal<u32>,
     /// How long one question may run, in seconds (the CLI's `--timeout`).
     pub budget_s: RwSignal<f64>,
+    /// Several snapshots opened together (the ranks of a job), and whether the Ranks view
+    /// is what the page shows.
+    pub job: RwSignal<Option<crate::job::Job>>,
+    pub show_ranks: RwSignal<bool>,
 }
 
 impl AppState {
@@ -111,6 +115,34 @@ fn write_hash(sample: bool, device: i64, event: Option<i64>, tab: Tab) {
     }
 }
 
+fn files_of(list: &web_sys::FileList) -> Vec<web_sys::File> {
+    (0..list.length()).filter_map(|i| list.get(i)).collect()
+}
+
+/// One file opens in every view; several (or a folder) are the ranks of a job.
+fn open_files(state: AppState, files: Vec<web_sys::File>, folder: bool) {
+    let files: Vec<web_sys::File> = if folder {
+        files
+            .into_iter()
+            .filter(|f| crate::job::taken_from_folder(&f.name()))
+            .collect()
+    } else {
+        files
+    };
+    match files.len() {
+        0 if folder => state.status.set(Status::Failed(EngineError::new(
+            "SNAPSHOT_INVALID",
+            "The folder has no *.pkl, *.pickle (also .gz/.zst/.bz2) or *.db files.",
+        ))),
+        0 => {}
+        1 if !folder => {
+            state.show_ranks.set(false);
+            loader::load(state, files.into_iter().next().expect("one"));
+        }
+        _ => crate::ranks::start(state, files),
+    }
+}
+
 #[component]
 pub fn App() -> impl IntoView {
     let state = AppState {
@@ -122,6 +154,8 @@ pub fn App() -> impl IntoView {
         sample: RwSignal::new(false),
         generation: RwSignal::new(0),
         budget_s: RwSignal::new(DEFAULT_BUDGET_S),
+        job: RwSignal::new(None),
+        show_ranks: RwSignal::new(false),
     };
     provide_context(state);
     client::warm_up();
@@ -176,21 +210,31 @@ pub fn App() -> impl IntoView {
     let _ = window_event_listener(ev::drop, move |e: DragEvent| {
         e.prevent_default();
         dragging.set(false);
-        let file = e
-            .data_transfer()
-            .and_then(|d| d.files())
-            .and_then(|f| f.get(0));
-        if let Some(file) = file {
-            loader::load(state, file);
+        if let Some(files) = e.data_transfer().and_then(|d| d.files()) {
+            open_files(state, files_of(&files), false);
         }
     });
 
     let on_pick = move |e: ev::Event| {
         let input: HtmlInputElement = e.target().expect("an input").unchecked_into();
-        if let Some(file) = input.files().and_then(|f| f.get(0)) {
-            loader::load(state, file);
+        if let Some(files) = input.files() {
+            open_files(state, files_of(&files), false);
         }
         // Choosing the same file again must fire `change` again.
+        input.set_value("");
+    };
+    // `webkitdirectory` (every browser's name for it) has no typed attribute in Leptos.
+    let folder_input = NodeRef::<leptos::html::Input>::new();
+    Effect::new(move |_| {
+        if let Some(input) = folder_input.get() {
+            let _ = input.set_attribute("webkitdirectory", "");
+        }
+    });
+    let on_pick_folder = move |e: ev::Event| {
+        let input: HtmlInputElement = e.target().expect("an input").unchecked_into();
+        if let Some(files) = input.files() {
+            open_files(state, files_of(&files), true);
+        }
         input.set_value("");
     };
 
@@ -206,8 +250,17 @@ pub fn App() -> impl IntoView {
                 <label class="button primary" for="file-input">"Open file…"</label>
                 // Only a hint for the file dialog: files are recognised by content, whatever
                 // their name.
-                <input id="file-input" data-testid="file-input" class="visually-hidden" type="file"
+                <input id="file-input" data-testid="file-input" class="visually-hidden" type="file" multiple
                     accept=".pkl,.pickle,.json,.gz,.zst,.bz2,.db" on:change=on_pick/>
+                <label class="button" for="folder-input" title="The snapshots of a job, one per rank: the Ranks view compares them">"Open folder…"</label>
+                <input id="folder-input" data-testid="folder-input" class="visually-hidden" type="file" multiple
+                    node_ref=folder_input on:change=on_pick_folder/>
+                <Show when=move || state.job.with(Option::is_some)>
+                    <button class="button" data-testid="show-ranks" class:selected=move || state.show_ranks.get()
+                        on:click=move |_| state.show_ranks.update(|s| *s = !*s)>
+                        {move || state.job.with(|j| j.as_ref().map_or(String::new(), |j| format!("Ranks ({})", j.names.len())))}
+                    </button>
+                </Show>
                 <Show when=move || state.opened.with(|o| o.as_ref().and_then(|o| o.overview.as_ref()).is_some_and(|o| o.imported))>
                     <button class="button" data-testid="download-db" on:click=move |_| client::request_download()>"Download .db"</button>
                 </Show>
@@ -216,7 +269,9 @@ pub fn App() -> impl IntoView {
         </header>
         <StatusStrip/>
         <main>
-            {move || if has_file.get() {
+            {move || if state.show_ranks.get() && state.job.with(Option::is_some) {
+                view! { <crate::ranks::RanksView/> }.into_any()
+            } else if has_file.get() {
                 view! { <Workspace/> }.into_any()
             } else {
                 view! { <Welcome/> }.into_any()

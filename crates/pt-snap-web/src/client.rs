@@ -24,7 +24,7 @@ use pt_snap_engine::{Answer, EngineError, FromWorker, Query, ToWorker};
 use wasm_bindgen::prelude::*;
 use web_sys::{File, MessageEvent, Worker};
 
-const WORKER_SCRIPT: &str = "./pt-snap-worker_loader.js";
+pub(crate) const WORKER_SCRIPT: &str = "./pt-snap-worker_loader.js";
 
 /// Where the worker's messages go: the page's handlers for progress, preview, ready,
 /// failure and downloads (answers are routed here).

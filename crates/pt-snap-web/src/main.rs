@@ -16,9 +16,13 @@ mod loader;
 #[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
 mod fmt;
 #[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
+mod job;
+#[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
 mod link;
 #[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
 mod opened;
+#[cfg(target_arch = "wasm32")]
+mod ranks;
 #[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
 mod sniff;
 #[cfg(target_arch = "wasm32")]

@@ -1,0 +1,180 @@
+//! The snapshots of one job opened together (one per rank), as the page keeps them: each
+//! file's `ranks` rows once its worker has answered, judged as a set by
+//! `pt_snap_report::ranks`, the CLI's own rules.
+
+use pt_snap_engine::EngineError;
+use pt_snap_report::ranks::{
+    assign_ranks, natural_cmp, DeviceSummary, FileSummary, InputKind, RanksReport,
+};
+use pt_snap_report::Metric;
+
+/// Where one file of the job is.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Member {
+    Waiting,
+    /// Its worker is importing or opening it: what it says it is doing.
+    Working(String),
+    Done(Vec<DeviceSummary>),
+    Failed(EngineError),
+}
+
+/// The files of a job, in natural name order (`rank2` before `rank10`), and how far each is.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Job {
+    pub names: Vec<String>,
+    pub members: Vec<Member>,
+    pub metric: Metric,
+}
+
+/// What a folder contributes, as `pt-snap ranks DIR` takes it: snapshots named `*.pkl` or
+/// `*.pickle` (also compressed) and SnapshotDBs named `*.db`; hidden files never.
+pub fn taken_from_folder(name: &str) -> bool {
+    if name.starts_with('.') {
+        return false;
+    }
+    let lower = name.to_ascii_lowercase();
+    let base = [".gz", ".zst", ".zstd", ".bz2"]
+        .iter()
+        .find_map(|c| lower.strip_suffix(c))
+        .unwrap_or(&lower);
+    base.ends_with(".pkl") || base.ends_with(".pickle") || lower.ends_with(".db")
+}
+
+/// The order the files are summarised and shown in: natural order of their names.
+pub fn order(names: &[String]) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..names.len()).collect();
+    order.sort_by(|&a, &b| natural_cmp(&names[a], &names[b]));
+    order
+}
+
+impl Job {
+    pub fn new(names: Vec<String>, metric: Metric) -> Self {
+        let members = vec![Member::Waiting; names.len()];
+        Job {
+            names,
+            members,
+            metric,
+        }
+    }
+
+    pub fn finished(&self) -> usize {
+        self.members
+            .iter()
+            .filter(|m| matches!(m, Member::Done(_) | Member::Failed(_)))
+            .count()
+    }
+
+    /// The files summarised so far, judged as one set: ranks come from the names of the
+    /// whole job (so they do not change as files finish), medians and outliers from the
+    /// files done.
+    pub fn report(&self) -> RanksReport {
+        let names: Vec<&str> = self.names.iter().map(String::as_str).collect();
+        let assignment = assign_ranks(&names);
+        let files = self
+            .members
+            .iter()
+            .enumerate()
+            .filter_map(|(i, m)| match m {
+                Member::Done(devices) => Some(FileSummary {
+                    path: self.names[i].clone(),
+                    rank: assignment.ranks[i],
+                    rank_source: assignment.source,
+                    input: if self.names[i].to_ascii_lowercase().ends_with(".db") {
+                        InputKind::Database
+                    } else {
+                        InputKind::Snapshot
+                    },
+                    db_path: None,
+                    reused: None,
+                    lenient_replay_issues: None,
+                    devices: Ok(devices.clone()),
+                }),
+                _ => None,
+            })
+            .collect();
+        RanksReport::new(self.metric, files, assignment.note)
+    }
+
+    /// The files that failed, with why.
+    pub fn failures(&self) -> Vec<(&str, &EngineError)> {
+        self.members
+            .iter()
+            .zip(&self.names)
+            .filter_map(|(m, n)| match m {
+                Member::Failed(f) => Some((n.as_str(), f)),
+                _ => None,
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pt_snap_report::{Peak, Peaks};
+
+    fn device(active: i64) -> DeviceSummary {
+        let peak = |b: i64| Peak {
+            bytes: Some(b),
+            event_id: Some(1),
+        };
+        DeviceSummary {
+            device: 0,
+            peaks: Peaks {
+                allocated: peak(active),
+                active: peak(active),
+                reserved: peak(active + 100),
+            },
+            reserved_minus_allocated: Some(100),
+            oom_events: 0,
+            top_group: None,
+        }
+    }
+
+    #[test]
+    fn a_folder_gives_what_ranks_takes() {
+        for yes in [
+            "rank0.pkl",
+            "r.pickle.gz",
+            "x.PKL.zst",
+            "a.db",
+            "b.pickle.bz2",
+        ] {
+            assert!(taken_from_folder(yes), "{yes}");
+        }
+        for no in [".rank0.pkl", "notes.txt", "x.json", "a.db-wal", "pkl"] {
+            assert!(!taken_from_folder(no), "{no}");
+        }
+        let names: Vec<String> = ["rank10.pkl", "rank2.pkl", "rank1.pkl"]
+            .map(String::from)
+            .to_vec();
+        assert_eq!(order(&names), [2, 1, 0]);
+    }
+
+    #[test]
+    fn the_set_is_judged_as_the_cli_does_while_files_finish() {
+        let names: Vec<String> = (0..6).map(|r| format!("rank{r}.pkl")).collect();
+        let mut job = Job::new(names, Metric::Active);
+        for r in 0..5 {
+            job.members[r] = Member::Done(vec![device(if r == 3 { 2_000 } else { 1_000 })]);
+        }
+        job.members[5] = Member::Working("decoding".into());
+        let report = job.report();
+        assert_eq!(job.finished(), 5);
+        assert_eq!(report.rows.len(), 5);
+        let flagged: Vec<u64> = report
+            .rows
+            .iter()
+            .filter(|r| r.verdict.as_ref().is_some_and(|v| v.outlier))
+            .map(|r| report.files[r.file].rank)
+            .collect();
+        assert_eq!(flagged, [3]);
+        job.members[5] = Member::Failed(EngineError::new("SNAPSHOT_INVALID", "x"));
+        assert_eq!(job.finished(), 6);
+        assert_eq!(
+            job.failures(),
+            [("rank5.pkl", &EngineError::new("SNAPSHOT_INVALID", "x"))]
+        );
+        assert_eq!(job.report().rows.len(), 5, "a failed file has no row here");
+    }
+}
