@@ -162,10 +162,7 @@ impl SnapshotDb {
     /// (made by the reference or an older pt-snap, or a file without OOMs).
     ///
     /// [`schema::OOM_TABLE`]: crate::schema::OOM_TABLE
-    pub fn oom_device_free(
-        &self,
-        device: usize,
-    ) -> rusqlite::Result<Option<Vec<(i64, Option<i64>)>>> {
+    pub fn oom_device_free(&self, device: usize) -> rusqlite::Result<Option<Vec<OomDeviceFree>>> {
         let present: bool = self.conn.query_row(
             "SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?)",
             [crate::schema::OOM_TABLE],
@@ -317,3 +314,6 @@ pub fn file_uri(path: &Path) -> String {
 fn schema_error(e: rusqlite::Error) -> OpenError {
     OpenError::SchemaInvalid(sqlite_message(&e))
 }
+
+/// `(event_id, device_free)` of one `oom` event, as `pt_snap_x_oom` keeps it.
+pub type OomDeviceFree = (i64, Option<i64>);

@@ -487,12 +487,16 @@ pub fn segments_at(
     Ok(segments)
 }
 
+/// What the database kept of each `oom` event's `device_free` on a device, `None` where it
+/// keeps nothing (see [`oom_report`]).
+pub type DeviceFreeOf<'a> = dyn Fn(i64) -> Result<Option<Vec<(i64, Option<i64>)>>, QueryError> + 'a;
+
 /// Explains every `oom` event of the source's devices (or `request.device`).
 /// `device_free(device)` is what the database kept (`None`: it keeps nothing).
 pub fn oom_report(
     source: &dyn Source,
     request: &OomRequest,
-    device_free: &dyn Fn(i64) -> Result<Option<Vec<(i64, Option<i64>)>>, QueryError>,
+    device_free: &DeviceFreeOf<'_>,
 ) -> Result<OomReport, QueryError> {
     let all: Vec<i64> = source.bounds()?.into_iter().map(|b| b.device).collect();
     let devices = match request.device {
