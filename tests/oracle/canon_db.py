@@ -9,7 +9,8 @@ Stdlib only.  If you change one twin, change the other the same way.
 
 Canonical form (top-level keys in this order):
   schema      sorted by (type, name): {type, name, tbl_name, sql} from
-              sqlite_master, sqlite_* internals excluded, sql with ASCII
+              sqlite_master, sqlite_* internals and our own pt_snap_x_*
+              tables excluded, sql with ASCII
               whitespace runs collapsed to one space and trimmed.
   dictionary  {columns, rows} in rowid order.
   metadata    the pt_snap_metadata row as an object minus importer_name,
@@ -159,7 +160,7 @@ def canonical_db(path):
 
 def _canonical(conn):
     master = conn.execute(
-        "SELECT type, name, tbl_name, sql FROM sqlite_master WHERE name NOT LIKE 'sqlite\\_%' ESCAPE '\\'"
+        "SELECT type, name, tbl_name, sql FROM sqlite_master WHERE name NOT LIKE 'sqlite\\_%' ESCAPE '\\' AND tbl_name NOT LIKE 'pt\\_snap\\_x\\_%' ESCAPE '\\'"
     ).fetchall()
     tables = {r[1] for r in master if r[0] == "table"}
     schema = [

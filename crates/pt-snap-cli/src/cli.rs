@@ -212,6 +212,24 @@ pub enum ReportCommand {
     PeakMemory(PeakMemoryArgs),
     /// Decompose event-time active memory by ordered allocation frames.
     MemoryTree(MemoryTreeArgs),
+    /// Explain each OOM event: the request, the free memory by pool and stream, a verdict.
+    Oom(OomArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct OomArgs {
+    /// A SnapshotDB, or a snapshot (imported beside it through the reuse cache, as `import`
+    /// would); the focus when omitted.
+    pub path: Option<PathBuf>,
+    /// Device ID to report (default: every device).
+    #[arg(short = 'd', long, allow_negative_numbers = true)]
+    pub device: Option<i64>,
+    /// Callstack groups and largest live blocks shown per OOM event.
+    #[arg(short = 'n', long, default_value_t = 10)]
+    pub top: i64,
+    /// Print the JSON envelope.
+    #[arg(long)]
+    pub json: bool,
 }
 
 impl ReportCommand {
@@ -219,6 +237,7 @@ impl ReportCommand {
         match self {
             ReportCommand::PeakMemory(a) => a.json,
             ReportCommand::MemoryTree(a) => a.json,
+            ReportCommand::Oom(a) => a.json,
         }
     }
 }

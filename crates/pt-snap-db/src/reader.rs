@@ -157,6 +157,29 @@ impl SnapshotDb {
         self.conn.query_row(&sql, [], |r| r.get(0)).map(Some)
     }
 
+    /// The `device_free` our import kept for each `oom` event of `device`, by event id
+    /// (`None` inside: the entry had none); `None` when the DB has no [`schema::OOM_TABLE`]
+    /// (made by the reference or an older pt-snap, or a file without OOMs).
+    ///
+    /// [`schema::OOM_TABLE`]: crate::schema::OOM_TABLE
+    pub fn oom_device_free(&self, device: usize) -> rusqlite::Result<Option<Vec<OomDeviceFree>>> {
+        let present: bool = self.conn.query_row(
+            "SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?)",
+            [crate::schema::OOM_TABLE],
+            |r| r.get(0),
+        )?;
+        if !present {
+            return Ok(None);
+        }
+        let sql = format!(
+            "SELECT event_id, device_free FROM {} WHERE device = ? ORDER BY event_id",
+            crate::schema::OOM_TABLE
+        );
+        let mut stmt = self.conn.prepare(&sql)?;
+        let rows = stmt.query_map([device as i64], |r| Ok((r.get(0)?, r.get(1)?)))?;
+        rows.collect::<rusqlite::Result<Vec<_>>>().map(Some)
+    }
+
     /// Real-event id bounds of every device.
     pub fn bounds(&self) -> rusqlite::Result<Vec<DeviceBounds>> {
         self.devices
@@ -291,3 +314,6 @@ pub fn file_uri(path: &Path) -> String {
 fn schema_error(e: rusqlite::Error) -> OpenError {
     OpenError::SchemaInvalid(sqlite_message(&e))
 }
+
+/// `(event_id, device_free)` of one `oom` event, as `pt_snap_x_oom` keeps it.
+pub type OomDeviceFree = (i64, Option<i64>);

@@ -153,3 +153,15 @@ pub const CREATE_REPLAY_ISSUES_TABLE: &str = "CREATE TABLE pt_snap_x_replay_issu
     kind TEXT NOT NULL,
     message TEXT NOT NULL
 )";
+
+/// Our own table: the `device_free` of each `oom` trace event, which the reference's
+/// `trace_entry_<d>` drops (it keeps the event's size and stream). Written only when an
+/// imported device has an `oom` event, so a DB without one is the reference's format to the
+/// byte; a DB with `oom` events but without this table was made by the reference or an older
+/// pt-snap, and its `device_free` is unknown. `device_free` is NULL for an entry without it.
+pub const OOM_TABLE: &str = "pt_snap_x_oom";
+pub const CREATE_OOM_TABLE: &str = "CREATE TABLE pt_snap_x_oom (
+    device INTEGER NOT NULL,
+    event_id INTEGER NOT NULL,
+    device_free INTEGER
+)";

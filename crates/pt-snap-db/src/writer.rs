@@ -240,6 +240,23 @@ impl<'c> Writer<'c> {
         Ok(())
     }
 
+    /// Writes [`schema::OOM_TABLE`]: one `(device, event_id, device_free)` row per `oom`
+    /// event of the imported devices. The caller calls it only when there is at least one.
+    pub fn oom_events(
+        &mut self,
+        rows: impl IntoIterator<Item = (usize, i64, Option<i64>)>,
+    ) -> rusqlite::Result<()> {
+        self.conn.execute_batch(schema::CREATE_OOM_TABLE)?;
+        let mut insert = self.conn.prepare(&format!(
+            "INSERT INTO {} VALUES (?, ?, ?)",
+            schema::OOM_TABLE
+        ))?;
+        for (device, event_id, device_free) in rows {
+            insert.execute(rusqlite::params![device as i64, event_id, device_free])?;
+        }
+        Ok(())
+    }
+
     pub fn finish(mut self, metadata: &Metadata) -> rusqlite::Result<()> {
         let mut sql = format!("PRAGMA cache_size = {INDEX_CACHE_KIB};\n");
         for &d in &self.devices {

@@ -200,6 +200,10 @@ pub fn import_snapshot_observed(
                 .map(|(d, i)| (*d, i.event_id, i.kind.name(), i.message.as_str())),
         )?;
     }
+    let ooms = oom_rows(snapshot, &devices);
+    if !ooms.is_empty() {
+        writer.oom_events(ooms)?;
+    }
     writer.finish(&metadata)?;
     Ok(ImportSummary {
         metadata,
@@ -210,6 +214,28 @@ pub fn import_snapshot_observed(
         warnings,
         issues,
     })
+}
+
+/// `(device, event_id, device_free)` of every `oom` event of `devices`, for
+/// `pt_snap_x_oom`: the event id is the trace position or the entry's explicit `id`, as for
+/// its `trace_entry_<d>` row.
+fn oom_rows(snapshot: &Snapshot, devices: &[usize]) -> Vec<(usize, i64, Option<i64>)> {
+    let mut rows = Vec::new();
+    for &device in devices {
+        let events = &snapshot.device_traces[device];
+        let free = |position: usize| {
+            (snapshot.oom_device_free.iter())
+                .find(|f| f.device == device && f.position == position)
+                .map(|f| f.device_free)
+        };
+        for (position, event) in events.iter().enumerate() {
+            if event.action == Action::Oom {
+                let id = event.id.unwrap_or(position as i64);
+                rows.push((device, id, free(position)));
+            }
+        }
+    }
+    rows
 }
 
 /// What a failed strict replay could not say by itself: it runs from the dump backwards and

@@ -35,7 +35,7 @@ use std::rc::Rc;
 pub use pt_snap_pickle::Limits;
 use pt_snap_pickle::{Node, Val};
 
-use crate::{Snapshot, TopLevel};
+use crate::{OomFree, Snapshot, TopLevel};
 
 mod input;
 mod prune;
@@ -215,9 +215,21 @@ fn decode_plain<R: Read>(
     };
     sink.report(pickle.bytes_read);
     let t = sink.t;
+    let mut oom_device_free = Vec::new();
+    let device_traces = (device_traces.into_iter().enumerate())
+        .map(|(device, (events, ooms))| {
+            oom_device_free.extend(ooms.into_iter().map(|(position, device_free)| OomFree {
+                device,
+                position,
+                device_free,
+            }));
+            events
+        })
+        .collect();
     let mut snapshot = Snapshot {
         segments,
         device_traces,
+        oom_device_free,
         stacks: t.stacks,
         other_actions: t.other_actions,
         layout,

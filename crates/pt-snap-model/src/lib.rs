@@ -31,6 +31,20 @@ pub struct Snapshot {
     pub other_actions: Vec<Box<str>>,
     /// How the file was laid out at the top level.
     pub layout: TopLevel,
+    /// The `device_free` of every `oom` entry that has one, in device then trace order.
+    /// Kept beside the traces rather than in [`TraceEvent`]: OOMs are a handful per file,
+    /// and every event would pay for the field.
+    pub oom_device_free: Vec<OomFree>,
+}
+
+/// The free device memory an `oom` trace entry recorded (`cudaMemGetInfo`/`aclrtGetMemInfo`
+/// when the allocation failed, after the allocator released what cached memory it could).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OomFree {
+    pub device: usize,
+    /// The entry's position in `device_traces[device]`.
+    pub position: usize,
+    pub device_free: i64,
 }
 
 /// The top-level shape of a snapshot file.

@@ -16,6 +16,7 @@ use serde_json::Value;
 const SOURCES: &[&str] = &[
     include_str!("../contracts/commands/ranks.json"),
     include_str!("../contracts/commands/diff.json"),
+    include_str!("../contracts/commands/oom.json"),
 ];
 
 /// One command-line argument: a positional `PATH` or an option (`--metric`, `-j`).

@@ -11,10 +11,12 @@
 
 pub mod commands;
 pub mod diff;
+pub mod oom;
 mod peak;
 pub mod ranks;
 mod tree;
 mod units;
 
+pub use oom::{oom_report, OomReport, OomRequest};
 pub use peak::{peak_memory, AttributionParams, Metric, Peak, PeakReport, PeakRequest, Peaks};
 pub use tree::{flamegraph_page, memory_tree, IncompleteTree, MemoryTree, Node, TreeRequest};

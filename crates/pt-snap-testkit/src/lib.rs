@@ -8,7 +8,8 @@
 //! described in detail at the top of `canon_db.py`; in short:
 //!
 //! * `schema`: `{type, name, tbl_name, sql}` from `sqlite_master` (no
-//!   `sqlite_*` internals), sorted by (type, name), ASCII whitespace in `sql`
+//!   `sqlite_*` internals, and none of our own `pt_snap_x_*` extension tables, which the
+//!   reference never writes and readers ignore), sorted by (type, name), ASCII whitespace in `sql`
 //!   collapsed;
 //! * `dictionary`: `{columns, rows}` in rowid order;
 //! * `metadata`: the `pt_snap_metadata` row minus `importer_name`,
@@ -104,7 +105,8 @@ pub fn canonical_conn(conn: &Connection) -> Result<Value, Error> {
     let mut master: Vec<(String, String, String, Option<String>)> = {
         let mut stmt = conn.prepare(
             "SELECT type, name, tbl_name, sql FROM sqlite_master \
-             WHERE name NOT LIKE 'sqlite\\_%' ESCAPE '\\'",
+             WHERE name NOT LIKE 'sqlite\\_%' ESCAPE '\\' \
+             AND tbl_name NOT LIKE 'pt\\_snap\\_x\\_%' ESCAPE '\\'",
         )?;
         let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))?;
         rows.collect::<Result<_, _>>()?

@@ -103,22 +103,22 @@ pub fn run(args: &DiffArgs) -> CliResult {
     }
 }
 
-/// One side of the comparison, opened read-only.
-struct Input {
-    analyzer: Analyzer,
+/// One side of the comparison (or `report oom`'s input), opened read-only.
+pub(crate) struct Input {
+    pub analyzer: Analyzer,
     /// The path as given, for text and the page.
-    label: String,
+    pub label: String,
     /// What `--json` says about the input before its numbers: `path`, `db_path`, `import`
     /// (`null` for a database argument), and `replay` for a lenient database.
-    fields: Map<String, Value>,
-    lenient: Option<LenientReplay>,
+    pub fields: Map<String, Value>,
+    pub lenient: Option<LenientReplay>,
 }
 
 impl Input {
     /// A SnapshotDB (told by SQLite's header, whatever its name) is opened as it is; any
     /// other path is a snapshot, checked, imported or reused beside it exactly as
     /// `import PATH --no-focus` would (the focus is left alone: `diff` only reads).
-    fn open(path: &Path, replay: ReplayMode, json: bool) -> CliResult<Input> {
+    pub(crate) fn open(path: &Path, replay: ReplayMode, json: bool) -> CliResult<Input> {
         let absolute = focus::absolute(path)?;
         let (db_path, import) = if is_sqlite(&absolute) {
             (absolute.clone(), Value::Null)

@@ -1,11 +1,15 @@
 //! `pt-snap report peak-memory` and `pt-snap report memory-tree`.
 
-use pt_snap_contract::ErrorCode;
-use pt_snap_query::Source;
-use pt_snap_report::{memory_tree, peak_memory, Metric, PeakRequest, TreeRequest};
+use pt_snap_contract::{envelope, ErrorCode};
+use pt_snap_import::ReplayMode;
+use pt_snap_query::{QueryError, Source};
+use pt_snap_report::{
+    memory_tree, oom_report, peak_memory, Metric, OomRequest, PeakRequest, TreeRequest,
+};
 
 use crate::budget::Deadline;
-use crate::cli::{MemoryTreeArgs, MetricArg, PeakMemoryArgs, ReportCommand, TreeFormat};
+use crate::cli::{MemoryTreeArgs, MetricArg, OomArgs, PeakMemoryArgs, ReportCommand, TreeFormat};
+use crate::commands::diff::Input;
 use crate::commands::metadata::LenientReplay;
 use crate::error::{CliError, CliResult};
 use crate::{focus, output, source};
@@ -16,7 +20,58 @@ pub fn run(command: &ReportCommand) -> CliResult {
     match command {
         ReportCommand::PeakMemory(a) => peak(a),
         ReportCommand::MemoryTree(a) => tree(a),
+        ReportCommand::Oom(a) => oom(a),
     }
+}
+
+/// `report oom`: a database or a snapshot (through the reuse cache), or the focus.
+fn oom(a: &OomArgs) -> CliResult {
+    if a.device.is_some_and(|d| d < 0) {
+        return Err(CliError::invalid_parameter(
+            "device must be a nonnegative integer.",
+            "Pass --device with an id present in the input, or omit it.",
+        ));
+    }
+    if a.top < 0 {
+        return Err(CliError::invalid_parameter(
+            "top must be a nonnegative integer.",
+            "Pass -n with how many callstack groups and blocks to show.",
+        ));
+    }
+    let (path, device) = match &a.path {
+        Some(p) => (p.clone(), a.device),
+        None => {
+            let resolved = focus::resolve_required(None)?;
+            (resolved.db_path, a.device.or(resolved.device_id))
+        }
+    };
+    let input = Input::open(&path, ReplayMode::Strict, a.json)?;
+    let request = OomRequest {
+        device,
+        top_n: a.top,
+    };
+    let db = input.analyzer.db();
+    let report = oom_report(&input.analyzer, &request, &|d| {
+        let d = usize::try_from(d).map_err(|_| QueryError::DeviceNotFound(d.to_string()))?;
+        db.oom_device_free(d)
+            .map_err(|e| QueryError::ReadFailed(e.to_string()))
+    })
+    .map_err(|e| CliError::query(e, None, "Error: "))?;
+    if a.json {
+        // The input's `path`, `db_path`, `import` (and `replay`) as `diff` prints them.
+        let mut fields = input.fields.clone();
+        for (k, v) in report.json_fields() {
+            fields.insert(k.into(), v);
+        }
+        let out = envelope::success(fields.iter().map(|(k, v)| (k.as_str(), v.clone())));
+        output::print_json(&out);
+    } else {
+        if let Some(r) = &input.lenient {
+            println!("{}", r.line());
+        }
+        print!("{}", report.to_text());
+    }
+    Ok(())
 }
 
 fn peak(a: &PeakMemoryArgs) -> CliResult {

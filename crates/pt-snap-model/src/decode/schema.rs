@@ -8,7 +8,7 @@ use std::fmt;
 
 use pt_snap_pickle::{Arena, Node, NodeId, Val};
 
-use super::tables::{Kind, PendingBlock, Tables, Word};
+use super::tables::{EventList, Kind, PendingBlock, Tables, Word};
 use super::DecodeError;
 use crate::{Action, Block, BlockState, FrameId, Segment, StackId, TraceEvent};
 
@@ -248,10 +248,15 @@ impl<'a> Decoder<'a> {
         })
     }
 
+    /// One trace entry; the `device_free` of an `oom` entry is left in
+    /// [`Tables::device_free`] for the caller, which knows where the entry sits.
     pub fn event(&mut self, v: Val, path: &Path<'_>) -> Result<TraceEvent> {
+        self.t.device_free = None;
         if let Some((Kind::Event, i)) = Kind::of(self.arena, v) {
+            self.t.device_free = self.t.oom_free.get(&i).copied();
             return self.t.events.get(i).copied().ok_or_else(|| shared(path));
         }
+        let mut device_free = None;
         let items = self.dict(v, path, "a trace entry dict")?;
         let mut action = None;
         let mut ev = TraceEvent {
@@ -275,6 +280,7 @@ impl<'a> Decoder<'a> {
                 Word::Stream => ev.stream = self.int(x, &path.key("stream"), IntKind::Address)?,
                 Word::Frames => ev.frames = self.stack(x, &path.key("frames"))?,
                 Word::Id => ev.id = Some(self.int(x, &path.key("id"), IntKind::Plain)?),
+                Word::DeviceFree => device_free = Some(x),
                 _ => {}
             }
         }
@@ -283,24 +289,48 @@ impl<'a> Decoder<'a> {
             Ok(known) => known,
             Err(name) => self.action(name),
         };
+        // Only an `oom` entry's `device_free` means anything (PyTorch writes it nowhere
+        // else); it is read after the action is known so other entries never pay for it.
+        if ev.action == Action::Oom {
+            if let Some(x) = device_free {
+                self.t.device_free = Some(self.int(x, &path.key("device_free"), IntKind::Plain)?);
+            }
+        }
         self.t.events_decoded += 1;
         Ok(ev)
     }
 
-    pub fn events(&mut self, v: Val, path: &Path<'_>) -> Result<Vec<TraceEvent>> {
+    /// A device's trace, with the `device_free` of its `oom` entries by position.
+    pub fn events(&mut self, v: Val, path: &Path<'_>) -> Result<EventList> {
         match Kind::of(self.arena, v) {
-            Some((Kind::Empty, _)) => return Ok(Vec::new()),
+            Some((Kind::Empty, _)) => return Ok((Vec::new(), Vec::new())),
             Some((Kind::EventList, i)) => return take(&mut self.t.event_lists, i, path),
             _ => {}
         }
         let items = list_items(self.arena, v)
             .ok_or_else(|| self.expected(path, "a list of trace entries", v))?;
         if let Some(idx) = all_of(self.arena, items, Kind::Event) {
-            return self.t.events.claim(&idx).ok_or_else(|| shared(path));
+            let mut ooms = Vec::new();
+            // Most files have no OOM at all: then the claim is not walked again.
+            if !self.t.oom_free.is_empty() {
+                for (position, i) in idx.iter().enumerate() {
+                    if let Some(free) = self.t.oom_free.get(i) {
+                        ooms.push((position, *free));
+                    }
+                }
+            }
+            let events = self.t.events.claim(&idx).ok_or_else(|| shared(path))?;
+            return Ok((events, ooms));
         }
-        (items.iter().enumerate())
-            .map(|(i, &e)| self.event(e, &path.index(i)))
-            .collect()
+        let mut ooms = Vec::new();
+        let mut events = Vec::with_capacity(items.len());
+        for (i, &e) in items.iter().enumerate() {
+            events.push(self.event(e, &path.index(i))?);
+            if let Some(free) = self.t.device_free.take() {
+                ooms.push((i, free));
+            }
+        }
+        Ok((events, ooms))
     }
 
     /// A torch-2.0 `history` entry: only its frames matter.
@@ -491,7 +521,7 @@ impl<'a> Decoder<'a> {
     }
 
     /// `device_traces`: one list of trace entries per device.
-    pub fn device_traces(&mut self, v: Val, path: &Path<'_>) -> Result<Vec<Vec<TraceEvent>>> {
+    pub fn device_traces(&mut self, v: Val, path: &Path<'_>) -> Result<Vec<EventList>> {
         if let Some((Kind::Empty, _)) = Kind::of(self.arena, v) {
             return Ok(Vec::new());
         }

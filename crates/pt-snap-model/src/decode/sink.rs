@@ -98,8 +98,13 @@ impl SnapshotSink<'_> {
             Kind::Frame => Kind::Frame.handle(d.frame(v, &at).ok()?.0 as usize),
             Kind::History => Kind::History.handle(d.history_entry(v, &at).ok()?.0 as usize),
             Kind::Event => {
-                let h = Kind::Event.handle(d.t.events.next_index())?;
+                let index = d.t.events.next_index();
+                let h = Kind::Event.handle(index)?;
                 let e = d.event(v, &at).ok()?;
+                if let Some(free) = self.t.device_free.take() {
+                    // `handle` succeeded, so the index fits in 27 bits.
+                    self.t.oom_free.insert(index as u32, free);
+                }
                 self.t.events.push(e);
                 Some(h)
             }

@@ -83,6 +83,8 @@ pub(super) enum Word {
     Filename,
     Line,
     Name,
+    /// `device_free`, the free device memory an `oom` entry records.
+    DeviceFree,
     /// A known action name.
     ActionName(Action),
 }
@@ -102,6 +104,7 @@ impl Word {
             "filename" => Word::Filename,
             "line" => Word::Line,
             "name" => Word::Name,
+            "device_free" => Word::DeviceFree,
             s => Action::from_name(s).map_or(Word::Other, Word::ActionName),
         }
     }
@@ -241,6 +244,9 @@ mod pending_tests {
     }
 }
 
+/// A decoded trace and the `device_free` of its `oom` entries, by trace position.
+pub(super) type EventList = (Vec<TraceEvent>, Vec<(usize, i64)>);
+
 /// Everything the snapshot sink accumulates.
 #[derive(Default)]
 pub(super) struct Tables {
@@ -248,7 +254,13 @@ pub(super) struct Tables {
     pub other_actions: Vec<Box<str>>,
     pub other_ids: HashMap<Box<str>, u32>,
     pub events: Pending<TraceEvent>,
-    pub event_lists: Vec<Option<Vec<TraceEvent>>>,
+    pub event_lists: Vec<Option<EventList>>,
+    /// `device_free` of the compacted `oom` entries, by their index in [`Tables::events`]:
+    /// kept beside the 56-byte events rather than in them, as OOMs are a handful per file.
+    pub oom_free: HashMap<u32, i64>,
+    /// The `device_free` of the `oom` entry [`Decoder::event`](super::schema::Decoder)
+    /// decoded last (`None` for any other entry).
+    pub device_free: Option<i64>,
     pub blocks: Pending<PendingBlock>,
     pub block_lists: Vec<Option<Vec<PendingBlock>>>,
     pub segments: Pending<Segment>,

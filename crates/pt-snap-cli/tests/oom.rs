@@ -1,0 +1,201 @@
+//! `pt-snap report oom` on the OOM fixtures: its free-space figures and verdict are checked
+//! against the replay's own state at each OOM event (pt-snap-replay's `Replayer`, straight
+//! from the decoded snapshot, not through the database and its templates).
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use pt_snap_model::BlockState;
+use pt_snap_replay::Replayer;
+use serde_json::Value;
+
+fn pt_snap(args: &[&str], cwd: &Path) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_pt-snap"))
+        .args(args)
+        .current_dir(cwd)
+        .env("HOME", cwd)
+        .env_remove("PT_SNAP_DB_PATH")
+        .output()
+        .unwrap()
+}
+
+/// `report oom --json` on a copy of `fixture`, checked against the command's contract.
+fn report(fixture: &Path, dir: &Path) -> Value {
+    let copy = dir.join(fixture.file_name().unwrap());
+    std::fs::copy(fixture, &copy).unwrap();
+    let out = pt_snap(&["report", "oom", copy.to_str().unwrap(), "--json"], dir);
+    assert!(out.status.success(), "{out:?}");
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    pt_snap_report::commands::find("report oom")
+        .unwrap()
+        .check_document(&v, false)
+        .unwrap();
+    v
+}
+
+/// Free bytes inside the replayed segments at trace position `position` of `device`, by
+/// stream, and the largest free run of each stream: computed from the replay's state.
+fn replayed_free(fixture: &Path, device: usize, position: usize) -> Vec<(i64, i64, i64)> {
+    let bytes = std::fs::read(fixture).unwrap();
+    let snapshot = pt_snap_model::decode(&bytes[..], &mut |_| {}).unwrap();
+    let mut r = Replayer::new(&snapshot, device).unwrap();
+    // After undoing every later event the state is the one right after the OOM event.
+    while r.remaining() > position + 1 {
+        r.undo_last().unwrap().unwrap();
+    }
+    let mut by_stream: Vec<(i64, i64, i64)> = Vec::new();
+    for s in r.segments() {
+        let mut cursor = s.address;
+        let mut gaps = Vec::new();
+        let mut blocks: Vec<_> = s
+            .blocks()
+            .filter(|b| b.state != BlockState::Inactive)
+            .collect();
+        blocks.sort_by_key(|b| b.address);
+        for b in blocks {
+            if b.address > cursor {
+                gaps.push(b.address - cursor);
+            }
+            cursor = cursor.max(b.address + b.size);
+        }
+        if s.address + s.total_size > cursor {
+            gaps.push(s.address + s.total_size - cursor);
+        }
+        let entry = match by_stream.iter_mut().find(|e| e.0 == s.stream) {
+            Some(e) => e,
+            None => {
+                by_stream.push((s.stream, 0, 0));
+                by_stream.last_mut().unwrap()
+            }
+        };
+        entry.1 += gaps.iter().sum::<i64>();
+        entry.2 = entry.2.max(gaps.iter().copied().max().unwrap_or(0));
+    }
+    by_stream
+}
+
+fn fixtures() -> Vec<PathBuf> {
+    let mut out =
+        vec![pt_snap_testkit::repo_root().join("fixtures/synthetic/synth_small_2dev_oom.pkl")];
+    if let Some(shared) = pt_snap_testkit::shared_fixtures() {
+        out.push(shared.join("real/cuda_code_location__memory_snapshot_OOM.pickle"));
+    }
+    out
+}
+
+#[test]
+fn free_space_and_verdict_match_the_replayed_state() {
+    for fixture in fixtures() {
+        let dir = tempfile_dir(&fixture);
+        let v = report(&fixture, &dir);
+        let events = v["events"].as_array().unwrap();
+        assert!(!events.is_empty(), "{}: an OOM fixture", fixture.display());
+        assert_eq!(v["oom_events"], events.len());
+        for e in events {
+            let device = e["device"].as_u64().unwrap() as usize;
+            let position = e["event_id"].as_u64().unwrap() as usize;
+            let stream = e["stream"].as_i64().unwrap();
+            let replayed = replayed_free(&fixture, device, position);
+            let total: i64 = replayed.iter().map(|r| r.1).sum();
+            assert_eq!(e["all_cached_free_bytes"], total, "{}", fixture.display());
+            // The request's stream, both pools: the report splits it by pool.
+            let mut stream_free = e["pool_stream_free"]["total_bytes"].as_i64().unwrap();
+            let mut stream_largest = e["pool_stream_free"]["largest_block_bytes"]
+                .as_i64()
+                .unwrap();
+            for o in e["other_free"].as_array().unwrap() {
+                if o["stream"] == stream {
+                    stream_free += o["total_bytes"].as_i64().unwrap();
+                    stream_largest = stream_largest.max(o["largest_block_bytes"].as_i64().unwrap());
+                }
+            }
+            let (_, free, largest) = replayed
+                .iter()
+                .find(|r| r.0 == stream)
+                .copied()
+                .unwrap_or_default();
+            assert_eq!(stream_free, free);
+            assert_eq!(stream_largest, largest);
+            // The verdict from the numbers, by the contract's rules.
+            let rounded = e["rounded_bytes"].as_i64().unwrap();
+            let own = e["pool_stream_free"]["total_bytes"].as_i64().unwrap();
+            let fits = e["pool_stream_free"]["blocks_fitting"].as_i64().unwrap();
+            let device_free = e["device_free"]
+                .as_i64()
+                .expect("our import keeps device_free");
+            let expected = if fits > 0 {
+                "block_fits"
+            } else if total + device_free < rounded {
+                "capacity"
+            } else if own + device_free >= rounded {
+                "fragmentation"
+            } else {
+                "other_pools_or_streams"
+            };
+            assert_eq!(e["verdict"], expected, "{}", e["arithmetic"]);
+        }
+    }
+}
+
+#[test]
+fn the_synthetic_oom_is_capacity_with_its_device_free() {
+    let fixture = pt_snap_testkit::repo_root().join("fixtures/synthetic/synth_small_2dev_oom.pkl");
+    let dir = tempfile_dir(&fixture);
+    let v = report(&fixture, &dir);
+    for e in v["events"].as_array().unwrap() {
+        // The fixture's oom entries say device_free = 123 and ask for 1 TiB.
+        assert_eq!(e["device_free"], 123);
+        assert_eq!(e["requested_bytes"], 1_i64 << 40);
+        assert_eq!(e["verdict"], "capacity");
+    }
+    let text = pt_snap(&["report", "oom", "synth_small_2dev_oom.pkl"], &dir);
+    let text = String::from_utf8(text.stdout).unwrap();
+    assert!(text.contains("Verdict: capacity"), "{text}");
+    assert!(text.contains("not available yet"), "{text}");
+}
+
+#[test]
+fn a_snapshot_without_oom_says_so() {
+    let fixture = pt_snap_testkit::repo_root().join("fixtures/synthetic/caseA_legacy_free.pkl");
+    let dir = tempfile_dir(&fixture);
+    let v = report(&fixture, &dir);
+    assert_eq!(v["oom_events"], 0);
+    assert_eq!(v["events"], serde_json::json!([]));
+    let out = pt_snap(&["report", "oom", "caseA_legacy_free.pkl"], &dir);
+    assert!(out.status.success());
+    assert!(String::from_utf8(out.stdout).unwrap().starts_with("No OOM"));
+}
+
+/// A database the reference made has no pt_snap_x_oom: device_free is unknown, plainly.
+#[test]
+fn a_reference_database_has_device_free_unknown() {
+    // The reference's import of synth_small_1dev.pkl, which has one oom event.
+    let golden = pt_snap_testkit::repo_root().join("tests/golden/query/synth_1dev/reference.db");
+    let dir = tempfile_dir(&golden);
+    let db = dir.join("reference.db");
+    std::fs::copy(&golden, &db).unwrap();
+    let out = pt_snap(&["report", "oom", "reference.db", "--json"], &dir);
+    assert!(out.status.success(), "{out:?}");
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["oom_events"], 1);
+    for e in v["events"].as_array().unwrap() {
+        assert!(e["device_free"].is_null());
+    }
+    let text = pt_snap(&["report", "oom", "reference.db"], &dir);
+    let text = String::from_utf8(text.stdout).unwrap();
+    assert!(text.contains("device_free: unknown"), "{text}");
+}
+
+/// A fresh scratch directory per test and fixture under the target directory.
+fn tempfile_dir(fixture: &Path) -> PathBuf {
+    static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let dir = std::env::temp_dir().join(format!(
+        "pt-snap-oom-{}-{n}-{}",
+        std::process::id(),
+        fixture.file_stem().unwrap().to_string_lossy()
+    ));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
