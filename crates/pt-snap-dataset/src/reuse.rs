@@ -144,7 +144,7 @@ pub fn native(target: &Path, identity: &NativeIdentity, force: bool) -> Result<D
     if found.intact && m.identity == *identity {
         return Ok(Decision::Reuse(Reused::of(
             &found.manifest,
-            m.metadata.clone().into(),
+            m.metadata.clone(),
             m.omitted_devices.clone(),
         )));
     }
@@ -207,7 +207,7 @@ pub fn msinsight(
     }
     Ok(Decision::Reuse(Reused::of(
         &found.manifest,
-        ext.metadata.into(),
+        ext.metadata,
         ext.omitted_devices,
     )))
 }

@@ -641,7 +641,7 @@ fn validate_native_shards(root: &Path, m: &ValidManifest) -> Result<i64, QueryEr
     let Manifest::Native(native) = &m.manifest else {
         unreachable!("native manifest")
     };
-    let meta = native.metadata.validate().map_err(invalid)?;
+    let meta = manifest::validate_metadata(&native.metadata).map_err(invalid)?;
     let mut boundaries = 0;
     for d in &m.devices {
         let mut id_count = 0i64;

@@ -16,9 +16,9 @@ use pt_snap_db::Metadata;
 use pt_snap_model::{Action, Snapshot};
 
 use crate::manifest::{
-    CompatibilityDevice, CompatibilityExtension, CompatibilityIdentity, CompatibilityManifest,
-    CompatibilitySlice, Entries, NativeDevice, NativeIdentity, NativeManifest, NativeSlice,
-    MANIFEST_SCHEMA_VERSION, NATIVE_FORMAT,
+    CompatibilityExtension, CompatibilityIdentity, CompatibilityManifest, CompatibilitySlice,
+    Entries, ManifestDevice, NativeIdentity, NativeManifest, NativeSlice, MANIFEST_SCHEMA_VERSION,
+    NATIVE_FORMAT,
 };
 use plan::{DevicePlan, Shard, Texts};
 pub use shard_db::{write_shard, Layout, ShardSource};
@@ -232,35 +232,6 @@ impl DatasetPlan<'_> {
         metadata: &Metadata,
         sha256: &dyn Fn(&str) -> String,
     ) -> NativeManifest {
-        let devices = self
-            .devices
-            .iter()
-            .map(|p| {
-                let slices = p
-                    .shards
-                    .iter()
-                    .map(|s| NativeSlice {
-                        index: s.index as i64,
-                        start_position: s.start_position as i64,
-                        end_position: s.end_position as i64,
-                        start_event_id: s.start_event_id,
-                        end_event_id: s.end_event_id,
-                        file: s.file(),
-                        ready: true,
-                        sha256: sha256(&s.file()),
-                    })
-                    .collect();
-                (
-                    p.device.to_string(),
-                    NativeDevice {
-                        event_count: self.snapshot.device_traces[p.device].len() as i64,
-                        slice_count: p.shards.len() as i64,
-                        ready_slices: (0..p.shards.len() as i64).collect(),
-                        slices,
-                    },
-                )
-            })
-            .collect();
         NativeManifest {
             format: NATIVE_FORMAT.to_owned(),
             schema_version: MANIFEST_SCHEMA_VERSION,
@@ -271,9 +242,18 @@ impl DatasetPlan<'_> {
                 metadata.requested_device,
                 self.events_per_slice as i64,
             ),
-            metadata: metadata.clone().into(),
+            metadata: metadata.clone(),
             omitted_devices: self.omitted_devices.clone(),
-            devices: Entries(devices),
+            devices: self.manifest_devices(|s| NativeSlice {
+                index: s.index as i64,
+                start_position: s.start_position as i64,
+                end_position: s.end_position as i64,
+                start_event_id: s.start_event_id,
+                end_event_id: s.end_event_id,
+                file: s.file(),
+                ready: true,
+                sha256: sha256(&s.file()),
+            }),
         }
     }
 
@@ -286,39 +266,19 @@ impl DatasetPlan<'_> {
         cache_hash: &str,
         sha256: &dyn Fn(&str) -> String,
     ) -> CompatibilityManifest {
-        let devices = self
-            .devices
-            .iter()
-            .map(|p| {
-                let slices = p
-                    .shards
-                    .iter()
-                    .map(|s| CompatibilitySlice {
-                        index: s.index as i64,
-                        start_event_id: s.start_event_id,
-                        end_event_id: s.end_event_id,
-                        file: s.file(),
-                        ready: true,
-                    })
-                    .collect();
-                (
-                    p.device.to_string(),
-                    CompatibilityDevice {
-                        event_count: self.snapshot.device_traces[p.device].len() as i64,
-                        slice_count: p.shards.len() as i64,
-                        ready_slices: (0..p.shards.len() as i64).collect(),
-                        slices,
-                    },
-                )
-            })
-            .collect();
         let mut manifest = CompatibilityManifest {
             schema_version: MANIFEST_SCHEMA_VERSION,
             status: "complete".to_owned(),
             source_file: source_file.to_owned(),
             cache_hash: cache_hash.to_owned(),
             events_per_slice: self.events_per_slice as i64,
-            devices: Entries(devices),
+            devices: self.manifest_devices(|s| CompatibilitySlice {
+                index: s.index as i64,
+                start_event_id: s.start_event_id,
+                end_event_id: s.end_event_id,
+                file: s.file(),
+                ready: true,
+            }),
             pt_snap: None,
         };
         manifest.set_extension(&CompatibilityExtension {
@@ -327,7 +287,7 @@ impl DatasetPlan<'_> {
                 metadata.requested_device,
                 self.events_per_slice as i64,
             ),
-            metadata: metadata.clone().into(),
+            metadata: metadata.clone(),
             omitted_devices: self.omitted_devices.clone(),
             members: Entries(
                 self.shards()
@@ -336,6 +296,25 @@ impl DatasetPlan<'_> {
             ),
         });
         manifest
+    }
+
+    /// Every device's manifest entry (both formats: every slice ready), by device id in
+    /// ascending order; `slice` describes one shard in the manifest's format.
+    fn manifest_devices<S>(&self, slice: impl Fn(&Shard) -> S) -> Entries<ManifestDevice<S>> {
+        Entries(
+            self.devices
+                .iter()
+                .map(|p| {
+                    let device = ManifestDevice {
+                        event_count: self.snapshot.device_traces[p.device].len() as i64,
+                        slice_count: p.shards.len() as i64,
+                        ready_slices: (0..p.shards.len() as i64).collect(),
+                        slices: p.shards.iter().map(&slice).collect(),
+                    };
+                    (p.device.to_string(), device)
+                })
+                .collect(),
+        )
     }
 }
 
