@@ -7,10 +7,10 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use pt_snap_testkit::repo_root;
+use pt_snap_testkit::copy_from_repo;
 use serde_json::Value;
 
-const FIXTURE: &str = "synthetic/caseB_expandable.pkl";
+const FIXTURE: &str = "fixtures/synthetic/caseB_expandable.pkl";
 
 struct Work {
     _dir: tempfile::TempDir,
@@ -23,7 +23,7 @@ fn work() -> Work {
     let root = dir.path().canonicalize().unwrap();
     std::fs::create_dir_all(root.join("home")).unwrap();
     let source = root.join("caseB_expandable.pkl");
-    std::fs::copy(repo_root().join("fixtures").join(FIXTURE), &source).unwrap();
+    copy_from_repo(FIXTURE, &source);
     Work {
         _dir: dir,
         root,
@@ -96,11 +96,7 @@ fn a_failed_forced_rebuild_leaves_the_dataset_as_it_was() {
     let before = w.files();
     // Same name, bytes that do not replay: the rebuild fails after the old dataset was
     // recognised.
-    std::fs::copy(
-        repo_root().join("fixtures/synthetic/caseD_inconsistent.pkl"),
-        &w.source,
-    )
-    .unwrap();
+    copy_from_repo("fixtures/synthetic/caseD_inconsistent.pkl", &w.source);
     let (code, message) = error_of(&w.import(&["--events-per-slice", "3", "--force"]));
     assert_eq!(code, "IMPORT_FAILED");
     assert!(

@@ -12,20 +12,7 @@ use pt_snap_testkit::repo_root;
 use serde_json::Value;
 
 fn goldens() -> Vec<PathBuf> {
-    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
-        for entry in std::fs::read_dir(dir).unwrap() {
-            let path = entry.unwrap().path();
-            if path.is_dir() {
-                walk(&path, out);
-            } else if path.extension().is_some_and(|e| e == "json") {
-                out.push(path);
-            }
-        }
-    }
-    let mut out = Vec::new();
-    walk(&repo_root().join("tests/golden/import"), &mut out);
-    out.sort();
-    out
+    pt_snap_testkit::files_below(&repo_root().join("tests/golden/import"), "json")
 }
 
 /// `real/x.pickle.device-1.json` → (`fixtures/real/x.pickle`, Some(1)).

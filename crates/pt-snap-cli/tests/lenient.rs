@@ -1,30 +1,10 @@
 //! `import --lenient`: traces the strict replay refuses, imported with every inconsistency
 //! listed and every output saying the numbers are approximate.
 
-use std::path::Path;
-use std::process::{Command, Output};
+mod common;
 
+use common::{ok_json, pt_snap};
 use serde_json::{json, Value};
-
-fn pt_snap(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_pt-snap"))
-        .args(args)
-        .current_dir(dir)
-        .env("HOME", dir)
-        .env_remove("PT_SNAP_DB_PATH")
-        .output()
-        .unwrap()
-}
-
-fn ok_json(dir: &Path, args: &[&str]) -> Value {
-    let out = pt_snap(dir, args);
-    assert!(
-        out.status.success(),
-        "{args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap()
-}
 
 /// A trace with the traits of memviz-neo's test generator (`scripts/gen_test_data.py`): no
 /// segments, no segment events, and blocks placed at addresses that overlap live ones.

@@ -73,6 +73,82 @@ pub fn shared_dir(name: &str) -> Option<PathBuf> {
     None
 }
 
+/// Copies the directory tree `from` into `to` (created), files byte for byte: a scratch copy
+/// of a committed dataset for a test to alter.
+///
+/// # Panics
+/// On any I/O error.
+pub fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let path = entry.unwrap().path();
+        let target = to.join(path.file_name().unwrap());
+        if path.is_dir() {
+            copy_dir(&path, &target);
+        } else {
+            std::fs::copy(&path, &target).unwrap();
+        }
+    }
+}
+
+/// Copies `<repo>/<relative>` (a committed fixture or database) to the file `to`, for a
+/// test to import, query or alter.
+///
+/// # Panics
+/// On any I/O error.
+pub fn copy_from_repo(relative: &str, to: &Path) {
+    let from = repo_root().join(relative);
+    if let Err(e) = std::fs::copy(&from, to) {
+        panic!("copying {} to {}: {e}", from.display(), to.display());
+    }
+}
+
+/// Every file below `dir`, at any depth, whose extension is `extension`, sorted.
+///
+/// # Panics
+/// On any I/O error.
+pub fn files_below(dir: &Path, extension: &str) -> Vec<PathBuf> {
+    fn walk(dir: &Path, extension: &str, out: &mut Vec<PathBuf>) {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                walk(&path, extension, out);
+            } else if path.extension().is_some_and(|e| e == extension) {
+                out.push(path);
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(dir, extension, &mut out);
+    out.sort();
+    out
+}
+
+/// The snapshot pickles (`.pkl`, `.pickle`) directly in each of the directories `dirs` below
+/// `root` (a missing directory has none), sorted.
+///
+/// # Panics
+/// On an I/O error other than a missing directory.
+pub fn pickles_in(root: &Path, dirs: &[&str]) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for dir in dirs {
+        let Ok(entries) = std::fs::read_dir(root.join(dir)) else {
+            continue;
+        };
+        for entry in entries {
+            let path = entry.unwrap().path();
+            if matches!(
+                path.extension().and_then(|x| x.to_str()),
+                Some("pkl" | "pickle")
+            ) {
+                out.push(path);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
 /// Error type of this crate (SQLite errors only).
 pub type Error = rusqlite::Error;
 
