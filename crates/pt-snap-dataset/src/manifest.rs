@@ -31,6 +31,60 @@ pub const MSINSIGHT_CACHE_SALT: &[u8] = b"mem_snapshot_parser_v2";
 /// Default `--events-per-slice` of `import --format msinsight`.
 pub const MSINSIGHT_DEFAULT_EVENTS_PER_SLICE: i64 = 500_000;
 
+/// Which dataset an import builds: `import --events-per-slice K` or `import --format msinsight`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DatasetKind {
+    /// `pt-snap-native-v2`.
+    Native,
+    /// `compatibility-v1`, MindStudio Insight's sharded layout.
+    Msinsight,
+}
+
+impl DatasetKind {
+    /// The format the import reports (`format` of its output).
+    pub fn format(self) -> &'static str {
+        match self {
+            DatasetKind::Native => NATIVE_FORMAT,
+            DatasetKind::Msinsight => COMPATIBILITY_FORMAT,
+        }
+    }
+
+    /// Where the reference puts the dataset of the source `source_name`: `<name>.<suffix>` in
+    /// the output directory.
+    pub fn target(self, out_dir: &std::path::Path, source_name: &str) -> std::path::PathBuf {
+        let suffix = match self {
+            DatasetKind::Native => "pt-snap-native-v2",
+            DatasetKind::Msinsight => "msinsight",
+        };
+        out_dir.join(format!("{source_name}.{suffix}"))
+    }
+
+    /// The physical layout of its shards.
+    pub fn layout(self) -> crate::write::Layout {
+        match self {
+            DatasetKind::Native => crate::write::Layout::Native,
+            DatasetKind::Msinsight => crate::write::Layout::Msinsight,
+        }
+    }
+
+    /// `import_format_version` of its shards' metadata.
+    pub fn import_format_version(self) -> i64 {
+        match self {
+            DatasetKind::Native => 2,
+            DatasetKind::Msinsight => 1,
+        }
+    }
+
+    /// Events per shard: `given` (`--events-per-slice`), which a native dataset requires
+    /// (`None` without it), else msinsight's default.
+    pub fn events_per_slice(self, given: Option<i64>) -> Option<i64> {
+        match self {
+            DatasetKind::Native => given,
+            DatasetKind::Msinsight => Some(given.unwrap_or(MSINSIGHT_DEFAULT_EVENTS_PER_SLICE)),
+        }
+    }
+}
+
 /// A manifest that breaks the contract. Displays as the reference's
 /// `DatasetContractError` does: `<location>: <code>: <detail>`.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

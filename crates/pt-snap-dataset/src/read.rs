@@ -7,7 +7,6 @@ mod validate;
 use pt_snap_query::{ImportMetadata, MetadataStatus};
 use serde_json::{json, Map, Value};
 
-pub(crate) use validate::hash_file;
 pub use validate::{is_dataset_path, Dataset, ValidationCache};
 
 use crate::manifest::{validate_metadata, Manifest};
@@ -199,7 +198,7 @@ impl Dataset {
             return None;
         }
         for (file, sha) in &e.members.0 {
-            if validate::hash_file(&self.root.join(file)).ok()? != *sha {
+            if crate::hash::sha256_file(&self.root.join(file)).ok()? != *sha {
                 return None;
             }
             let uri = format!(

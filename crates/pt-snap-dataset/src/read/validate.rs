@@ -17,6 +17,7 @@ use pt_snap_db::rusqlite::{Connection, OpenFlags};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
+use crate::hash::sha256_file;
 use crate::manifest::{self, ContractError, Manifest, ValidManifest};
 use pt_snap_query::QueryError;
 
@@ -118,20 +119,6 @@ fn root_of(path: &Path) -> Result<PathBuf, QueryError> {
         return Err(schema("Dataset manifest.json must be a regular file."));
     }
     Ok(root)
-}
-
-pub(crate) fn hash_file(path: &Path) -> std::io::Result<String> {
-    let mut f = fs::File::open(path)?;
-    let mut h = Sha256::new();
-    let mut buf = vec![0u8; 1 << 20];
-    loop {
-        let n = f.read(&mut buf)?;
-        if n == 0 {
-            break;
-        }
-        h.update(&buf[..n]);
-    }
-    Ok(pt_snap_contract::python::hex(&h.finalize()))
 }
 
 /// The reference's pre-open checks of one member: no symlink on its path below the root,
@@ -329,7 +316,7 @@ impl Dataset {
         let mut hashes = Vec::new();
         for d in &manifest.devices {
             for s in &d.slices {
-                let h = hash_file(&root.join(&s.file))
+                let h = sha256_file(&root.join(&s.file))
                     .map_err(|e| invalid(ContractError::new(&s.file, "read", e.to_string())))?;
                 if let Some(want) = &s.sha256 {
                     need(*want == h, &s.file, "hash", "member content changed")?;

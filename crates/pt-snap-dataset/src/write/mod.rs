@@ -12,6 +12,8 @@
 pub mod plan;
 mod shard_db;
 
+use std::path::Path;
+
 use pt_snap_db::Metadata;
 use pt_snap_model::{Action, Snapshot};
 
@@ -20,6 +22,7 @@ use crate::manifest::{
     Entries, ManifestDevice, NativeIdentity, NativeManifest, NativeSlice, MANIFEST_SCHEMA_VERSION,
     NATIVE_FORMAT,
 };
+use crate::reuse::{DatasetReport, MsinsightSource};
 use plan::{DevicePlan, Shard, Texts};
 pub use shard_db::{write_shard, Layout, ShardSource};
 
@@ -29,6 +32,10 @@ pub use shard_db::{write_shard, Layout, ShardSource};
 pub enum WriteError {
     #[error("{0}")]
     Backend(String),
+}
+
+fn backend(e: impl std::fmt::Display) -> WriteError {
+    WriteError::Backend(e.to_string())
 }
 
 /// Every selected device of a snapshot, replayed and cut into shards.
@@ -101,45 +108,86 @@ impl DatasetPlan<'_> {
         }
     }
 
+    /// Creates the directory of every device (`device_<d>`) in the dataset directory `root`.
+    pub fn create_device_dirs(&self, root: &Path) -> Result<(), WriteError> {
+        for p in &self.devices {
+            std::fs::create_dir(root.join(format!("device_{}", p.device))).map_err(backend)?;
+        }
+        Ok(())
+    }
+
+    /// Writes `shard` of `device_plan` as its member file below `root` (its device directory
+    /// made), and returns the file's SHA-256; shards are independent, so the caller may write
+    /// them in parallel.
+    pub fn write_shard_file(
+        &self,
+        root: &Path,
+        device_plan: &DevicePlan,
+        shard: &Shard,
+        metadata: &Metadata,
+        layout: Layout,
+    ) -> Result<String, WriteError> {
+        let path = root.join(shard.file());
+        let conn = pt_snap_db::rusqlite::Connection::open(&path).map_err(backend)?;
+        write_shard(&conn, &self.source(device_plan, metadata), shard, layout).map_err(backend)?;
+        conn.close().map_err(|(_, e)| backend(e))?;
+        crate::hash::sha256_file(&path).map_err(backend)
+    }
+
     /// Writes every shard under `root` (creating the device directories), one after the
     /// other, and returns each member's SHA-256 by file name — for tools and tests that need a
     /// dataset on disk; the CLI writes the shards on all cores as it stages them.
     pub fn write_shards(
         &self,
-        root: &std::path::Path,
+        root: &Path,
         metadata: &Metadata,
         layout: Layout,
     ) -> Result<std::collections::HashMap<String, String>, WriteError> {
-        let backend = |e: &dyn std::fmt::Display| WriteError::Backend(e.to_string());
-        for p in &self.devices {
-            std::fs::create_dir(root.join(format!("device_{}", p.device)))
-                .map_err(|e| backend(&e))?;
-        }
+        self.create_device_dirs(root)?;
         let mut hashes = std::collections::HashMap::new();
         for (device_plan, shard) in self.shards() {
-            let path = root.join(shard.file());
-            let conn = pt_snap_db::rusqlite::Connection::open(&path).map_err(|e| backend(&e))?;
-            write_shard(&conn, &self.source(device_plan, metadata), shard, layout)
-                .map_err(|e| backend(&e))?;
-            conn.close().map_err(|(_, e)| backend(&e))?;
-            let hash = crate::read::hash_file(&path).map_err(|e| backend(&e))?;
+            let hash = self.write_shard_file(root, device_plan, shard, metadata, layout)?;
             hashes.insert(shard.file(), hash);
         }
         Ok(hashes)
     }
 
+    /// What the import reports about the dataset this plan builds.
+    pub fn report(&self, metadata: Metadata) -> DatasetReport {
+        DatasetReport {
+            metadata,
+            devices: self.devices.iter().map(|p| p.device as i64).collect(),
+            slice_count: self.shard_count(),
+            omitted_devices: self.omitted_devices.clone(),
+        }
+    }
+
+    /// The `manifest.json` text of the dataset: an msinsight export's, recording `msinsight`,
+    /// or without it the native manifest; `sha256` gives each member file's hash.
+    pub fn manifest_text(
+        &self,
+        metadata: &Metadata,
+        msinsight: Option<&MsinsightSource>,
+        sha256: &dyn Fn(&str) -> String,
+    ) -> String {
+        match msinsight {
+            None => manifest_json(&self.native_manifest(metadata, sha256)),
+            Some(source) => manifest_json(&self.msinsight_manifest(
+                metadata,
+                &source.file,
+                &source.cache_hash,
+                sha256,
+            )),
+        }
+    }
+
     /// Writes the plan as a native dataset in the empty directory `root`: the checks, the
     /// shards one after the other, the manifest last.
-    pub fn write_native(
-        &self,
-        root: &std::path::Path,
-        metadata: &Metadata,
-    ) -> Result<(), WriteError> {
+    pub fn write_native(&self, root: &Path, metadata: &Metadata) -> Result<(), WriteError> {
         self.check(Layout::Native)?;
         let hashes = self.write_shards(root, metadata, Layout::Native)?;
         let manifest = self.native_manifest(metadata, &|f: &str| hashes[f].clone());
-        std::fs::write(root.join("manifest.json"), manifest_json(&manifest))
-            .map_err(|e| WriteError::Backend(e.to_string()))
+        std::fs::write(root.join("manifest.json"), manifest_json(&manifest)).map_err(backend)
     }
 
     /// Refuses what the reference refuses once the shards are staged: for a native dataset
