@@ -149,6 +149,28 @@ pub fn pickles_in(root: &Path, dirs: &[&str]) -> Vec<PathBuf> {
     out
 }
 
+/// Hands out `bytes` at most `slice` bytes per `read`, as the browser worker's
+/// `FileReaderSync` slices do, so pickle opcodes and strings straddle read boundaries.
+pub struct Slices<'a> {
+    bytes: &'a [u8],
+    slice: usize,
+}
+
+impl<'a> Slices<'a> {
+    pub fn new(bytes: &'a [u8], slice: usize) -> Self {
+        Slices { bytes, slice }
+    }
+}
+
+impl std::io::Read for Slices<'_> {
+    fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
+        let n = out.len().min(self.slice).min(self.bytes.len());
+        out[..n].copy_from_slice(&self.bytes[..n]);
+        self.bytes = &self.bytes[n..];
+        Ok(n)
+    }
+}
+
 /// Error type of this crate (SQLite errors only).
 pub type Error = rusqlite::Error;
 
@@ -667,3 +689,20 @@ INSERT INTO trace_entry_0 VALUES
 INSERT INTO block_0 VALUES (-9, 4096, 512, 512, 1, -1, -1), (-4, 4608, 256, 256, 1, -1, 1), (0, 4096, 512, 512, 1, 0, 1);
 INSERT INTO trace_entry_2 VALUES (-2, 2, 1, 2, 3, 4, 5, 6, 0);
 "#;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Read;
+
+    #[test]
+    fn slices_hand_out_every_byte_in_bounded_reads() {
+        let data: Vec<u8> = (0..=255).collect();
+        let mut r = Slices::new(&data, 7);
+        let mut buf = [0u8; 100];
+        assert_eq!(r.read(&mut buf).unwrap(), 7);
+        let mut rest = Vec::new();
+        r.read_to_end(&mut rest).unwrap();
+        assert_eq!([&buf[..7], &rest[..]].concat(), data);
+    }
+}
