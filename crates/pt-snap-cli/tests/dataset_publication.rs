@@ -183,24 +183,22 @@ fn an_unrecognised_target_is_preserved_even_under_force() {
 #[test]
 fn an_msinsight_export_is_reused_but_never_replaced() {
     let w = work();
-    let first = ok_json(&w.import(&["--format", "msinsight", "--events-per-slice", "3"]));
+    let msinsight = |events_per_slice: &str, extra: &[&str]| {
+        let mut args = vec![
+            "--format",
+            "msinsight",
+            "--events-per-slice",
+            events_per_slice,
+        ];
+        args.extend_from_slice(extra);
+        w.import(&args)
+    };
+    let first = ok_json(&msinsight("3", &[]));
     assert_eq!(first["format"], "compatibility-v1");
     let before = w.files();
-    let reused = ok_json(&w.import(&[
-        "--format",
-        "msinsight",
-        "--events-per-slice",
-        "3",
-        "--force",
-    ]));
+    let reused = ok_json(&msinsight("3", &["--force"]));
     assert_eq!(reused["reused"], true);
-    let (_, message) = error_of(&w.import(&[
-        "--format",
-        "msinsight",
-        "--events-per-slice",
-        "2",
-        "--force",
-    ]));
+    let (_, message) = error_of(&msinsight("2", &["--force"]));
     assert_eq!(
         message,
         "Existing compatible output is not reusable; preserved even under --force. Choose a new output directory: Source/options/format identity changed"
