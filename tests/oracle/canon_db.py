@@ -286,10 +286,13 @@ def is_scalar(v):
     return v is None or isinstance(v, (bool, int, float, str))
 
 
-def render(v, indent=0, out=None):
+def render(v, indent=0, out=None, dumps=dumps, is_scalar=is_scalar, inline_scalar_dicts=False):
+    """The printing described above. golden_query.py prints its goldens with the same layout
+    but its own `dumps` and `is_scalar`, and with a nested object whose values are all
+    scalars on one line (`inline_scalar_dicts`)."""
     if out is None:
         out = []
-        render(v, 0, out)
+        render(v, 0, out, dumps, is_scalar, inline_scalar_dicts)
         out.append("\n")
         return "".join(out)
     pad = " " * (indent + 1)
@@ -297,11 +300,14 @@ def render(v, indent=0, out=None):
         if not v:
             out.append("{}")
             return out
+        if inline_scalar_dicts and indent > 0 and all(is_scalar(x) for x in v.values()):
+            out.append("{" + ", ".join(dumps(k) + ": " + dumps(x) for k, x in v.items()) + "}")
+            return out
         out.append("{\n")
         items = list(v.items())
         for k, (key, item) in enumerate(items):
             out.append(pad + dumps(key) + ": ")
-            render(item, indent + 1, out)
+            render(item, indent + 1, out, dumps, is_scalar, inline_scalar_dicts)
             out.append(",\n" if k + 1 < len(items) else "\n")
         out.append(" " * indent + "}")
     elif isinstance(v, list):
@@ -311,7 +317,7 @@ def render(v, indent=0, out=None):
         out.append("[\n")
         for k, item in enumerate(v):
             out.append(pad)
-            render(item, indent + 1, out)
+            render(item, indent + 1, out, dumps, is_scalar, inline_scalar_dicts)
             out.append(",\n" if k + 1 < len(v) else "\n")
         out.append(" " * indent + "]")
     else:

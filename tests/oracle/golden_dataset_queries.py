@@ -21,7 +21,6 @@ Each run: fresh temp HOME and CWD, PT_SNAP_* removed (a case's "env" adds its ow
 COLUMNS=200 NO_COLOR=1 TERM=dumb LC_ALL=C.UTF-8.
 """
 
-import argparse
 import hashlib
 import sqlite3
 import json
@@ -232,11 +231,7 @@ class Runner:
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--oracle", required=True)
-    ap.add_argument("--root", required=True)
-    ap.add_argument("--out", required=True)
-    ap.add_argument("--tmp", required=True)
+    ap = oracle_run.driver_arguments(out=True)
     ap.add_argument("--sets", help="comma-separated set names to rebuild (default: all)")
     a = ap.parse_args()
     runner = Runner(a.oracle, a.tmp)
@@ -281,10 +276,7 @@ def main():
         db = os.path.abspath(ds)
         for name, args, env in cases:
             result = runner.run(args, env, db)
-            with open(os.path.join(set_dir, "cases", name + ".json"), "w",
-                      encoding="utf-8") as f:
-                json.dump(result, f, indent=1, ensure_ascii=False)
-                f.write("\n")
+            oracle_run.write_case(os.path.join(set_dir, "cases", name + ".json"), result)
             print(s["name"], name, result["exit"], file=sys.stderr)
 
 

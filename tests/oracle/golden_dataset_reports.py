@@ -26,7 +26,6 @@ COLUMNS=200 NO_COLOR=1 TERM=dumb LC_ALL=C.UTF-8. Event ids come from the dataset
 overview (each device's real range), so the cases are deterministic.
 """
 
-import argparse
 import concurrent.futures
 import json
 import os
@@ -154,12 +153,7 @@ def gap_rows(oracle, tmp, db, device):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--oracle", required=True)
-    ap.add_argument("--root", required=True)
-    ap.add_argument("--tmp", required=True)
-    ap.add_argument("--jobs", type=int, default=2)
-    a = ap.parse_args()
+    a = oracle_run.driver_arguments(jobs=True).parse_args()
     out = os.path.join(a.root, "tests/golden/dataset_report")
     shutil.rmtree(out, ignore_errors=True)
     for s in SETS:
@@ -193,10 +187,7 @@ def main():
             results = ex.map(lambda c: (c[0], run(a.oracle, a.tmp, f"{s['name']}-{c[0]}", c[1],
                                                   db, c[2])), cases)
             for name, rec in results:
-                with open(os.path.join(set_dir, "cases", name + ".json"), "w",
-                          encoding="utf-8") as f:
-                    json.dump(rec, f, indent=1, ensure_ascii=False)
-                    f.write("\n")
+                oracle_run.write_case(os.path.join(set_dir, "cases", name + ".json"), rec)
         print(f"{s['name']}: {len(cases)} cases")
 
 

@@ -27,7 +27,6 @@ derived from the set's DB (sqlite3, read-only) and from the oracle's own
 memory_peak output, so they are deterministic.
 """
 
-import argparse
 import concurrent.futures
 import json
 import os
@@ -36,6 +35,10 @@ import shutil
 import sqlite3
 import subprocess
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import canon_db  # noqa: E402
+import oracle_run  # noqa: E402
 
 FIXED_COMPLETED_AT = "2000-01-01T00:00:00.000000+00:00"
 BIG = 10**9  # an event id beyond every fixture
@@ -85,40 +88,10 @@ def _dumps(v):
     return json.dumps(v, ensure_ascii=False)
 
 
-def render(v, indent=0, out=None):
-    """1-space indent; a list/dict whose members are all scalars on one line."""
-    top = out is None
-    if top:
-        out = []
-    pad = " " * (indent + 1)
-    if isinstance(v, dict):
-        if not v:
-            out.append("{}")
-        elif all(_scalar(x) for x in v.values()) and indent > 0:
-            out.append("{" + ", ".join(_dumps(k) + ": " + _dumps(x) for k, x in v.items()) + "}")
-        else:
-            out.append("{\n")
-            items = list(v.items())
-            for i, (k, x) in enumerate(items):
-                out.append(pad + _dumps(k) + ": ")
-                render(x, indent + 1, out)
-                out.append(",\n" if i + 1 < len(items) else "\n")
-            out.append(" " * indent + "}")
-    elif isinstance(v, list):
-        if all(_scalar(x) for x in v):
-            out.append("[" + ", ".join(_dumps(x) for x in v) + "]")
-        else:
-            out.append("[\n")
-            for i, x in enumerate(v):
-                out.append(pad)
-                render(x, indent + 1, out)
-                out.append(",\n" if i + 1 < len(v) else "\n")
-            out.append(" " * indent + "]")
-    else:
-        out.append(_dumps(v))
-    if top:
-        return "".join(out) + "\n"
-    return out
+def render(v):
+    """1-space indent; a list/dict whose members are all scalars on one line (below the top):
+    canon_db.py's layout, with json.dumps' default separators."""
+    return canon_db.render(v, dumps=_dumps, is_scalar=_scalar, inline_scalar_dicts=True)
 
 
 def write_json(path, obj):
@@ -860,12 +833,7 @@ def run_cases(runner, cases, set_name, subst, out_dir, jobs, fname):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--oracle", required=True)
-    ap.add_argument("--root", required=True)
-    ap.add_argument("--out", required=True)
-    ap.add_argument("--tmp", required=True)
-    ap.add_argument("--jobs", type=int, default=2)
+    ap = oracle_run.driver_arguments(out=True, jobs=True)
     ap.add_argument("--timeout-repeats", type=int, default=10)
     a = ap.parse_args()
     root, out = os.path.realpath(a.root), os.path.realpath(a.out)

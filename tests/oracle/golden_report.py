@@ -21,7 +21,6 @@ NO_COLOR=1, TERM=dumb, LC_ALL=C.UTF-8. Event ids come from the database
 browser test checks it.
 """
 
-import argparse
 import concurrent.futures
 import json
 import os
@@ -112,12 +111,7 @@ def run(oracle, tmp, run_id, args, db, env_extra):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--oracle", required=True)
-    ap.add_argument("--root", required=True)
-    ap.add_argument("--tmp", required=True)
-    ap.add_argument("--jobs", type=int, default=2)
-    a = ap.parse_args()
+    a = oracle_run.driver_arguments(jobs=True).parse_args()
     out = os.path.join(a.root, "tests/golden/report")
     shutil.rmtree(out, ignore_errors=True)
     for name in SETS:
@@ -139,9 +133,7 @@ def main():
             results = ex.map(lambda kv: (kv[0], run(a.oracle, a.tmp, f"{name}-{kv[0]}", kv[1], db,
                                                       ENV_FOR.get(kv[0], {}))), cases.items())
             for case, rec in results:
-                with open(os.path.join(sdir, "cases", case + ".json"), "w") as f:
-                    json.dump(rec, f, indent=1, ensure_ascii=False)
-                    f.write("\n")
+                oracle_run.write_case(os.path.join(sdir, "cases", case + ".json"), rec)
         print(f"{name}: {len(cases)} cases")
 
 

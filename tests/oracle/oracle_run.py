@@ -5,10 +5,33 @@ PT_SNAP_* variables but the case's own, and a fixed terminal. The recorded case 
 database path with <DB> and the run's root with <TMP>, and keeps each stream as JSON when it
 is a JSON object or array, else as text.
 """
+import argparse
 import json
 import os
 import shutil
 import subprocess
+
+
+def driver_arguments(out=False, jobs=False):
+    """The arguments of every golden driver: the oracle's entry point, the repository root,
+    with `out` an output directory, a scratch directory, and with `jobs` how many oracle runs
+    at once (the caller adds its own)."""
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--oracle", required=True)
+    ap.add_argument("--root", required=True)
+    if out:
+        ap.add_argument("--out", required=True)
+    ap.add_argument("--tmp", required=True)
+    if jobs:
+        ap.add_argument("--jobs", type=int, default=2)
+    return ap
+
+
+def write_case(path, record):
+    """A recorded case as its golden file: JSON with one-space indent, UTF-8, final newline."""
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(record, f, indent=1, ensure_ascii=False)
+        f.write("\n")
 
 
 def environment(root, extra):

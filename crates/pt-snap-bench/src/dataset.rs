@@ -6,7 +6,7 @@ use std::process::Command;
 
 use clap::Parser;
 
-use crate::{best, measure, Measure};
+use crate::{best, measure, Measure, Tools};
 
 #[derive(Parser)]
 pub struct Args {
@@ -16,18 +16,11 @@ pub struct Args {
     /// Real events per shard.
     #[arg(long, default_value_t = 250_000)]
     events_per_slice: u64,
-    /// Our binary.
-    #[arg(long, default_value = "target/release/pt-snap")]
-    ours: PathBuf,
-    /// pt-snap-cli 0.4.1's entry point (e.g. `.oracle/bin/pt-snap`); skipped when absent.
-    #[arg(long)]
-    reference: Option<PathBuf>,
     /// Also build the msinsight export (same K) with both tools.
     #[arg(long)]
     msinsight: bool,
-    /// Runs per tool; the best wall time and its RSS are reported.
-    #[arg(long, default_value_t = 1)]
-    runs: usize,
+    #[command(flatten)]
+    tools: Tools,
 }
 
 fn dataset_cmd(bin: &Path, snapshot: &Path, out: &Path, k: u64, msinsight: bool) -> Command {
@@ -49,7 +42,7 @@ fn dataset_cmd(bin: &Path, snapshot: &Path, out: &Path, k: u64, msinsight: bool)
 /// dataset would be reused.
 fn run(bin: &Path, args: &Args, dir: &Path, tag: &str, msinsight: bool) -> Measure {
     let mut n = 0;
-    best(args.runs, || {
+    best(args.tools.runs, || {
         n += 1;
         let out = dir.join(format!("{tag}-{n}"));
         std::fs::create_dir_all(&out).unwrap();
@@ -69,7 +62,7 @@ pub fn bench(args: Args) {
     let dir = tempfile::tempdir().unwrap();
     let name = args.snapshot.file_name().unwrap().to_string_lossy();
     let size = std::fs::metadata(&args.snapshot).unwrap().len();
-    let reference = args.reference.as_ref().filter(|r| r.exists());
+    let reference = args.tools.reference();
     let formats: &[(&str, bool)] = if args.msinsight {
         &[("pt-snap-native-v2", false), ("msinsight", true)]
     } else {
@@ -82,32 +75,27 @@ pub fn bench(args: Args) {
     );
     println!("| format | importer | wall (s) | CPU user+sys (s) | peak RSS (MiB) | vs reference (wall / CPU) |");
     println!("| --- | --- | ---: | ---: | ---: | --- |");
-    let mib = |kib: i64| kib as f64 / 1024.0;
     for &(format, msinsight) in formats {
-        let ours = run(&args.ours, &args, dir.path(), "ours", msinsight);
+        let ours = run(&args.tools.ours, &args, dir.path(), "ours", msinsight);
         let theirs = reference.map(|r| run(r, &args, dir.path(), "reference", msinsight));
-        let vs = match &theirs {
-            Some(r) => format!(
+        let vs = theirs.as_ref().map_or("n/a".into(), |r| {
+            let v = ours.versus(r);
+            format!(
                 "{:.1}× / {:.1}× faster, {:.1}% of its memory",
-                r.wall.as_secs_f64() / ours.wall.as_secs_f64(),
-                r.cpu.as_secs_f64() / ours.cpu.as_secs_f64(),
-                100.0 * ours.max_rss_kib as f64 / r.max_rss_kib as f64
-            ),
-            None => "n/a".into(),
-        };
-        println!(
-            "| {format} | pt-snap | {:.2} | {:.2} | {:.0} | {vs} |",
-            ours.wall.as_secs_f64(),
-            ours.cpu.as_secs_f64(),
-            mib(ours.max_rss_kib)
-        );
-        if let Some(r) = theirs {
+                v.speed_up, v.cpu_speed_up, v.memory_percent
+            )
+        });
+        let row = |importer: &str, m: &Measure, vs: &str| {
             println!(
-                "| {format} | pt-snap-cli 0.4.1 | {:.2} | {:.2} | {:.0} | 1× |",
-                r.wall.as_secs_f64(),
-                r.cpu.as_secs_f64(),
-                mib(r.max_rss_kib)
+                "| {format} | {importer} | {:.2} | {:.2} | {:.0} | {vs} |",
+                m.wall.as_secs_f64(),
+                m.cpu.as_secs_f64(),
+                m.rss_mib()
             );
+        };
+        row("pt-snap", &ours, &vs);
+        if let Some(r) = theirs {
+            row("pt-snap-cli 0.4.1", &r, "1×");
         }
     }
 }

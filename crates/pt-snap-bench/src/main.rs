@@ -50,15 +50,30 @@ struct Args {
     /// The snapshot to import.
     #[arg(long)]
     snapshot: PathBuf,
+    #[command(flatten)]
+    tools: Tools,
+}
+
+/// The two tools timed side by side, and how often: the flags of `import`, `dataset-import`
+/// and `split`.
+#[derive(clap::Args)]
+pub(crate) struct Tools {
     /// Our binary.
     #[arg(long, default_value = "target/release/pt-snap")]
-    ours: PathBuf,
+    pub ours: PathBuf,
     /// pt-snap-cli 0.4.1's entry point (e.g. `.oracle/bin/pt-snap`); skipped when absent.
     #[arg(long)]
-    reference: Option<PathBuf>,
+    pub reference: Option<PathBuf>,
     /// Runs per tool; the best wall time and its RSS are reported.
     #[arg(long, default_value_t = 1)]
-    runs: usize,
+    pub runs: usize,
+}
+
+impl Tools {
+    /// The reference's entry point, if it was given and exists.
+    pub fn reference(&self) -> Option<&PathBuf> {
+        self.reference.as_ref().filter(|r| r.exists())
+    }
 }
 
 pub(crate) struct Measure {
@@ -67,6 +82,30 @@ pub(crate) struct Measure {
     /// User + system CPU time: unlike the wall time, not inflated when other work shares
     /// the machine.
     pub cpu: Duration,
+}
+
+/// How our run compares with the reference's.
+pub(crate) struct Versus {
+    /// How many times faster by wall time.
+    pub speed_up: f64,
+    /// How many times less CPU time.
+    pub cpu_speed_up: f64,
+    /// Our peak RSS as a percentage of the reference's.
+    pub memory_percent: f64,
+}
+
+impl Measure {
+    pub fn versus(&self, reference: &Measure) -> Versus {
+        Versus {
+            speed_up: reference.wall.as_secs_f64() / self.wall.as_secs_f64(),
+            cpu_speed_up: reference.cpu.as_secs_f64() / self.cpu.as_secs_f64(),
+            memory_percent: 100.0 * self.max_rss_kib as f64 / reference.max_rss_kib as f64,
+        }
+    }
+
+    pub fn rss_mib(&self) -> f64 {
+        self.max_rss_kib as f64 / 1024.0
+    }
 }
 
 /// Runs a command to completion and reads its peak RSS from the kernel's rusage.
@@ -205,8 +244,8 @@ fn import(args: Args) {
     let size = std::fs::metadata(&args.snapshot).unwrap().len();
     let ours_dir = dir.path().join("ours");
     std::fs::create_dir_all(&ours_dir).unwrap();
-    let ours = best(args.runs, || {
-        measure(&mut import_cmd(&args.ours, &args.snapshot, &ours_dir))
+    let ours = best(args.tools.runs, || {
+        measure(&mut import_cmd(&args.tools.ours, &args.snapshot, &ours_dir))
     });
     let db = ours_dir.join(format!("{name}.db"));
     let events: i64 = {
@@ -230,44 +269,41 @@ fn import(args: Args) {
             })
             .sum()
     };
-    let floor = (0..args.runs.max(1))
+    let floor = (0..args.tools.runs.max(1))
         .map(|_| sqlite_floor(&db, &dir.path().join("floor.db")))
         .min()
         .unwrap();
-    let reference = args.reference.as_ref().filter(|r| r.exists()).map(|r| {
+    let reference = args.tools.reference().map(|r| {
         let ref_dir = dir.path().join("reference");
         std::fs::create_dir_all(&ref_dir).unwrap();
-        best(args.runs, || {
+        best(args.tools.runs, || {
             measure(&mut import_cmd(r, &args.snapshot, &ref_dir))
         })
     });
 
-    let mib = |kib: i64| kib as f64 / 1024.0;
     println!(
         "Snapshot: {name} ({:.1} MB, {events} trace rows incl. synthetic)\n",
         size as f64 / 1e6
     );
     println!("| importer | wall (s) | peak RSS (MiB) | vs reference |");
     println!("| --- | ---: | ---: | --- |");
-    let vs = |m: &Measure| match &reference {
-        Some(r) => format!(
+    let vs = reference.as_ref().map_or("n/a".into(), |r| {
+        let v = ours.versus(r);
+        format!(
             "{:.1}× faster, {:.1}% of its memory",
-            r.wall.as_secs_f64() / m.wall.as_secs_f64(),
-            100.0 * m.max_rss_kib as f64 / r.max_rss_kib as f64
-        ),
-        None => "n/a".into(),
-    };
+            v.speed_up, v.memory_percent
+        )
+    });
     println!(
-        "| pt-snap | {:.2} | {:.0} | {} |",
+        "| pt-snap | {:.2} | {:.0} | {vs} |",
         ours.wall.as_secs_f64(),
-        mib(ours.max_rss_kib),
-        vs(&ours)
+        ours.rss_mib()
     );
     if let Some(r) = &reference {
         println!(
             "| pt-snap-cli 0.4.1 | {:.2} | {:.0} | 1× |",
             r.wall.as_secs_f64(),
-            mib(r.max_rss_kib)
+            r.rss_mib()
         );
     }
     println!(

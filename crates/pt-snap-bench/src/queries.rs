@@ -82,19 +82,7 @@ pub fn run(args: Args) {
                     measure(&mut query_cmd(r, db, t.name(), &params, args.rows))
                 })
             });
-            let ms = |m: &Measure| m.wall.as_secs_f64() * 1e3;
-            println!(
-                "| {} | {:.0} | {} | {} | {:.0} |",
-                t.name(),
-                ms(&ours),
-                theirs
-                    .as_ref()
-                    .map_or("—".into(), |m| format!("{:.0}", ms(m))),
-                theirs
-                    .as_ref()
-                    .map_or("—".into(), |m| format!("{:.0}×", ms(m) / ms(&ours))),
-                ours.max_rss_kib as f64 / 1024.0,
-            );
+            print_row(t.name(), &ours, theirs.as_ref());
         }
     }
 }
@@ -119,14 +107,13 @@ fn dataset(args: &Args, db: &Path, reference: Option<&PathBuf>) {
     let event = peak["rows"][0]["peak_active_event_id"]
         .as_i64()
         .unwrap_or(0);
-    let ms = |m: &Measure| m.wall.as_secs_f64() * 1e3;
     println!(
         "\nDataset: {} (event_id = {event}, -n {}); our first call (full validation, cold \
          cache): {:.0} ms, {:.0} MiB\n",
         db.display(),
         args.rows,
         ms(&cold),
-        cold.max_rss_kib as f64 / 1024.0
+        cold.rss_mib()
     );
     println!(
         "| template | pt-snap, warm (ms) | pt-snap-cli 0.4.1 (ms) | speed-up | pt-snap RSS (MiB) |"
@@ -147,16 +134,22 @@ fn dataset(args: &Args, db: &Path, reference: Option<&PathBuf>) {
                 measure(&mut query_cmd(r, db, name, &params, args.rows))
             })
         });
-        println!(
-            "| {name} | {:.0} | {} | {} | {:.0} |",
-            ms(&ours),
-            theirs
-                .as_ref()
-                .map_or("—".into(), |m| format!("{:.0}", ms(m))),
-            theirs
-                .as_ref()
-                .map_or("—".into(), |m| format!("{:.0}×", ms(m) / ms(&ours))),
-            ours.max_rss_kib as f64 / 1024.0,
-        );
+        print_row(name, &ours, theirs.as_ref());
     }
+}
+
+/// One template's row of both tables: our time, the reference's (`—` without it), the
+/// speed-up and our peak RSS.
+fn print_row(template: &str, ours: &Measure, theirs: Option<&Measure>) {
+    let theirs_ms = theirs.map_or("—".into(), |m| format!("{:.0}", ms(m)));
+    let speed_up = theirs.map_or("—".into(), |m| format!("{:.0}×", ms(m) / ms(ours)));
+    println!(
+        "| {template} | {:.0} | {theirs_ms} | {speed_up} | {:.0} |",
+        ms(ours),
+        ours.rss_mib(),
+    );
+}
+
+fn ms(m: &Measure) -> f64 {
+    m.wall.as_secs_f64() * 1e3
 }

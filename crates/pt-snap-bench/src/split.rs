@@ -6,7 +6,7 @@ use std::process::Command;
 
 use clap::Parser;
 
-use crate::{best, measure, Measure};
+use crate::{best, measure, Measure, Tools};
 
 #[derive(Parser)]
 pub struct Args {
@@ -19,21 +19,14 @@ pub struct Args {
     /// Output format: pickle or json.
     #[arg(long, default_value = "pickle")]
     format: String,
-    /// Our binary.
-    #[arg(long, default_value = "target/release/pt-snap")]
-    ours: PathBuf,
-    /// pt-snap-cli 0.4.1's entry point (e.g. `.oracle/bin/pt-snap`); skipped when absent.
-    #[arg(long)]
-    reference: Option<PathBuf>,
-    /// Runs per tool; the best wall time and its RSS are reported.
-    #[arg(long, default_value_t = 1)]
-    runs: usize,
+    #[command(flatten)]
+    tools: Tools,
 }
 
 /// One fresh output directory per run: split never writes into an existing one.
 fn run(bin: &Path, args: &Args, dir: &Path, tag: &str) -> Measure {
     let mut n = 0;
-    best(args.runs, || {
+    best(args.tools.runs, || {
         n += 1;
         let out = dir.join(format!("{tag}-{n}"));
         let m = measure(
@@ -53,11 +46,10 @@ fn run(bin: &Path, args: &Args, dir: &Path, tag: &str) -> Measure {
 
 pub fn bench(args: Args) {
     let dir = tempfile::tempdir().unwrap();
-    let ours = run(&args.ours, &args, dir.path(), "ours");
+    let ours = run(&args.tools.ours, &args, dir.path(), "ours");
     let reference = args
-        .reference
-        .as_ref()
-        .filter(|r| r.exists())
+        .tools
+        .reference()
         .map(|r| run(r, &args, dir.path(), "reference"));
     let size = std::fs::metadata(&args.snapshot).unwrap().len();
     println!(
@@ -74,18 +66,16 @@ pub fn bench(args: Args) {
             "| {name} | {:.2} | {:.2} | {:.0} | {vs} |",
             m.wall.as_secs_f64(),
             m.cpu.as_secs_f64(),
-            m.max_rss_kib as f64 / 1024.0
+            m.rss_mib()
         );
     };
-    let vs = match &reference {
-        Some(r) => format!(
+    let vs = reference.as_ref().map_or("n/a".into(), |r| {
+        let v = ours.versus(r);
+        format!(
             "{:.1}× faster (CPU {:.1}×), {:.0}% of its memory",
-            r.wall.as_secs_f64() / ours.wall.as_secs_f64(),
-            r.cpu.as_secs_f64() / ours.cpu.as_secs_f64(),
-            100.0 * ours.max_rss_kib as f64 / r.max_rss_kib as f64
-        ),
-        None => "n/a".into(),
-    };
+            v.speed_up, v.cpu_speed_up, v.memory_percent
+        )
+    });
     row("pt-snap", &ours, vs);
     if let Some(r) = &reference {
         row("pt-snap-cli 0.4.1", r, "1×".into());

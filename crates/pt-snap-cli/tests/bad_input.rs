@@ -1,30 +1,22 @@
 //! Bad input gets the documented error code and exit status, stdout stays empty, and nothing
 //! is lost: no DB or temp file is left behind, and an existing DB survives a failed `--force`.
 
+mod common;
+
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Command;
 
-use pt_snap_testkit::repo_root;
+use common::pt_snap;
+use pt_snap_testkit::{copy_from_repo, repo_root};
 use serde_json::Value;
-
-fn pt_snap(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_pt-snap"))
-        .args(args)
-        .current_dir(dir)
-        .env("HOME", dir)
-        .env_remove("PT_SNAP_DB_PATH")
-        .output()
-        .unwrap()
-}
 
 /// A fresh project directory holding a small two-device snapshot as `s.pkl`.
 fn project_with_small_snapshot() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
-    std::fs::copy(
-        repo_root().join("fixtures/synthetic/synth_small_2dev.pkl"),
-        dir.path().join("s.pkl"),
-    )
-    .unwrap();
+    copy_from_repo(
+        "fixtures/synthetic/synth_small_2dev.pkl",
+        &dir.path().join("s.pkl"),
+    );
     dir
 }
 
@@ -179,11 +171,7 @@ fn usage_errors_exit_2_with_an_envelope_under_json() {
 fn a_failed_forced_reimport_keeps_the_existing_database() {
     let dir = tempfile::tempdir().unwrap();
     let src = dir.path().join("snap.pkl");
-    std::fs::copy(
-        repo_root().join("fixtures/synthetic/synth_small_1dev.pkl"),
-        &src,
-    )
-    .unwrap();
+    copy_from_repo("fixtures/synthetic/synth_small_1dev.pkl", &src);
     let out = pt_snap(dir.path(), &["import", "snap.pkl", "--json", "--no-focus"]);
     assert_eq!(out.status.code(), Some(0), "{out:?}");
     let db = dir.path().join("snap.pkl.db");

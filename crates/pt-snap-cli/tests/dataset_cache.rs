@@ -8,22 +8,9 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use pt_snap_db::rusqlite::Connection;
-use pt_snap_testkit::repo_root;
+use pt_snap_testkit::{copy_dir, repo_root};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let path = entry.unwrap().path();
-        let target = to.join(path.file_name().unwrap());
-        if path.is_dir() {
-            copy_dir(&path, &target);
-        } else {
-            std::fs::copy(&path, &target).unwrap();
-        }
-    }
-}
 
 /// `(exit code, JSON answer or error)` of `query <ds> --template-use <template> --params <params>
 /// <extra> --json` with `home` as HOME; `cache: false` disables every kept cache.

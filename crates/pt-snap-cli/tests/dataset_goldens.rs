@@ -9,9 +9,10 @@ mod golden;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::process::Command;
 
-use golden::{case_files, compare, golden_root, ours_json, report, run_ours, Case, Output};
+use golden::{
+    case_files, compare, golden_root, ours_json, report, run_ours, run_ours_in, Case, Output,
+};
 use serde_json::Value;
 
 fn sets() -> Vec<(String, PathBuf)> {
@@ -211,31 +212,7 @@ fn warm_caches_give_the_reference_answers() {
         .collect();
     for round in 0..2 {
         for case in &cases {
-            let args: Vec<String> = case
-                .args
-                .iter()
-                .map(|a| a.replace("<DB>", &ds.display().to_string()))
-                .collect();
-            let mut cmd = Command::new(env!("CARGO_BIN_EXE_pt-snap"));
-            cmd.args(&args)
-                .current_dir(home.path())
-                .env("HOME", home.path())
-                .env_remove("XDG_CACHE_HOME")
-                .env_remove("PT_SNAP_DB_PATH")
-                .env_remove("PT_SNAP_MAX_WORK_ROWS")
-                .env_remove("PT_SNAP_MAX_WORK_BYTES")
-                .env_remove("PT_SNAP_MAX_SCRATCH_DB_BYTES");
-            for (k, v) in &case.env {
-                cmd.env(k, v.as_str().unwrap());
-            }
-            let out = cmd.output().unwrap();
-            let text =
-                |b: &[u8]| String::from_utf8_lossy(b).replace(&ds.display().to_string(), "<DB>");
-            let ours = Output {
-                exit: i64::from(out.status.code().unwrap_or(-1)),
-                stdout: text(&out.stdout),
-                stderr: text(&out.stderr),
-            };
+            let ours = run_ours_in(home.path(), case, &ds, &dir);
             ran += 1;
             if let Err(e) = compare(case, &ours) {
                 failures.insert(format!("round {round}: {}", case.name), e);

@@ -7,10 +7,10 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use pt_snap_testkit::repo_root;
+use pt_snap_testkit::copy_from_repo;
 use serde_json::Value;
 
-const FIXTURE: &str = "synthetic/caseB_expandable.pkl";
+const FIXTURE: &str = "fixtures/synthetic/caseB_expandable.pkl";
 
 struct Work {
     _dir: tempfile::TempDir,
@@ -23,7 +23,7 @@ fn work() -> Work {
     let root = dir.path().canonicalize().unwrap();
     std::fs::create_dir_all(root.join("home")).unwrap();
     let source = root.join("caseB_expandable.pkl");
-    std::fs::copy(repo_root().join("fixtures").join(FIXTURE), &source).unwrap();
+    copy_from_repo(FIXTURE, &source);
     Work {
         _dir: dir,
         root,
@@ -96,11 +96,7 @@ fn a_failed_forced_rebuild_leaves_the_dataset_as_it_was() {
     let before = w.files();
     // Same name, bytes that do not replay: the rebuild fails after the old dataset was
     // recognised.
-    std::fs::copy(
-        repo_root().join("fixtures/synthetic/caseD_inconsistent.pkl"),
-        &w.source,
-    )
-    .unwrap();
+    copy_from_repo("fixtures/synthetic/caseD_inconsistent.pkl", &w.source);
     let (code, message) = error_of(&w.import(&["--events-per-slice", "3", "--force"]));
     assert_eq!(code, "IMPORT_FAILED");
     assert!(
@@ -187,24 +183,22 @@ fn an_unrecognised_target_is_preserved_even_under_force() {
 #[test]
 fn an_msinsight_export_is_reused_but_never_replaced() {
     let w = work();
-    let first = ok_json(&w.import(&["--format", "msinsight", "--events-per-slice", "3"]));
+    let msinsight = |events_per_slice: &str, extra: &[&str]| {
+        let mut args = vec![
+            "--format",
+            "msinsight",
+            "--events-per-slice",
+            events_per_slice,
+        ];
+        args.extend_from_slice(extra);
+        w.import(&args)
+    };
+    let first = ok_json(&msinsight("3", &[]));
     assert_eq!(first["format"], "compatibility-v1");
     let before = w.files();
-    let reused = ok_json(&w.import(&[
-        "--format",
-        "msinsight",
-        "--events-per-slice",
-        "3",
-        "--force",
-    ]));
+    let reused = ok_json(&msinsight("3", &["--force"]));
     assert_eq!(reused["reused"], true);
-    let (_, message) = error_of(&w.import(&[
-        "--format",
-        "msinsight",
-        "--events-per-slice",
-        "2",
-        "--force",
-    ]));
+    let (_, message) = error_of(&msinsight("2", &["--force"]));
     assert_eq!(
         message,
         "Existing compatible output is not reusable; preserved even under --force. Choose a new output directory: Source/options/format identity changed"

@@ -12,20 +12,7 @@ use pt_snap_testkit::repo_root;
 use serde_json::Value;
 
 fn goldens() -> Vec<PathBuf> {
-    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
-        for entry in std::fs::read_dir(dir).unwrap() {
-            let path = entry.unwrap().path();
-            if path.is_dir() {
-                walk(&path, out);
-            } else if path.extension().is_some_and(|e| e == "json") {
-                out.push(path);
-            }
-        }
-    }
-    let mut out = Vec::new();
-    walk(&repo_root().join("tests/golden/import"), &mut out);
-    out.sort();
-    out
+    pt_snap_testkit::files_below(&repo_root().join("tests/golden/import"), "json")
 }
 
 /// `real/x.pickle.device-1.json` → (`fixtures/real/x.pickle`, Some(1)).
@@ -188,33 +175,20 @@ fn imports_match_the_reference() {
 /// A short pointer to the first differing place, so a failure is readable.
 fn first_difference(a: &Value, b: &Value) -> String {
     fn walk(a: &Value, b: &Value, path: String) -> Option<String> {
-        match (a, b) {
-            (Value::Object(x), Value::Object(y)) => {
-                for k in x.keys().chain(y.keys()) {
-                    if x.get(k) != y.get(k) {
-                        return walk(
-                            x.get(k).unwrap_or(&Value::Null),
-                            y.get(k).unwrap_or(&Value::Null),
-                            format!("{path}.{k}"),
-                        );
-                    }
-                }
-                None
-            }
-            (Value::Array(x), Value::Array(y)) => {
-                for i in 0..x.len().max(y.len()) {
-                    if x.get(i) != y.get(i) {
-                        return walk(
-                            x.get(i).unwrap_or(&Value::Null),
-                            y.get(i).unwrap_or(&Value::Null),
-                            format!("{path}[{i}]"),
-                        );
-                    }
-                }
-                None
-            }
-            _ => Some(format!(" at {path}: ours {a} vs theirs {b}")),
-        }
+        // Both sides' members (absent on one side: `None`), each with its path.
+        let members: Vec<(String, Option<&Value>, Option<&Value>)> = match (a, b) {
+            (Value::Object(x), Value::Object(y)) => x
+                .keys()
+                .chain(y.keys())
+                .map(|k| (format!("{path}.{k}"), x.get(k), y.get(k)))
+                .collect(),
+            (Value::Array(x), Value::Array(y)) => (0..x.len().max(y.len()))
+                .map(|i| (format!("{path}[{i}]"), x.get(i), y.get(i)))
+                .collect(),
+            _ => return Some(format!(" at {path}: ours {a} vs theirs {b}")),
+        };
+        let (path, x, y) = members.into_iter().find(|(_, x, y)| x != y)?;
+        walk(x.unwrap_or(&Value::Null), y.unwrap_or(&Value::Null), path)
     }
     walk(a, b, String::new()).unwrap_or_default()
 }

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use pt_snap_testkit::repo_root;
+use pt_snap_testkit::copy_from_repo;
 use rusqlite::Connection;
 use serde_json::Value;
 
@@ -46,11 +46,7 @@ fn pt_snap(cwd: &Path, args: &[&str], limit: Duration) -> (Option<i32>, String, 
 /// campaign's reproducers were made.
 fn hostile(dir: &Path, name: &str, sql: &str) -> PathBuf {
     let path = dir.join(name);
-    std::fs::copy(
-        repo_root().join("tests/golden/query/errors/reference.db"),
-        &path,
-    )
-    .unwrap();
+    copy_from_repo("tests/golden/query/errors/reference.db", &path);
     Connection::open(&path).unwrap().execute_batch(sql).unwrap();
     path
 }
@@ -177,11 +173,7 @@ fn reading_a_wal_database_leaves_no_side_files() {
     let db_dir = dir.path().join("dbs");
     std::fs::create_dir(&db_dir).unwrap();
     let db = db_dir.join("snap shot#1.db");
-    std::fs::copy(
-        repo_root().join("tests/golden/query/errors/reference.db"),
-        &db,
-    )
-    .unwrap();
+    copy_from_repo("tests/golden/query/errors/reference.db", &db);
     let db_arg = db.to_str().unwrap();
     let runs: Vec<Vec<&str>> = vec![
         vec!["query", db_arg, "--template-use", "memory_peak", "--json"],

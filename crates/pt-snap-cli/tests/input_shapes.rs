@@ -1,34 +1,20 @@
 //! Every shape a snapshot arrives in (JSON, gzip, zstd, bzip2, protocol 5) decodes to the
 //! same snapshot as the plain pickle, and imports to the same database.
 
+mod common;
+
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
+use common::ok_json;
+use pt_snap_testkit::repo_root;
 use serde_json::Value;
 
-fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
 fn fixture_pickles() -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    for dir in ["real", "upstream-pkg/snapshots", "synthetic", "edge"] {
-        let Ok(entries) = std::fs::read_dir(repo_root().join("fixtures").join(dir)) else {
-            continue;
-        };
-        for e in entries {
-            let p = e.unwrap().path();
-            if matches!(
-                p.extension().and_then(|x| x.to_str()),
-                Some("pkl" | "pickle")
-            ) {
-                out.push(p);
-            }
-        }
-    }
-    out.sort();
-    out
+    pt_snap_testkit::pickles_in(
+        &pt_snap_testkit::repo_root().join("fixtures"),
+        &["real", "upstream-pkg/snapshots", "synthetic", "edge"],
+    )
 }
 
 fn gzip(bytes: &[u8]) -> Vec<u8> {
@@ -143,28 +129,13 @@ fn first_difference(want: &str, got: &str) -> String {
     )
 }
 
+/// Imports `bytes` saved as `name` in `dir`: the database and its `metadata --json`.
 fn import(dir: &Path, name: &str, bytes: &[u8]) -> (PathBuf, Value) {
-    let source = dir.join(name);
-    std::fs::write(&source, bytes).unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_pt-snap"))
-        .args(["import", name, "--no-focus", "--json"])
-        .current_dir(dir)
-        .env("HOME", dir)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{name}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    std::fs::write(dir.join(name), bytes).unwrap();
+    ok_json(dir, &["import", name, "--no-focus", "--json"]);
     let db = dir.join(format!("{name}.db"));
-    let metadata = Command::new(env!("CARGO_BIN_EXE_pt-snap"))
-        .args(["metadata", db.to_str().unwrap(), "--json"])
-        .env("HOME", dir)
-        .output()
-        .unwrap();
-    assert!(metadata.status.success());
-    (db, serde_json::from_slice(&metadata.stdout).unwrap())
+    let metadata = ok_json(dir, &["metadata", db.to_str().unwrap(), "--json"]);
+    (db, metadata)
 }
 
 /// The canonical dump without what names the source file.

@@ -1,30 +1,10 @@
 //! `import --lenient`: traces the strict replay refuses, imported with every inconsistency
 //! listed and every output saying the numbers are approximate.
 
-use std::path::Path;
-use std::process::{Command, Output};
+mod common;
 
+use common::{ok_json, pt_snap};
 use serde_json::{json, Value};
-
-fn pt_snap(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_pt-snap"))
-        .args(args)
-        .current_dir(dir)
-        .env("HOME", dir)
-        .env_remove("PT_SNAP_DB_PATH")
-        .output()
-        .unwrap()
-}
-
-fn ok_json(dir: &Path, args: &[&str]) -> Value {
-    let out = pt_snap(dir, args);
-    assert!(
-        out.status.success(),
-        "{args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap()
-}
 
 /// A trace with the traits of memviz-neo's test generator (`scripts/gen_test_data.py`): no
 /// segments, no segment events, and blocks placed at addresses that overlap live ones.
@@ -74,11 +54,18 @@ fn generated_rank(seed: u64, events: usize) -> (Value, Vec<(i64, i64)>) {
     (json!({"segments": [], "device_traces": [trace]}), totals)
 }
 
+/// A fresh directory holding `generated_rank(seed, events)` as `name`, and the rank's running
+/// totals.
+fn project_with_rank(name: &str, seed: u64, events: usize) -> (tempfile::TempDir, Vec<(i64, i64)>) {
+    let dir = tempfile::tempdir().unwrap();
+    let (snapshot, totals) = generated_rank(seed, events);
+    std::fs::write(dir.path().join(name), snapshot.to_string()).unwrap();
+    (dir, totals)
+}
+
 #[test]
 fn a_trace_the_strict_replay_refuses_imports_leniently_and_says_so() {
-    let dir = tempfile::tempdir().unwrap();
-    let (snapshot, totals) = generated_rank(7, 400);
-    std::fs::write(dir.path().join("rank0.json"), snapshot.to_string()).unwrap();
+    let (dir, totals) = project_with_rank("rank0.json", 7, 400);
 
     // Strict: refused, naming the event and offering --lenient.
     let out = pt_snap(
@@ -171,9 +158,7 @@ fn a_trace_the_strict_replay_refuses_imports_leniently_and_says_so() {
 
 #[test]
 fn lenient_is_for_single_database_imports() {
-    let dir = tempfile::tempdir().unwrap();
-    let (snapshot, _) = generated_rank(3, 50);
-    std::fs::write(dir.path().join("r.json"), snapshot.to_string()).unwrap();
+    let (dir, _) = project_with_rank("r.json", 3, 50);
     let out = pt_snap(
         dir.path(),
         &[

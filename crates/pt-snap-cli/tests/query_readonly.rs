@@ -5,7 +5,7 @@
 use std::path::Path;
 use std::process::Command;
 
-use pt_snap_testkit::repo_root;
+use pt_snap_testkit::copy_from_repo;
 use sha2::{Digest, Sha256};
 
 fn pt_snap(db: &Path, args: &[&str]) -> std::process::Output {
@@ -40,11 +40,7 @@ fn fingerprint(dir: &Path, db: &Path) -> (Vec<String>, String, std::time::System
 fn every_template_leaves_the_database_untouched() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("snapshot.db");
-    std::fs::copy(
-        repo_root().join("tests/golden/query/empty_cache/reference.db"),
-        &db,
-    )
-    .unwrap();
+    copy_from_repo("tests/golden/query/empty_cache/reference.db", &db);
     let before = fingerprint(dir.path(), &db);
 
     let peak = pt_snap(&db, &["--template-use", "memory_peak", "--json"]);

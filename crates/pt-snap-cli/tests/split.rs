@@ -75,6 +75,18 @@ fn run(dir: &Path, args: &[&str]) -> Output {
         .expect("pt-snap runs")
 }
 
+/// [`run`], which must succeed.
+fn run_ok(dir: &Path, args: &[&str]) -> Output {
+    let out = run(dir, args);
+    assert!(
+        out.status.success(),
+        "pt-snap {}: {}",
+        args.join(" "),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
 /// `pt-snap split` plus the golden's arguments.
 fn case_args(c: &Value) -> Vec<String> {
     std::iter::once("split".to_owned())
@@ -120,12 +132,7 @@ fn check_success(name: &str) -> (tempfile::TempDir, PathBuf) {
     let dir = workdir();
     let args = case_args(&c);
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let out = run(dir.path(), &args);
-    assert!(
-        out.status.success(),
-        "{name}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = run_ok(dir.path(), &args);
     let stdout: Value = serde_json::from_slice(&out.stdout).expect("--json prints JSON");
     assert_eq!(stdout, c["stdout"], "{name}: envelope");
 
@@ -170,6 +177,20 @@ fn check_success(name: &str) -> (tempfile::TempDir, PathBuf) {
     (dir, out_dir)
 }
 
+/// `pt-snap split ARGS` (split at spaces), which must succeed.
+fn split_ok(dir: &Path, args: &str) -> Output {
+    let args: Vec<&str> = std::iter::once("split")
+        .chain(args.split_whitespace())
+        .collect();
+    run_ok(dir, &args)
+}
+
+/// A successful golden case ([`check_success`]) whose pickle slices also import.
+fn check_success_and_imports(name: &str) {
+    let (dir, out) = check_success(name);
+    imports(dir.path(), &out);
+}
+
 /// Every pickle slice imports with our importer.
 fn imports(dir: &Path, out_dir: &Path) {
     for entry in fs::read_dir(out_dir).unwrap() {
@@ -181,7 +202,7 @@ fn imports(dir: &Path, out_dir: &Path) {
             "db_{}",
             path.file_stem().unwrap().to_string_lossy()
         ));
-        let out = run(
+        run_ok(
             dir,
             &[
                 "import",
@@ -192,19 +213,12 @@ fn imports(dir: &Path, out_dir: &Path) {
                 "--json",
             ],
         );
-        assert!(
-            out.status.success(),
-            "import of {}: {}",
-            path.display(),
-            String::from_utf8_lossy(&out.stderr)
-        );
     }
 }
 
 #[test]
 fn multi_device_by_slices_pickle() {
-    let (dir, out) = check_success("multi_s3");
-    imports(dir.path(), &out);
+    check_success_and_imports("multi_s3");
 }
 
 #[test]
@@ -214,14 +228,12 @@ fn multi_device_by_max_entries_json() {
 
 #[test]
 fn second_device_alone() {
-    let (dir, out) = check_success("multi_d1_m2500");
-    imports(dir.path(), &out);
+    check_success_and_imports("multi_d1_m2500");
 }
 
 #[test]
 fn expandable_by_max_entries_pickle() {
-    let (dir, out) = check_success("exp_m3000");
-    imports(dir.path(), &out);
+    check_success_and_imports("exp_m3000");
 }
 
 #[test]
@@ -231,8 +243,7 @@ fn expandable_by_slices_json() {
 
 #[test]
 fn empty_cache_expandable() {
-    let (dir, out) = check_success("ece_s4");
-    imports(dir.path(), &out);
+    check_success_and_imports("ece_s4");
 }
 
 #[test]
@@ -248,8 +259,7 @@ fn small_synthetic_cases() {
 /// slices keep every key of the source's event dicts.
 #[test]
 fn real_snapshots_keep_every_event_key() {
-    let (dir, out) = check_success("real_silmont_m40");
-    imports(dir.path(), &out);
+    check_success_and_imports("real_silmont_m40");
     check_success("real_magma_s4_json");
 }
 
@@ -263,23 +273,9 @@ fn torch_2_0_snapshot() {
         "the reference fails here"
     );
     let dir = workdir();
-    let out = run(
+    split_ok(
         dir.path(),
-        &[
-            "split",
-            "cuda_legacy_flexgen__oom_snapshot.pickle",
-            "-s",
-            "1",
-            "-o",
-            "t",
-            "--format",
-            "json",
-        ],
-    );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+        "cuda_legacy_flexgen__oom_snapshot.pickle -s 1 -o t --format json",
     );
     let slice: Value = serde_json::from_slice(
         &fs::read(
@@ -300,18 +296,10 @@ fn torch_2_0_snapshot() {
     assert!(blocks
         .iter()
         .any(|b| !b["frames"].as_array().unwrap().is_empty()));
-    let out = run(
+    split_ok(
         dir.path(),
-        &[
-            "split",
-            "cuda_legacy_flexgen__oom_snapshot.pickle",
-            "-s",
-            "1",
-            "-o",
-            "p",
-        ],
+        "cuda_legacy_flexgen__oom_snapshot.pickle -s 1 -o p",
     );
-    assert!(out.status.success());
     imports(dir.path(), &dir.path().join("p"));
 }
 
@@ -326,25 +314,9 @@ fn device_one_with_segment_free_inside_a_slice() {
     let golden = case("small2_as0_m2");
 
     let dir = workdir();
-    let out = run(
+    split_ok(
         dir.path(),
-        &[
-            "split",
-            "synth_small_2dev.pkl",
-            "-d",
-            "1",
-            "-m",
-            "2",
-            "-o",
-            "s",
-            "--format",
-            "json",
-        ],
-    );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+        "synth_small_2dev.pkl -d 1 -m 2 -o s --format json",
     );
     let slices = golden["slices"].as_array().unwrap();
     assert_eq!(listing(&dir.path().join("s")).len(), slices.len());
@@ -377,15 +349,7 @@ fn both_devices_where_the_reference_fails_on_the_second() {
     let refused = case("small2_s100");
     assert_eq!(refused["exit"], 1);
     let dir = workdir();
-    let out = run(
-        dir.path(),
-        &["split", "synth_small_2dev.pkl", "-s", "100", "-o", "all"],
-    );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = split_ok(dir.path(), "synth_small_2dev.pkl -s 100 -o all");
     assert_eq!(
         String::from_utf8_lossy(&out.stdout),
         "Split: all\nDevices: 0, 1\nFiles: 34\n"
@@ -427,15 +391,7 @@ fn errors_match_the_reference() {
 #[test]
 fn text_mode() {
     let dir = workdir();
-    let out = run(
-        dir.path(),
-        &["split", "caseB_expandable.pkl", "-s", "2", "-o", "./x/"],
-    );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = split_ok(dir.path(), "caseB_expandable.pkl -s 2 -o ./x/");
     assert_eq!(
         String::from_utf8_lossy(&out.stdout),
         "Split: x\nDevices: 0\nFiles: 2\n"

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant, SystemTime};
 
-use pt_snap_testkit::repo_root;
+use pt_snap_testkit::copy_from_repo;
 use serde_json::Value;
 
 const DB: &str = "snap.pkl.db";
@@ -35,11 +35,7 @@ fn work(big: bool) -> Work {
         let out = std::io::BufWriter::new(File::create(&source).unwrap());
         pt_snap_gen::generate(&cfg, out).unwrap();
     } else {
-        fs::copy(
-            repo_root().join("fixtures/synthetic/caseB_expandable.pkl"),
-            &source,
-        )
-        .unwrap();
+        copy_from_repo("fixtures/synthetic/caseB_expandable.pkl", &source);
     }
     Work {
         _dir: dir,

@@ -7,12 +7,19 @@
 //!   databases (native or msinsight layout), the manifests.
 //! * [`read`]: validating a dataset (with a verified fingerprint cache), its `overview` and
 //!   import metadata.
-//! * [`reuse`]: what an import does with a dataset already at its target.
+//! * [`reuse`]: what an import does with a dataset already at its target (the target's
+//!   path checks, the source's identity, the reference's rules).
+//! * [`sha256_file`] / [`salted_sha256_file`]: the hashes a dataset records (members, source,
+//!   msinsight's `cacheHash`).
 //!
 //! Queries on a validated dataset are `pt-snap-dataset-query`'s.
 
 #![forbid(unsafe_code)]
 
+pub use hash::{salted_sha256_file, sha256_file};
+pub use manifest::DatasetKind;
+
+mod hash;
 pub mod manifest;
 pub mod read;
 pub mod reuse;

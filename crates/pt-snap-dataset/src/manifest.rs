@@ -31,6 +31,60 @@ pub const MSINSIGHT_CACHE_SALT: &[u8] = b"mem_snapshot_parser_v2";
 /// Default `--events-per-slice` of `import --format msinsight`.
 pub const MSINSIGHT_DEFAULT_EVENTS_PER_SLICE: i64 = 500_000;
 
+/// Which dataset an import builds: `import --events-per-slice K` or `import --format msinsight`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DatasetKind {
+    /// `pt-snap-native-v2`.
+    Native,
+    /// `compatibility-v1`, MindStudio Insight's sharded layout.
+    Msinsight,
+}
+
+impl DatasetKind {
+    /// The format the import reports (`format` of its output).
+    pub fn format(self) -> &'static str {
+        match self {
+            DatasetKind::Native => NATIVE_FORMAT,
+            DatasetKind::Msinsight => COMPATIBILITY_FORMAT,
+        }
+    }
+
+    /// Where the reference puts the dataset of the source `source_name`: `<name>.<suffix>` in
+    /// the output directory.
+    pub fn target(self, out_dir: &std::path::Path, source_name: &str) -> std::path::PathBuf {
+        let suffix = match self {
+            DatasetKind::Native => "pt-snap-native-v2",
+            DatasetKind::Msinsight => "msinsight",
+        };
+        out_dir.join(format!("{source_name}.{suffix}"))
+    }
+
+    /// The physical layout of its shards.
+    pub fn layout(self) -> crate::write::Layout {
+        match self {
+            DatasetKind::Native => crate::write::Layout::Native,
+            DatasetKind::Msinsight => crate::write::Layout::Msinsight,
+        }
+    }
+
+    /// `import_format_version` of its shards' metadata.
+    pub fn import_format_version(self) -> i64 {
+        match self {
+            DatasetKind::Native => 2,
+            DatasetKind::Msinsight => 1,
+        }
+    }
+
+    /// Events per shard: `given` (`--events-per-slice`), which a native dataset requires
+    /// (`None` without it), else msinsight's default.
+    pub fn events_per_slice(self, given: Option<i64>) -> Option<i64> {
+        match self {
+            DatasetKind::Native => given,
+            DatasetKind::Msinsight => Some(given.unwrap_or(MSINSIGHT_DEFAULT_EVENTS_PER_SLICE)),
+        }
+    }
+}
+
 /// A manifest that breaks the contract. Displays as the reference's
 /// `DatasetContractError` does: `<location>: <code>: <detail>`.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -62,6 +116,16 @@ fn need(
     } else {
         Err(ContractError::new(location, code, detail))
     }
+}
+
+/// The reference's rule for an integer outside its allowed range.
+fn in_range(ok: bool, location: impl Into<String>) -> Result<(), ContractError> {
+    need(ok, location, "range", "integer out of range")
+}
+
+/// The reference's rule for a string that must not be empty.
+fn non_empty(s: &str, location: impl Into<String>) -> Result<(), ContractError> {
+    need(!s.is_empty(), location, "range", "string must not be empty")
 }
 
 /// An object whose keys keep their document order (device ids, member files). The reference
@@ -106,63 +170,15 @@ impl<'de, V: Deserialize<'de>> Deserialize<'de> for Entries<V> {
     }
 }
 
-/// The nine `pt_snap_metadata` fields as a manifest carries them (snake_case keys, the
-/// column order).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ManifestMetadata {
-    pub metadata_schema_version: i64,
-    pub import_format_version: i64,
-    pub source_sha256: String,
-    pub source_size: i64,
-    pub source_name: String,
-    pub requested_device: Option<i64>,
-    pub importer_name: String,
-    pub importer_version: String,
-    pub completed_at: String,
-}
-
-impl From<Metadata> for ManifestMetadata {
-    fn from(m: Metadata) -> Self {
-        Self {
-            metadata_schema_version: m.metadata_schema_version,
-            import_format_version: m.import_format_version,
-            source_sha256: m.source_sha256,
-            source_size: m.source_size,
-            source_name: m.source_name,
-            requested_device: m.requested_device,
-            importer_name: m.importer_name,
-            importer_version: m.importer_version,
-            completed_at: m.completed_at,
-        }
-    }
-}
-
-impl From<ManifestMetadata> for Metadata {
-    fn from(m: ManifestMetadata) -> Self {
-        Self {
-            metadata_schema_version: m.metadata_schema_version,
-            import_format_version: m.import_format_version,
-            source_sha256: m.source_sha256,
-            source_size: m.source_size,
-            source_name: m.source_name,
-            requested_device: m.requested_device,
-            importer_name: m.importer_name,
-            importer_version: m.importer_version,
-            completed_at: m.completed_at,
-        }
-    }
-}
-
-impl ManifestMetadata {
-    /// The reference's `metadata_from_mapping` value rules.
-    pub fn validate(&self) -> Result<Metadata, ContractError> {
-        // The reference's rule is "any version >= 1"; `Metadata::validate` (made for DB rows)
-        // pins the schema version to 1, which is also the only one the manifest identity
-        // allows.
-        Metadata::from(self.clone())
-            .validate()
-            .map_err(|p| ContractError::new("metadata", "metadata", format!("{p:?}")))
-    }
+/// The reference's `metadata_from_mapping` value rules for the metadata a manifest records
+/// (the same nine fields as the `pt_snap_metadata` row, so the same type).
+pub fn validate_metadata(metadata: &Metadata) -> Result<Metadata, ContractError> {
+    // The reference's rule is "any version >= 1"; `Metadata::validate` (made for DB rows)
+    // pins the schema version to 1, which is also the only one the manifest identity allows.
+    metadata
+        .clone()
+        .validate()
+        .map_err(|p| ContractError::new("metadata", "metadata", format!("{p:?}")))
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -215,14 +231,18 @@ pub struct NativeSlice {
     pub sha256: String,
 }
 
+/// A device of either manifest, with the slices of its format ([`NativeSlice`] or
+/// [`CompatibilitySlice`]): both formats describe a device with the same four keys.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct NativeDevice {
+pub struct ManifestDevice<S> {
     pub event_count: i64,
     pub slice_count: i64,
     pub ready_slices: Vec<i64>,
-    pub slices: Vec<NativeSlice>,
+    pub slices: Vec<S>,
 }
+
+pub type NativeDevice = ManifestDevice<NativeSlice>;
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -233,7 +253,7 @@ pub struct NativeManifest {
     /// The source pickle's file name (not a path).
     pub source_file: String,
     pub identity: NativeIdentity,
-    pub metadata: ManifestMetadata,
+    pub metadata: Metadata,
     pub omitted_devices: Vec<i64>,
     pub devices: Entries<NativeDevice>,
 }
@@ -280,7 +300,7 @@ impl CompatibilityIdentity {
 #[serde(rename_all = "camelCase")]
 pub struct CompatibilityExtension {
     pub identity: CompatibilityIdentity,
-    pub metadata: ManifestMetadata,
+    pub metadata: Metadata,
     pub omitted_devices: Vec<i64>,
     /// Member file (relative path) → SHA-256 of its bytes.
     pub members: Entries<String>,
@@ -296,14 +316,7 @@ pub struct CompatibilitySlice {
     pub ready: bool,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct CompatibilityDevice {
-    pub event_count: i64,
-    pub slice_count: i64,
-    pub ready_slices: Vec<i64>,
-    pub slices: Vec<CompatibilitySlice>,
-}
+pub type CompatibilityDevice = ManifestDevice<CompatibilitySlice>;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -478,6 +491,27 @@ fn device_key(key: &str, location: &str) -> Result<i64, ContractError> {
         .ok_or_else(|| ContractError::new(location, "range", "integer out of range"))
 }
 
+/// The devices of a manifest in document order: what both formats require of a device (a
+/// canonical id as its key, at least one event), then `slices`, the format's own checks of
+/// the device (`loc` is its location, `devices.<key>`) giving its slices.
+fn device_records<S>(
+    devices: &Entries<ManifestDevice<S>>,
+    mut slices: impl FnMut(&str, i64, &ManifestDevice<S>) -> Result<Vec<SliceRecord>, ContractError>,
+) -> Result<Vec<DeviceRecord>, ContractError> {
+    let mut records = Vec::new();
+    for (key, dev) in &devices.0 {
+        let loc = format!("devices.{key}");
+        let device_id = device_key(key, &loc)?;
+        in_range(dev.event_count >= 1, format!("{loc}.eventCount"))?;
+        records.push(DeviceRecord {
+            device_id,
+            event_count: dev.event_count,
+            slices: slices(&loc, device_id, dev)?,
+        });
+    }
+    Ok(records)
+}
+
 fn validate_native(m: &NativeManifest) -> Result<Vec<DeviceRecord>, ContractError> {
     need(
         m.schema_version == MANIFEST_SCHEMA_VERSION,
@@ -491,12 +525,7 @@ fn validate_native(m: &NativeManifest) -> Result<Vec<DeviceRecord>, ContractErro
         "building",
         "complete native dataset required",
     )?;
-    need(
-        !m.source_file.is_empty(),
-        "sourceFile",
-        "range",
-        "string must not be empty",
-    )?;
+    non_empty(&m.source_file, "sourceFile")?;
     let id = &m.identity;
     need(
         is_digest(&id.source_sha256),
@@ -505,26 +534,19 @@ fn validate_native(m: &NativeManifest) -> Result<Vec<DeviceRecord>, ContractErro
         "expected SHA256",
     )?;
     if let Some(d) = id.requested_device {
-        need(
+        in_range(
             (0..=i64::from(i32::MAX)).contains(&d),
             "identity.requestedDevice",
-            "range",
-            "integer out of range",
         )?;
     }
-    need(
-        id.events_per_slice >= 1,
-        "identity.eventsPerSlice",
-        "range",
-        "integer out of range",
-    )?;
+    in_range(id.events_per_slice >= 1, "identity.eventsPerSlice")?;
     need(
         id.output_format == NATIVE_FORMAT,
         "identity",
         "format",
         "format identity mismatch",
     )?;
-    let metadata = m.metadata.validate()?;
+    let metadata = validate_metadata(&m.metadata)?;
     need(
         (
             metadata.source_sha256.as_str(),
@@ -548,12 +570,7 @@ fn validate_native(m: &NativeManifest) -> Result<Vec<DeviceRecord>, ContractErro
         "source name disagrees with metadata",
     )?;
     let omitted: BTreeSet<i64> = m.omitted_devices.iter().copied().collect();
-    need(
-        m.omitted_devices.iter().all(|d| *d >= 0),
-        "omittedDevices",
-        "range",
-        "integer out of range",
-    )?;
+    in_range(m.omitted_devices.iter().all(|d| *d >= 0), "omittedDevices")?;
     need(
         omitted.len() == m.omitted_devices.len(),
         "omittedDevices",
@@ -561,19 +578,10 @@ fn validate_native(m: &NativeManifest) -> Result<Vec<DeviceRecord>, ContractErro
         "duplicate device",
     )?;
     let capacity = id.events_per_slice;
-    let mut devices = Vec::new();
-    for (key, dev) in &m.devices.0 {
-        let loc = format!("devices.{key}");
-        let device_id = device_key(key, &loc)?;
-        need(
-            dev.event_count >= 1,
-            format!("{loc}.eventCount"),
-            "range",
-            "integer out of range",
-        )?;
+    let devices = device_records(&m.devices, |loc, device_id, dev| {
         need(
             !dev.slices.is_empty() && dev.slice_count == dev.slices.len() as i64,
-            &loc,
+            loc,
             "count",
             "invalid sliceCount",
         )?;
@@ -582,7 +590,7 @@ fn validate_native(m: &NativeManifest) -> Result<Vec<DeviceRecord>, ContractErro
                 .iter()
                 .copied()
                 .eq(0..dev.slices.len() as i64),
-            &loc,
+            loc,
             "readiness",
             "all slices must be ready in order",
         )?;
@@ -592,48 +600,39 @@ fn validate_native(m: &NativeManifest) -> Result<Vec<DeviceRecord>, ContractErro
         for (i, s) in dev.slices.iter().enumerate() {
             need(
                 s.index == i as i64 && s.ready,
-                &loc,
+                loc,
                 "index",
                 "slice index/readiness mismatch",
             )?;
-            need(
+            in_range(
                 s.start_position >= 0 && s.end_position >= s.start_position,
                 format!("{loc}.endPosition"),
-                "range",
-                "integer out of range",
             )?;
             let len = s.end_position - s.start_position + 1;
             need(
                 s.start_position == position && len <= capacity,
-                &loc,
+                loc,
                 "coverage",
                 "invalid positional coverage/capacity",
             )?;
             need(
                 i == n - 1 || len == capacity,
-                &loc,
+                loc,
                 "capacity",
                 "nonfinal slice is not full",
             )?;
-            need(
-                s.start_event_id > last_id,
-                format!("{loc}.startEventId"),
-                "range",
-                "integer out of range",
-            )?;
-            need(
+            in_range(s.start_event_id > last_id, format!("{loc}.startEventId"))?;
+            in_range(
                 s.end_event_id >= s.start_event_id,
                 format!("{loc}.endEventId"),
-                "range",
-                "integer out of range",
             )?;
             need(
                 s.file == format!("device_{device_id}/slice_{i:05}.db"),
-                &loc,
+                loc,
                 "path",
                 "noncanonical member",
             )?;
-            need(is_digest(&s.sha256), &loc, "hash", "expected SHA256")?;
+            need(is_digest(&s.sha256), loc, "hash", "expected SHA256")?;
             slices.push(SliceRecord {
                 index: i,
                 start_event_id: s.start_event_id,
@@ -647,16 +646,12 @@ fn validate_native(m: &NativeManifest) -> Result<Vec<DeviceRecord>, ContractErro
         }
         need(
             position == dev.event_count,
-            &loc,
+            loc,
             "coverage",
             "positions do not cover eventCount",
         )?;
-        devices.push(DeviceRecord {
-            device_id,
-            event_count: dev.event_count,
-            slices,
-        });
-    }
+        Ok(slices)
+    })?;
     need(
         !devices.is_empty(),
         "devices",
@@ -687,11 +682,9 @@ fn validate_native(m: &NativeManifest) -> Result<Vec<DeviceRecord>, ContractErro
 }
 
 fn validate_compatibility(m: &CompatibilityManifest) -> Result<Vec<DeviceRecord>, ContractError> {
-    need(
+    in_range(
         (0..=i64::from(i32::MAX)).contains(&m.schema_version),
         "schemaVersion",
-        "range",
-        "integer out of range",
     )?;
     need(
         m.schema_version == MANIFEST_SCHEMA_VERSION,
@@ -699,60 +692,32 @@ fn validate_compatibility(m: &CompatibilityManifest) -> Result<Vec<DeviceRecord>
         "version",
         "unsupported base version",
     )?;
-    need(
-        !m.status.is_empty(),
-        "status",
-        "range",
-        "string must not be empty",
-    )?;
+    non_empty(&m.status, "status")?;
     need(
         m.status == "building" || m.status == "complete",
         "status",
         "status",
         "unknown publication state",
     )?;
-    need(
-        !m.source_file.is_empty(),
-        "sourceFile",
-        "range",
-        "string must not be empty",
-    )?;
+    non_empty(&m.source_file, "sourceFile")?;
     let capacity = m.events_per_slice;
-    need(
-        capacity >= 1,
-        "eventsPerSlice",
-        "range",
-        "integer out of range",
-    )?;
+    in_range(capacity >= 1, "eventsPerSlice")?;
     need(
         !m.devices.0.is_empty(),
         "devices",
         "empty",
         "at least one event-bearing device required",
     )?;
-    let mut devices = Vec::new();
     let mut all_ready = true;
-    for (key, dev) in &m.devices.0 {
-        let loc = format!("devices.{key}");
-        let device_id = device_key(key, &loc)?;
-        need(
-            dev.event_count >= 1,
-            format!("{loc}.eventCount"),
-            "range",
-            "integer out of range",
-        )?;
-        need(
+    let devices = device_records(&m.devices, |loc, device_id, dev| {
+        in_range(
             (1..=i64::from(i32::MAX)).contains(&dev.slice_count),
             format!("{loc}.sliceCount"),
-            "range",
-            "integer out of range",
         )?;
         for r in &dev.ready_slices {
-            need(
+            in_range(
                 (0..dev.slice_count).contains(r),
                 format!("{loc}.readySlices"),
-                "range",
-                "integer out of range",
             )?;
         }
         let ready: BTreeSet<i64> = dev.ready_slices.iter().copied().collect();
@@ -778,17 +743,10 @@ fn validate_compatibility(m: &CompatibilityManifest) -> Result<Vec<DeviceRecord>
                 "index",
                 "indices must match array order",
             )?;
-            need(
-                s.start_event_id >= 0,
-                format!("{sloc}.startEventId"),
-                "range",
-                "integer out of range",
-            )?;
-            need(
+            in_range(s.start_event_id >= 0, format!("{sloc}.startEventId"))?;
+            in_range(
                 s.end_event_id >= s.start_event_id,
                 format!("{sloc}.endEventId"),
-                "range",
-                "integer out of range",
             )?;
             need(
                 s.start_event_id == expected_start,
@@ -802,12 +760,7 @@ fn validate_compatibility(m: &CompatibilityManifest) -> Result<Vec<DeviceRecord>
                 "capacity",
                 "slice exceeds eventsPerSlice",
             )?;
-            need(
-                !s.file.is_empty(),
-                format!("{sloc}.file"),
-                "range",
-                "string must not be empty",
-            )?;
+            non_empty(&s.file, format!("{sloc}.file"))?;
             need(
                 !s.file
                     .split('/')
@@ -846,12 +799,8 @@ fn validate_compatibility(m: &CompatibilityManifest) -> Result<Vec<DeviceRecord>
             "coverage",
             "ranges do not cover eventCount",
         )?;
-        devices.push(DeviceRecord {
-            device_id,
-            event_count: dev.event_count,
-            slices,
-        });
-    }
+        Ok(slices)
+    })?;
     // Readers only take complete publications (the reference's `require_complete`).
     need(
         m.status == "complete",

@@ -7,10 +7,9 @@ mod validate;
 use pt_snap_query::{ImportMetadata, MetadataStatus};
 use serde_json::{json, Map, Value};
 
-pub(crate) use validate::hash_file;
 pub use validate::{is_dataset_path, Dataset, ValidationCache};
 
-use crate::manifest::Manifest;
+use crate::manifest::{validate_metadata, Manifest};
 
 /// The template → dataset semantics table (Appendix B), in the reference's order.
 pub const SUPPORTED: [(&str, &str); 11] = [
@@ -115,7 +114,7 @@ impl Dataset {
     pub fn import_metadata(&self) -> ImportMetadata {
         use MetadataStatus::{Available, Invalid, Unavailable};
         let (status, reason, metadata) = match &self.manifest.manifest {
-            Manifest::Native(m) => match m.metadata.validate() {
+            Manifest::Native(m) => match validate_metadata(&m.metadata) {
                 Ok(meta) => (Available, None, Some(meta)),
                 Err(_) => (Invalid, Some("metadata_invalid"), None),
             },
@@ -143,7 +142,7 @@ impl Dataset {
         e: &crate::manifest::CompatibilityExtension,
     ) -> Option<pt_snap_db::Metadata> {
         use crate::manifest::CompatibilityIdentity;
-        let meta = e.metadata.validate().ok()?;
+        let meta = validate_metadata(&e.metadata).ok()?;
         let want = CompatibilityIdentity::new(
             &meta.source_sha256,
             meta.requested_device,
@@ -199,7 +198,7 @@ impl Dataset {
             return None;
         }
         for (file, sha) in &e.members.0 {
-            if validate::hash_file(&self.root.join(file)).ok()? != *sha {
+            if crate::hash::sha256_file(&self.root.join(file)).ok()? != *sha {
                 return None;
             }
             let uri = format!(

@@ -6,14 +6,96 @@
 //!   over any recognised native dataset; anything else is refused and left as it is.
 //! * msinsight (`compatibility-v1`): reused only when intact and made from the same source
 //!   with the same options; never replaced, even under `--force`.
+//!
+//! [`decide`] applies the rule of an [`ImportRequest`]'s kind, after the reference's check
+//! of the target path ([`check_target`]); the caller builds and publishes when told to.
 
 use std::fs;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use pt_snap_db::Metadata;
 
-use crate::manifest::{self, CompatibilityIdentity, Manifest, NativeIdentity, ValidManifest};
-use crate::read::hash_file;
+use crate::hash::{salted_sha256_file, sha256_file};
+use crate::manifest::{
+    self, CompatibilityIdentity, DatasetKind, Manifest, NativeIdentity, ValidManifest,
+    MSINSIGHT_CACHE_SALT,
+};
+
+/// `path` with symlinks resolved as far as it exists (Python's `Path.resolve()`): how the
+/// reference checks a target and records an msinsight export's source.
+pub fn resolved(path: &Path) -> PathBuf {
+    if let Ok(p) = fs::canonicalize(path) {
+        return p;
+    }
+    match (path.parent(), path.file_name()) {
+        (Some(parent), Some(name)) => resolved(parent).join(name),
+        _ => path.to_path_buf(),
+    }
+}
+
+/// The reference's refusal of a target that is a symlink or is not where it resolves to.
+pub fn check_target(target: &Path, kind: DatasetKind) -> Result<(), String> {
+    if resolved(target) != target || target.is_symlink() {
+        return Err(match kind {
+            DatasetKind::Native => "Dataset output must be canonical and non-symlink.",
+            DatasetKind::Msinsight => "Compatible output must be canonical and non-symlink.",
+        }
+        .into());
+    }
+    Ok(())
+}
+
+/// One dataset import: what its reuse rule and its manifest identify it by.
+#[derive(Debug, Clone, Copy)]
+pub struct ImportRequest<'a> {
+    pub kind: DatasetKind,
+    /// The snapshot file.
+    pub source: &'a Path,
+    /// SHA-256 of the source's bytes.
+    pub sha256: &'a str,
+    /// `--device`.
+    pub device: Option<i64>,
+    pub events_per_slice: i64,
+    /// `--force`.
+    pub force: bool,
+}
+
+/// The reuse rule of `request.kind` at `target`: `Err` is the refusal, as the import reports
+/// it (`IMPORT_FAILED`). An msinsight source's `cacheHash` is computed first, as the
+/// reference does, whether or not a dataset is there.
+pub fn decide(target: &Path, request: &ImportRequest<'_>) -> Result<Decision, String> {
+    let ImportRequest {
+        kind,
+        source,
+        sha256,
+        device,
+        events_per_slice,
+        force,
+    } = *request;
+    match kind {
+        DatasetKind::Native => native(
+            target,
+            &NativeIdentity::new(sha256, device, events_per_slice),
+            force,
+        ),
+        DatasetKind::Msinsight => {
+            let source = MsinsightSource::of(source)?;
+            let decision = msinsight(
+                target,
+                &CompatibilityIdentity::new(sha256, device, events_per_slice),
+                &source,
+            )?;
+            Ok(match decision {
+                Decision::Build { miss, replace, .. } => Decision::Build {
+                    miss,
+                    replace,
+                    msinsight: Some(source),
+                },
+                reuse => reuse,
+            })
+        }
+    }
+}
 
 /// A dataset found at an import's target: its parsed manifest and whether every member still
 /// has the hash the manifest attests.
@@ -76,7 +158,7 @@ pub fn inspect(target: &Path, verify: bool) -> Result<Existing, String> {
         || files.iter().zip(&declared).all(|(file, want)| {
             want.as_deref().is_some_and(|want| {
                 let path = target.join(file);
-                !path.is_symlink() && hash_file(&path).ok().as_deref() == Some(want)
+                !path.is_symlink() && sha256_file(&path).ok().as_deref() == Some(want)
             })
         });
     Ok(Existing {
@@ -85,17 +167,19 @@ pub fn inspect(target: &Path, verify: bool) -> Result<Existing, String> {
     })
 }
 
-/// What an import reports about a dataset it reused.
-pub struct Reused {
+/// What an import reports about the dataset at its target, reused or built.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DatasetReport {
     pub metadata: Metadata,
+    /// Device ids, ascending.
     pub devices: Vec<i64>,
     pub slice_count: usize,
     pub omitted_devices: Vec<i64>,
 }
 
-impl Reused {
+impl DatasetReport {
     fn of(manifest: &ValidManifest, metadata: Metadata, omitted_devices: Vec<i64>) -> Self {
-        Reused {
+        DatasetReport {
             metadata,
             devices: manifest.device_ids(),
             slice_count: manifest.devices.iter().map(|d| d.slices.len()).sum(),
@@ -105,12 +189,17 @@ impl Reused {
 }
 
 /// What an import does with its target.
+#[derive(Debug)]
 pub enum Decision {
     /// The dataset there is this import's: keep it (once the source is checked unchanged).
-    Reuse(Reused),
+    Reuse(DatasetReport),
     /// Build a new dataset: `miss` is the reason reported (`database_missing`, `forced`);
-    /// with `replace`, over the dataset there.
-    Build { miss: &'static str, replace: bool },
+    /// with `replace`, over the dataset there. An msinsight export records `msinsight`.
+    Build {
+        miss: &'static str,
+        replace: bool,
+        msinsight: Option<MsinsightSource>,
+    },
 }
 
 /// The native rule: `Err` is the refusal, as the import reports it (`IMPORT_FAILED`).
@@ -119,6 +208,7 @@ pub fn native(target: &Path, identity: &NativeIdentity, force: bool) -> Result<D
         return Ok(Decision::Build {
             miss: "database_missing",
             replace: false,
+            msinsight: None,
         });
     }
     let found = inspect(target, true)
@@ -136,15 +226,16 @@ pub fn native(target: &Path, identity: &NativeIdentity, force: bool) -> Result<D
         return Ok(Decision::Build {
             miss: "forced",
             replace: true,
+            msinsight: None,
         });
     }
     let Manifest::Native(m) = &found.manifest.manifest else {
         unreachable!("only native manifests pass the check above")
     };
     if found.intact && m.identity == *identity {
-        return Ok(Decision::Reuse(Reused::of(
+        return Ok(Decision::Reuse(DatasetReport::of(
             &found.manifest,
-            m.metadata.clone().into(),
+            m.metadata.clone(),
             m.omitted_devices.clone(),
         )));
     }
@@ -158,25 +249,42 @@ pub fn native(target: &Path, identity: &NativeIdentity, force: bool) -> Result<D
     ))
 }
 
-/// What identifies an msinsight export's source beyond its hash.
-pub struct MsinsightSource<'a> {
+/// What identifies an msinsight export's source beyond its hash, as its manifest records it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MsinsightSource {
     /// The salted hash the export records (`cacheHash`).
-    pub cache_hash: &'a str,
+    pub cache_hash: String,
     /// The source's resolved path, as the manifest's `sourceFile` records it.
-    pub file: &'a str,
+    pub file: String,
+    /// Its size in bytes (-1 where it cannot be read).
     pub size: i64,
+}
+
+impl MsinsightSource {
+    /// The source file `source` as an msinsight export records it; `Err` is the refusal.
+    pub fn of(source: &Path) -> Result<Self, String> {
+        let cache_hash = salted_sha256_file(MSINSIGHT_CACHE_SALT, source).map_err(|e| {
+            format!("Cannot calculate msinsight cacheHash: Dataset import backend failed: {e}")
+        })?;
+        Ok(MsinsightSource {
+            cache_hash,
+            file: resolved(source).display().to_string(),
+            size: fs::metadata(source).map(|m| m.len() as i64).unwrap_or(-1),
+        })
+    }
 }
 
 /// The msinsight rule: `Err` is the refusal, as the import reports it (`IMPORT_FAILED`).
 pub fn msinsight(
     target: &Path,
     identity: &CompatibilityIdentity,
-    source: &MsinsightSource<'_>,
+    source: &MsinsightSource,
 ) -> Result<Decision, String> {
     if !(target.exists() || target.is_symlink()) {
         return Ok(Decision::Build {
             miss: "database_missing",
             replace: false,
+            msinsight: None,
         });
     }
     let refuse = |why: String| {
@@ -205,9 +313,9 @@ pub fn msinsight(
     {
         return Err(refuse("Source/options/format identity changed".into()));
     }
-    Ok(Decision::Reuse(Reused::of(
+    Ok(Decision::Reuse(DatasetReport::of(
         &found.manifest,
-        ext.metadata.into(),
+        ext.metadata,
         ext.omitted_devices,
     )))
 }
@@ -224,7 +332,7 @@ mod tests {
     /// `(miss, replace)` of a decision to build.
     fn build_reason(decision: Decision) -> Option<(&'static str, bool)> {
         match decision {
-            Decision::Build { miss, replace } => Some((miss, replace)),
+            Decision::Build { miss, replace, .. } => Some((miss, replace)),
             Decision::Reuse(_) => None,
         }
     }
@@ -285,12 +393,67 @@ mod tests {
     }
 
     #[test]
+    fn a_target_that_is_a_symlink_is_refused_in_each_kinds_words() {
+        let dir = tempfile::tempdir().unwrap();
+        let dir = fs::canonicalize(dir.path()).unwrap();
+        let real = dir.join("real");
+        fs::create_dir(&real).unwrap();
+        let link = dir.join("s.pkl.pt-snap-native-v2");
+        std::os::unix::fs::symlink(&real, &link).unwrap();
+        assert_eq!(check_target(&dir.join("new"), DatasetKind::Native), Ok(()));
+        assert_eq!(
+            check_target(&link, DatasetKind::Native),
+            Err("Dataset output must be canonical and non-symlink.".into())
+        );
+        assert_eq!(
+            check_target(&link, DatasetKind::Msinsight),
+            Err("Compatible output must be canonical and non-symlink.".into())
+        );
+    }
+
+    #[test]
+    fn a_new_msinsight_export_records_its_sources_salted_hash_and_resolved_path() {
+        let dir = tempfile::tempdir().unwrap();
+        let dir = fs::canonicalize(dir.path()).unwrap();
+        let source = dir.join("tiny.json");
+        fs::write(&source, "{}").unwrap();
+        let sha256 = sha256_file(&source).unwrap();
+        let request = ImportRequest {
+            kind: DatasetKind::Msinsight,
+            source: &source,
+            sha256: &sha256,
+            device: None,
+            events_per_slice: 1,
+            force: true,
+        };
+        let target = DatasetKind::Msinsight.target(&dir, "tiny.json");
+        assert_eq!(target, dir.join("tiny.json.msinsight"));
+        let Decision::Build {
+            miss,
+            replace,
+            msinsight: Some(recorded),
+        } = decide(&target, &request).unwrap()
+        else {
+            panic!("not a new export")
+        };
+        assert_eq!((miss, replace), ("database_missing", false));
+        assert_eq!(
+            recorded,
+            MsinsightSource {
+                cache_hash: salted_sha256_file(MSINSIGHT_CACHE_SALT, &source).unwrap(),
+                file: source.display().to_string(),
+                size: 2,
+            }
+        );
+    }
+
+    #[test]
     fn an_msinsight_export_is_never_replaced() {
         let dir = tempfile::tempdir().unwrap();
         let root = dataset(dir.path());
         let source = MsinsightSource {
-            cache_hash: "0",
-            file: "/tiny.json",
+            cache_hash: "0".into(),
+            file: "/tiny.json".into(),
             size: 1,
         };
         let identity = CompatibilityIdentity::new(&sha('a'), None, 1);

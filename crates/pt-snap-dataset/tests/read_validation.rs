@@ -7,25 +7,13 @@ use std::path::{Path, PathBuf};
 
 use pt_snap_dataset::read::{Dataset, ValidationCache};
 use pt_snap_query::QueryError;
+use pt_snap_testkit::copy_dir;
 
 fn golden(set: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../../tests/golden/dataset_query")
         .join(set)
         .join("dataset")
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    fs::create_dir_all(to).unwrap();
-    for e in fs::read_dir(from).unwrap() {
-        let e = e.unwrap();
-        let target = to.join(e.file_name());
-        if e.path().is_dir() {
-            copy_dir(&e.path(), &target);
-        } else {
-            fs::copy(e.path(), target).unwrap();
-        }
-    }
 }
 
 /// A canonical copy of a golden dataset in a temp dir.

@@ -9,20 +9,8 @@ use std::path::{Path, PathBuf};
 use pt_snap_dataset::read::{Dataset, ValidationCache};
 use pt_snap_db::rusqlite::Connection;
 use pt_snap_query::QueryError;
+use pt_snap_testkit::copy_dir;
 use sha2::{Digest, Sha256};
-
-fn copy_dir(from: &Path, to: &Path) {
-    fs::create_dir_all(to).unwrap();
-    for e in fs::read_dir(from).unwrap() {
-        let e = e.unwrap();
-        let target = to.join(e.file_name());
-        if e.path().is_dir() {
-            copy_dir(&e.path(), &target);
-        } else {
-            fs::copy(e.path(), target).unwrap();
-        }
-    }
-}
 
 /// A copy of a golden dataset whose first shard of device 0 is altered by `sql` (and its
 /// hash in the manifest updated, where the manifest records one).

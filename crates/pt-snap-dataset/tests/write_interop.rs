@@ -96,9 +96,8 @@ fn our_msinsight_export_of_the_interop_fixture_is_the_reference_s() {
     let source = read_json(&interop.join("three_shard_free_requested.json"));
     let reference_text = std::fs::read_to_string(export.join("manifest.json")).unwrap();
     let reference: Value = serde_json::from_str(&reference_text).unwrap();
-    let recorded: pt_snap_dataset::manifest::ManifestMetadata =
+    let metadata: Metadata =
         serde_json::from_value(reference["ptSnap"]["metadata"].clone()).unwrap();
-    let metadata = Metadata::from(recorded);
 
     let snapshot = snapshot(&source);
     let plan = write::plan(&snapshot, None, 1).unwrap();

@@ -5,7 +5,11 @@ use rusqlite::{Connection, OptionalExtension};
 pub const METADATA_SCHEMA_VERSION: i64 = 1;
 
 /// The one row of `pt_snap_metadata`, in the column (and JSON key) order of the reference.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+///
+/// The same nine fields, keys and order are what a dataset manifest records of its import
+/// (`metadata` of a native manifest, `ptSnap.metadata` of an msinsight export), so the
+/// manifests serialise and read this type too.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Metadata {
     pub metadata_schema_version: i64,
     pub import_format_version: i64,

@@ -8,33 +8,17 @@ use std::time::Instant;
 
 use pt_snap_db::rusqlite::Connection;
 use pt_snap_db::{check_format_objects, OpenError, SnapshotDb};
-
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
+use pt_snap_testkit::{copy_from_repo, files_below, repo_root};
 
 fn golden_dbs() -> Vec<PathBuf> {
-    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
-        for e in std::fs::read_dir(dir).unwrap() {
-            let p = e.unwrap().path();
-            if p.is_dir() {
-                walk(&p, out);
-            } else if p.extension().is_some_and(|x| x == "db") {
-                out.push(p);
-            }
-        }
-    }
-    let mut out = Vec::new();
-    walk(&repo().join("tests/golden"), &mut out);
-    out.sort();
-    out
+    files_below(&repo_root().join("tests/golden"), "db")
 }
 
 /// A copy of the reference's own database of a fixture (layout v2), altered by `sql`.
 fn altered(sql: &str) -> (tempfile::TempDir, PathBuf) {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("hostile.db");
-    std::fs::copy(repo().join("tests/golden/query/single/reference.db"), &path).unwrap();
+    copy_from_repo("tests/golden/query/single/reference.db", &path);
     Connection::open(&path).unwrap().execute_batch(sql).unwrap();
     (dir, path)
 }
@@ -71,8 +55,9 @@ fn every_database_the_reference_wrote_is_accepted() {
     }
     // v2 fixtures, the v1 shard, and the three datasets' shards (v1 and v2 with references).
     assert!(opened >= 20, "{opened}");
-    let v1 = SnapshotDb::open_readonly(&repo().join("tests/golden/query/v1_shard/reference.db"))
-        .unwrap();
+    let v1 =
+        SnapshotDb::open_readonly(&repo_root().join("tests/golden/query/v1_shard/reference.db"))
+            .unwrap();
     assert_eq!(v1.layout().unwrap(), Ok(pt_snap_db::CallstackLayout::V1));
 }
 
@@ -211,7 +196,7 @@ fn unknown_objects_and_format_indexes_are_accepted() {
 fn a_wal_database_is_read_without_side_files() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("w a#l?%.db");
-    std::fs::copy(repo().join("tests/golden/query/single/reference.db"), &path).unwrap();
+    copy_from_repo("tests/golden/query/single/reference.db", &path);
     let count = |db: &SnapshotDb| -> i64 {
         db.conn()
             .query_row(
@@ -250,7 +235,7 @@ fn a_wal_database_is_read_without_side_files() {
 fn a_wal_with_frames_is_read() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("live.db");
-    std::fs::copy(repo().join("tests/golden/query/single/reference.db"), &path).unwrap();
+    copy_from_repo("tests/golden/query/single/reference.db", &path);
     let writer = Connection::open(&path).unwrap();
     writer
         .execute_batch(

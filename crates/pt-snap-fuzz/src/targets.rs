@@ -7,7 +7,6 @@
 //! Work is kept small — row windows of 20, at most two devices, at most 16 shards per
 //! device — so one input runs in milliseconds.
 
-use std::io::{self, Read};
 use std::path::PathBuf;
 
 use pt_snap_dataset::read::{Dataset, ValidationCache};
@@ -17,6 +16,7 @@ use pt_snap_import::{ImportRequest, ReplayMode};
 use pt_snap_pickle::{Arena, KeepAll, Limits, Node, Val};
 use pt_snap_query::{registry, Analyzer, QueryRequest, TimelineRequest};
 use pt_snap_report::{Metric, PeakRequest, TreeRequest};
+use pt_snap_testkit::Slices;
 use rusqlite::Connection;
 use sha2::{Digest, Sha256};
 
@@ -117,22 +117,6 @@ pub fn pickle_memory_bound(n: usize) -> u64 {
     64 * n as u64 + (192 << 20) + (64 << 20)
 }
 
-/// Hands out `bytes` at most `slice` bytes per `read`, so opcodes and payloads straddle
-/// reads (as the browser worker's sliced file reads make them).
-struct Slices<'a> {
-    bytes: &'a [u8],
-    slice: usize,
-}
-
-impl Read for Slices<'_> {
-    fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
-        let n = out.len().min(self.slice).min(self.bytes.len());
-        out[..n].copy_from_slice(&self.bytes[..n]);
-        self.bytes = &self.bytes[n..];
-        Ok(n)
-    }
-}
-
 /// A deterministic number from the input, to vary settings per input.
 fn mix(data: &[u8]) -> u64 {
     data.iter().take(256).fold(data.len() as u64, |h, &b| {
@@ -204,7 +188,7 @@ fn keep_all(
 /// `pt_snap_model::decode`, reading `data` in slices of a size chosen by the input.
 fn model_decode(data: &[u8]) -> String {
     let slice = [1, 7, 4096, 1 << 16][(mix(data) % 4) as usize];
-    match pt_snap_model::decode(Slices { bytes: data, slice }, &mut |_| {}) {
+    match pt_snap_model::decode(Slices::new(data, slice), &mut |_| {}) {
         Ok(s) => format!(
             "ok {:?} devices={} events~2^{} stacks~2^{}",
             s.layout,

@@ -232,61 +232,23 @@ impl<'s> Replayer<'s> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{replay_device, BlockRow, RowSink};
-    use pt_snap_model::{Action, Block, Segment};
-
-    #[derive(Default)]
-    struct Rows(Vec<TraceRow>, Vec<BlockRow>);
-
-    impl RowSink for Rows {
-        type Error = std::convert::Infallible;
-        fn trace_row(&mut self, row: &TraceRow) -> Result<(), Self::Error> {
-            self.0.push(*row);
-            Ok(())
-        }
-        fn block_row(&mut self, row: &BlockRow) -> Result<(), Self::Error> {
-            self.1.push(*row);
-            Ok(())
-        }
-    }
+    use crate::replay_device;
+    use crate::tests::{block, event, segment, Rows};
+    use pt_snap_model::Action;
 
     fn snapshot() -> Snapshot {
-        let ev = |action, addr, size| TraceEvent {
-            action,
-            addr,
-            size,
-            stream: 0,
-            frames: StackId::EMPTY,
-            id: None,
-        };
-        let live = |address, size| Block {
-            address,
-            size,
-            requested_size: size,
-            state: BlockState::ActiveAllocated,
-            frames: StackId::EMPTY,
-        };
+        let live = |address, size| block(address, size, BlockState::ActiveAllocated);
         Snapshot {
-            segments: vec![Segment {
-                device: 0,
-                address: 0,
-                total_size: 4096,
-                stream: 0,
-                segment_type: "small".into(),
-                allocated_size: 1536,
-                active_size: 1536,
-                is_expandable: false,
-                frames: StackId::EMPTY,
-                blocks: vec![live(0, 512), live(1024, 1024)],
-            }],
+            // 1536 bytes allocated and active.
+            segments: vec![segment(0, 4096, vec![live(0, 512), live(1024, 1024)])],
             device_traces: vec![vec![
-                ev(Action::Alloc, 2048, 512),
-                ev(Action::FreeRequested, 2048, 512),
-                ev(Action::FreeCompleted, 2048, 512),
-                ev(Action::Alloc, 1024, 1024),
-                ev(Action::FreeRequested, 0, 512),
-                ev(Action::FreeCompleted, 0, 512),
-                ev(Action::Alloc, 0, 512),
+                event(Action::Alloc, 2048, 512),
+                event(Action::FreeRequested, 2048, 512),
+                event(Action::FreeCompleted, 2048, 512),
+                event(Action::Alloc, 1024, 1024),
+                event(Action::FreeRequested, 0, 512),
+                event(Action::FreeCompleted, 0, 512),
+                event(Action::Alloc, 0, 512),
             ]],
             ..Snapshot::default()
         }
@@ -306,7 +268,7 @@ mod tests {
             rows.push(step.row);
             changes.push(step.change);
         }
-        assert_eq!(rows[..], full.0[..rows.len()]);
+        assert_eq!(rows[..], full.trace[..rows.len()]);
         assert_eq!(replayer.remaining(), 0);
 
         // The block live at dump time at 0 is re-allocated by event 6: detached there; event
@@ -331,8 +293,8 @@ mod tests {
         assert_eq!(
             replayer.totals(),
             (
-                full.0.last().unwrap().allocated,
-                full.0.last().unwrap().active,
+                full.trace.last().unwrap().allocated,
+                full.trace.last().unwrap().active,
                 4096
             )
         );

@@ -1,10 +1,11 @@
 use super::*;
 use pt_snap_model::{Block, Segment};
 
+/// Every row a replay emits; shared with the stepwise replay's tests.
 #[derive(Debug, Default)]
-struct Rows {
-    trace: Vec<TraceRow>,
-    blocks: Vec<BlockRow>,
+pub(crate) struct Rows {
+    pub(crate) trace: Vec<TraceRow>,
+    pub(crate) blocks: Vec<BlockRow>,
 }
 
 impl RowSink for Rows {
@@ -19,7 +20,7 @@ impl RowSink for Rows {
     }
 }
 
-fn event(action: Action, addr: i64, size: i64) -> TraceEvent {
+pub(crate) fn event(action: Action, addr: i64, size: i64) -> TraceEvent {
     TraceEvent {
         action,
         addr,
@@ -30,7 +31,7 @@ fn event(action: Action, addr: i64, size: i64) -> TraceEvent {
     }
 }
 
-fn block(address: i64, size: i64, state: BlockState) -> Block {
+pub(crate) fn block(address: i64, size: i64, state: BlockState) -> Block {
     Block {
         address,
         size,
@@ -40,7 +41,8 @@ fn block(address: i64, size: i64, state: BlockState) -> Block {
     }
 }
 
-fn segment(address: i64, total_size: i64, blocks: Vec<Block>) -> Segment {
+/// A device-0 segment holding `blocks`, its counters summed from them.
+pub(crate) fn segment(address: i64, total_size: i64, blocks: Vec<Block>) -> Segment {
     let live = |s: BlockState| -> i64 {
         blocks
             .iter()

@@ -74,6 +74,104 @@ pub fn shared_dir(name: &str) -> Option<PathBuf> {
     None
 }
 
+/// Copies the directory tree `from` into `to` (created), files byte for byte: a scratch copy
+/// of a committed dataset for a test to alter.
+///
+/// # Panics
+/// On any I/O error.
+pub fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let path = entry.unwrap().path();
+        let target = to.join(path.file_name().unwrap());
+        if path.is_dir() {
+            copy_dir(&path, &target);
+        } else {
+            std::fs::copy(&path, &target).unwrap();
+        }
+    }
+}
+
+/// Copies `<repo>/<relative>` (a committed fixture or database) to the file `to`, for a
+/// test to import, query or alter.
+///
+/// # Panics
+/// On any I/O error.
+pub fn copy_from_repo(relative: &str, to: &Path) {
+    let from = repo_root().join(relative);
+    if let Err(e) = std::fs::copy(&from, to) {
+        panic!("copying {} to {}: {e}", from.display(), to.display());
+    }
+}
+
+/// Every file below `dir`, at any depth, whose extension is `extension`, sorted.
+///
+/// # Panics
+/// On any I/O error.
+pub fn files_below(dir: &Path, extension: &str) -> Vec<PathBuf> {
+    fn walk(dir: &Path, extension: &str, out: &mut Vec<PathBuf>) {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                walk(&path, extension, out);
+            } else if path.extension().is_some_and(|e| e == extension) {
+                out.push(path);
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(dir, extension, &mut out);
+    out.sort();
+    out
+}
+
+/// The snapshot pickles (`.pkl`, `.pickle`) directly in each of the directories `dirs` below
+/// `root` (a missing directory has none), sorted.
+///
+/// # Panics
+/// On an I/O error other than a missing directory.
+pub fn pickles_in(root: &Path, dirs: &[&str]) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for dir in dirs {
+        let Ok(entries) = std::fs::read_dir(root.join(dir)) else {
+            continue;
+        };
+        for entry in entries {
+            let path = entry.unwrap().path();
+            if matches!(
+                path.extension().and_then(|x| x.to_str()),
+                Some("pkl" | "pickle")
+            ) {
+                out.push(path);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// Hands out `bytes` at most `slice` bytes per `read`, as the browser worker's
+/// `FileReaderSync` slices do, so pickle opcodes and strings straddle read boundaries.
+pub struct Slices<'a> {
+    bytes: &'a [u8],
+    slice: usize,
+}
+
+impl<'a> Slices<'a> {
+    pub fn new(bytes: &'a [u8], slice: usize) -> Self {
+        Slices { bytes, slice }
+    }
+}
+
+impl std::io::Read for Slices<'_> {
+    fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
+        let n = out.len().min(self.slice).min(self.bytes.len());
+        out[..n].copy_from_slice(&self.bytes[..n]);
+        self.bytes = &self.bytes[n..];
+        Ok(n)
+    }
+}
+
 /// Error type of this crate (SQLite errors only).
 pub type Error = rusqlite::Error;
 
@@ -593,3 +691,20 @@ INSERT INTO trace_entry_0 VALUES
 INSERT INTO block_0 VALUES (-9, 4096, 512, 512, 1, -1, -1), (-4, 4608, 256, 256, 1, -1, 1), (0, 4096, 512, 512, 1, 0, 1);
 INSERT INTO trace_entry_2 VALUES (-2, 2, 1, 2, 3, 4, 5, 6, 0);
 "#;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Read;
+
+    #[test]
+    fn slices_hand_out_every_byte_in_bounded_reads() {
+        let data: Vec<u8> = (0..=255).collect();
+        let mut r = Slices::new(&data, 7);
+        let mut buf = [0u8; 100];
+        assert_eq!(r.read(&mut buf).unwrap(), 7);
+        let mut rest = Vec::new();
+        r.read_to_end(&mut rest).unwrap();
+        assert_eq!([&buf[..7], &rest[..]].concat(), data);
+    }
+}

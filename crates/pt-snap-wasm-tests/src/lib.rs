@@ -9,8 +9,6 @@
 
 #![forbid(unsafe_code)]
 
-use std::io::{self, Read};
-
 use pt_snap_import::ImportRequest;
 use rusqlite::{Connection, MAIN_DB};
 use serde_json::Value;
@@ -29,27 +27,7 @@ pub struct Imported {
     pub events: usize,
 }
 
-/// Hands out `bytes` at most `slice` bytes per `read`, as the worker's `FileReaderSync`
-/// slices do, so pickle opcodes and strings straddle read boundaries.
-pub struct Slices<'a> {
-    bytes: &'a [u8],
-    slice: usize,
-}
-
-impl<'a> Slices<'a> {
-    pub fn new(bytes: &'a [u8], slice: usize) -> Self {
-        Slices { bytes, slice }
-    }
-}
-
-impl Read for Slices<'_> {
-    fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
-        let n = out.len().min(self.slice).min(self.bytes.len());
-        out[..n].copy_from_slice(&self.bytes[..n]);
-        self.bytes = &self.bytes[n..];
-        Ok(n)
-    }
-}
+pub use pt_snap_testkit::Slices;
 
 /// Imports `pickle` (named `name`) as the web worker does and returns the canonical form of
 /// the database image it would hand to the page. `completed_at` is fixed: the canonical form
@@ -128,17 +106,6 @@ pub fn first_difference(ours: &Value, theirs: &Value) -> Option<String> {
 mod tests {
     use super::*;
     use serde_json::json;
-
-    #[test]
-    fn slices_hand_out_every_byte_in_bounded_reads() {
-        let data: Vec<u8> = (0..=255).collect();
-        let mut r = Slices::new(&data, 7);
-        let mut buf = [0u8; 100];
-        assert_eq!(r.read(&mut buf).unwrap(), 7);
-        let mut rest = Vec::new();
-        r.read_to_end(&mut rest).unwrap();
-        assert_eq!([&buf[..7], &rest[..]].concat(), data);
-    }
 
     #[test]
     fn first_difference_names_the_path() {

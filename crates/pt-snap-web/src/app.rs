@@ -6,7 +6,7 @@ use leptos::prelude::*;
 use wasm_bindgen::JsCast;
 use web_sys::{DragEvent, HtmlInputElement};
 
-use crate::client;
+use crate::client::{self, Reply};
 use crate::fmt;
 pub use crate::link::Tab;
 use crate::link::{self, parse_hash};
@@ -14,7 +14,7 @@ use crate::lists;
 use crate::loader;
 use crate::opened::Opened;
 use crate::views;
-use pt_snap_engine::{EngineError, Progress};
+use pt_snap_engine::{Answer, EngineError, Progress, Query};
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum Status {
@@ -60,6 +60,24 @@ impl AppState {
     /// Whether the open file's database is ready for questions, tracked.
     pub fn ready(self) -> bool {
         self.opened.with(|o| o.as_ref().is_some_and(Opened::ready))
+    }
+
+    /// A question about the selected device, asked with the user's time budget and again
+    /// whenever another file is shown, the device changes, or anything `query` reads does
+    /// (see [`client::watch`]).
+    pub fn watch<T: Send + Sync + Clone + 'static>(
+        self,
+        query: impl Fn(i64) -> Option<Query> + 'static,
+        pick: fn(Answer) -> Option<T>,
+    ) -> RwSignal<Reply<T>> {
+        client::watch(
+            self.budget_s.into(),
+            move || {
+                self.generation();
+                query(self.device.get())
+            },
+            pick,
+        )
     }
 }
 
@@ -519,10 +537,11 @@ fn CachedFiles() -> impl IntoView {
                             if list.len() == 1 { "One database".to_owned() } else { format!("{} databases", list.len()) },
                             fmt::bytes(total as i64))}
                     </p>
-                    <table class="grid cached-list">
-                        <thead><tr><th>"file"</th><th class="num">"file size"</th><th class="num">"database"</th><th>"imported"</th><th></th></tr></thead>
-                        <tbody>
-                        {list.into_iter().map(|e| {
+                    {views::grid_table(
+                        "grid cached-list",
+                        None,
+                        view! { <th>"file"</th><th class="num">"file size"</th><th class="num">"database"</th><th>"imported"</th><th></th> },
+                        list.into_iter().map(|e| {
                             let sha = e.sha256.clone();
                             let entry = e.clone();
                             view! {
@@ -539,9 +558,8 @@ fn CachedFiles() -> impl IntoView {
                                     </td>
                                 </tr>
                             }
-                        }).collect_view()}
-                        </tbody>
-                    </table>
+                        }).collect_view(),
+                    )}
                 </section>
             }
         })

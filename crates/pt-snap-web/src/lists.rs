@@ -12,7 +12,9 @@ use pt_snap_engine::{Answer, EngineError, Query, Table};
 use crate::app::{AppState, Tab};
 use crate::client::{self, Asker};
 use crate::fmt;
-use crate::views::{active_peak_event, bytes_cell, error_box, pending, PeaksReply};
+use crate::views::{
+    active_peak_event, bytes_cell, error_box, grid_table, include_static_field, pending, PeaksReply,
+};
 
 const PAGE: i64 = 50;
 /// `leak_detection` has no offset, so its pages are cut from one capped answer.
@@ -44,12 +46,10 @@ fn watch_template(
     max_rows: i64,
     exact_total: bool,
 ) -> RwSignal<client::Reply<Table>> {
-    client::watch(
-        state.budget_s.into(),
-        move || {
-            state.generation();
+    state.watch(
+        move |device| {
             Some(Query::Template {
-                device: state.device.get(),
+                device,
                 template: template.to_owned(),
                 params: params()?,
                 max_rows,
@@ -143,6 +143,21 @@ fn pager(page: RwSignal<i64>, pages: i64) -> impl IntoView {
     }
 }
 
+/// One page of a block list: its `grid results` table (`head`: the header cells, `rows`: the
+/// page's rows), scrolling sideways, and the pager under it.
+fn paged_table(
+    testid: &'static str,
+    head: impl IntoView,
+    rows: impl IntoView,
+    page: RwSignal<i64>,
+    pages: i64,
+) -> impl IntoView {
+    view! {
+        <div class="scroll">{grid_table("grid results", Some(testid), head, rows)}</div>
+        {pager(page, pages)}
+    }
+}
+
 fn parse_bytes(text: &str) -> i64 {
     text.trim().parse::<i64>().unwrap_or(0).max(0)
 }
@@ -204,14 +219,13 @@ pub fn LeaksView() -> impl IntoView {
                         <p data-testid="leaks-summary" data-total=total.to_string()>
                             {summary} " " <span class="muted small">"Largest first."</span>
                         </p>
-                        <div class="scroll">
-                        <table class="grid results" data-testid="leaks-table">
-                            <thead><tr>
+                        {paged_table(
+                            "leaks-table",
+                            view! {
                                 <th class="num">"block"</th><th class="num">"size"</th><th>"address"</th>
                                 <th class="num">"allocated at event"</th><th>"allocation stack (innermost frame)"</th>
-                            </tr></thead>
-                            <tbody>
-                            {move || {
+                            },
+                            move || {
                                 let p = page.get();
                                 rows.iter().skip((p * PAGE) as usize).take(PAGE as usize).map(|r| {
                                     let alloc = int(&t, r, "allocEventId");
@@ -225,11 +239,10 @@ pub fn LeaksView() -> impl IntoView {
                                         </tr>
                                     }
                                 }).collect_view()
-                            }}
-                            </tbody>
-                        </table>
-                        </div>
-                        {pager(page, pages)}
+                            },
+                            page,
+                            pages,
+                        )}
                     </section>
                 }.into_any()
             }
@@ -312,11 +325,7 @@ pub fn BlocksView() -> impl IntoView {
                         <option value="ASC">"smallest first"</option>
                     </select>
                 </label>
-                <label class="field check">
-                    <input type="checkbox" prop:checked=move || include_static.get()
-                        on:change=move |e| include_static.set(event_target_checked(&e))/>
-                    "include static blocks"
-                </label>
+                {include_static_field(include_static)}
             </form>
         </section>
         {move || match (event.get(), answer.get()) {
@@ -332,15 +341,14 @@ pub fn BlocksView() -> impl IntoView {
                             {format!("{} blocks", fmt::grouped(t.total))}
                             {(t.total > 0).then(|| format!("; rows {}–{} shown", first + 1, first + t.rows.len() as i64))}
                         </p>
-                        <div class="scroll">
-                        <table class="grid results" data-testid="blocks-table">
-                            <thead><tr>
+                        {paged_table(
+                            "blocks-table",
+                            view! {
                                 <th class="num">"block"</th><th class="num">"size"</th><th class="num">"requested"</th>
                                 <th>"address"</th><th>"kind"</th><th class="num">"allocated at"</th><th class="num">"freed at"</th>
                                 <th>"allocation stack (innermost frame)"</th>
-                            </tr></thead>
-                            <tbody>
-                            {t.rows.iter().map(|r| {
+                            },
+                            t.rows.iter().map(|r| {
                                 let alloc = int(&t, r, "allocEventId");
                                 let kind = col(&t, r, "category").and_then(Json::as_str).unwrap_or("").to_owned();
                                 let label = match kind.as_str() {
@@ -361,11 +369,10 @@ pub fn BlocksView() -> impl IntoView {
                                         <td><StackCell alloc_event=alloc/></td>
                                     </tr>
                                 }
-                            }).collect_view()}
-                            </tbody>
-                        </table>
-                        </div>
-                        {pager(page, pages)}
+                            }).collect_view(),
+                            page,
+                            pages,
+                        )}
                     </section>
                 }.into_any()
             }
@@ -411,14 +418,14 @@ pub fn LifetimesView() -> impl IntoView {
                         {if rows.is_empty() {
                             view! { <p class="muted">"No block was both allocated and freed within the trace."</p> }.into_any()
                         } else {
-                            view! {
-                                <table class="grid lifetimes" data-testid="lifetimes-table">
-                                    <thead><tr>
-                                        <th>"lifetime (events)"</th><th class="num">"blocks"</th><th class="bar-col"></th>
-                                        <th class="num">"bytes freed"</th><th class="bar-col"></th>
-                                    </tr></thead>
-                                    <tbody>
-                                    {rows.into_iter().map(|(label, n, size)| view! {
+                            grid_table(
+                                "grid lifetimes",
+                                Some("lifetimes-table"),
+                                view! {
+                                    <th>"lifetime (events)"</th><th class="num">"blocks"</th><th class="bar-col"></th>
+                                    <th class="num">"bytes freed"</th><th class="bar-col"></th>
+                                },
+                                rows.into_iter().map(|(label, n, size)| view! {
                                         <tr>
                                             <td><code>{label}</code></td>
                                             <td class="num" title=share(n, blocks)>{fmt::grouped(n)}</td>
@@ -426,10 +433,8 @@ pub fn LifetimesView() -> impl IntoView {
                                             <td class="num">{bytes_cell(size)}</td>
                                             <td class="bar-col"><span class="bar bytes" style:width=format!("{:.1}%", size as f64 / max_bytes * 100.0)></span></td>
                                         </tr>
-                                    }).collect_view()}
-                                    </tbody>
-                                </table>
-                            }.into_any()
+                                    }).collect_view(),
+                            ).into_any()
                         }}
                     </section>
                 }.into_any()

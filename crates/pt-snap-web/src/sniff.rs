@@ -68,17 +68,19 @@ mod tests {
 
     #[test]
     fn content_decides_before_the_name() {
-        assert_eq!(route("a.bin", b"SQLite format 3\0rest"), Route::Database);
-        assert_eq!(route("a.pkl", b"SQLite format 3\0rest"), Route::Database);
-        assert_eq!(route("snapshot.txt", b"\x80\x04\x95\x00"), Route::Import);
-        assert_eq!(route("s.json.gz", b"\x1f\x8b\x08\x00"), Route::Import);
-        assert_eq!(
-            route("s.pickle.zst", b"\x28\xb5\x2f\xfd\x00"),
-            Route::Import
-        );
-        assert_eq!(route("s.bz2", b"BZh91AY&SY"), Route::Import);
-        assert_eq!(route("s.json", b" \n{\"segments\": []}"), Route::Import);
-        assert_eq!(route("X.DB", b"\x1f\x8b\x08\x00"), Route::Import);
+        let cases: [(&str, &[u8], Route); 8] = [
+            ("a.bin", b"SQLite format 3\0rest", Route::Database),
+            ("a.pkl", b"SQLite format 3\0rest", Route::Database),
+            ("snapshot.txt", b"\x80\x04\x95\x00", Route::Import),
+            ("s.json.gz", b"\x1f\x8b\x08\x00", Route::Import),
+            ("s.pickle.zst", b"\x28\xb5\x2f\xfd\x00", Route::Import),
+            ("s.bz2", b"BZh91AY&SY", Route::Import),
+            ("s.json", b" \n{\"segments\": []}", Route::Import),
+            ("X.DB", b"\x1f\x8b\x08\x00", Route::Import),
+        ];
+        for (name, head, want) in cases {
+            assert_eq!(route(name, head), want, "{name}");
+        }
     }
 
     #[test]

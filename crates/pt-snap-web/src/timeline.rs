@@ -10,7 +10,7 @@ use wasm_bindgen::JsCast;
 use web_sys::{KeyboardEvent, PointerEvent, WheelEvent};
 
 use crate::app::{AppState, Tab};
-use crate::client::{self, Reply};
+use crate::client::Reply;
 use crate::fmt;
 use crate::views::PeaksReply;
 
@@ -124,11 +124,8 @@ pub fn TimelinePanel(peaks: PeaksReply) -> impl IntoView {
             .opened
             .with(|o| o.as_ref()?.timeline(device, BUCKETS).cloned())
     });
-    let asked = client::watch(
-        state.budget_s.into(),
-        move || {
-            state.generation();
-            let device = state.device.get();
+    let asked = state.watch(
+        move |device| {
             let window = window.get();
             previewed.with(Option::is_none).then_some(Query::Timeline {
                 device,
@@ -488,12 +485,10 @@ fn set_window(window: RwSignal<Option<(i64, i64)>>, first: i64, last: i64, start
 #[component]
 fn SelectedEvent() -> impl IntoView {
     let state = expect_context::<AppState>();
-    let info = client::watch(
-        state.budget_s.into(),
-        move || {
-            state.generation();
+    let info = state.watch(
+        move |device| {
             Some(Query::Event {
-                device: state.device.get(),
+                device,
                 id: state.event.get()?,
             })
         },

@@ -39,6 +39,32 @@ pub(crate) fn bytes_cell(n: i64) -> AnyView {
     view! { <span class="num" title=fmt::exact(n)>{fmt::bytes(n)}</span> }.into_any()
 }
 
+/// The "include static blocks" switch of the views whose template takes `include_static`.
+pub(crate) fn include_static_field(include_static: RwSignal<bool>) -> impl IntoView {
+    view! {
+        <label class="field check">
+            <input type="checkbox" prop:checked=move || include_static.get()
+                on:change=move |e| include_static.set(event_target_checked(&e))/>
+            "include static blocks"
+        </label>
+    }
+}
+
+/// A `grid` table: `head` is the header row's cells, `rows` the body's rows.
+pub(crate) fn grid_table(
+    class: &'static str,
+    testid: Option<&'static str>,
+    head: impl IntoView,
+    rows: impl IntoView,
+) -> impl IntoView {
+    view! {
+        <table class=class data-testid=testid>
+            <thead><tr>{head}</tr></thead>
+            <tbody>{rows}</tbody>
+        </table>
+    }
+}
+
 /// A question being answered: a spinner, with how to stop it.
 pub(crate) fn pending(what: &'static str) -> AnyView {
     view! {
@@ -71,13 +97,8 @@ pub fn peaks_signal(state: AppState) -> PeaksReply {
         let device = state.device.get();
         state.opened.with(|o| o.as_ref()?.peaks(device))
     });
-    let asked = client::watch(
-        state.budget_s.into(),
-        move || {
-            state.generation();
-            let device = state.device.get();
-            previewed.get().is_none().then_some(Query::Peaks { device })
-        },
+    let asked = state.watch(
+        move |device| previewed.get().is_none().then_some(Query::Peaks { device }),
         |a| match a {
             Answer::Peaks(p) => Some(p),
             _ => None,
@@ -204,17 +225,18 @@ pub fn Overview(peaks: PeaksReply) -> impl IntoView {
     }
 }
 
+/// The peak report's metrics, in the order its menu lists them (the first is the default).
+const METRICS: [Metric; 3] = [Metric::Active, Metric::Allocated, Metric::Reserved];
+
 #[component]
 pub fn PeakView() -> impl IntoView {
     let state = expect_context::<AppState>();
-    let metric = RwSignal::new(Metric::Active);
+    let metric = RwSignal::new(METRICS[0]);
     let include_static = RwSignal::new(true);
-    let report = client::watch(
-        state.budget_s.into(),
-        move || {
-            state.generation();
+    let report = state.watch(
+        move |device| {
             Some(Query::PeakReport {
-                device: state.device.get(),
+                device,
                 metric: metric.get(),
                 include_static: include_static.get(),
             })
@@ -227,21 +249,14 @@ pub fn PeakView() -> impl IntoView {
     view! {
         <div class="form-row">
             <label class="field">"Metric "
-                <select on:change=move |e| metric.set(match event_target_value(&e).as_str() {
-                    "allocated" => Metric::Allocated,
-                    "reserved" => Metric::Reserved,
-                    _ => Metric::Active,
-                })>
-                    <option value="active">"active"</option>
-                    <option value="allocated">"allocated"</option>
-                    <option value="reserved">"reserved"</option>
+                <select on:change=move |e| {
+                    let name = event_target_value(&e);
+                    metric.set(METRICS.into_iter().find(|m| m.name() == name).unwrap_or(Metric::Active));
+                }>
+                    {METRICS.map(|m| view! { <option value=m.name()>{m.name()}</option> }).into_iter().collect_view()}
                 </select>
             </label>
-            <label class="field check">
-                <input type="checkbox" prop:checked=move || include_static.get()
-                    on:change=move |e| include_static.set(event_target_checked(&e))/>
-                "include static blocks"
-            </label>
+            {include_static_field(include_static)}
         </div>
         {move || match report.get() {
             None => pending("Attributing the peak to callstacks…"),
@@ -283,10 +298,11 @@ fn peak_body(state: AppState, r: PeakReport) -> impl IntoView {
         </section>
         <section class="panel">
             <h2>"Callstack groups"</h2>
-            <table class="grid groups">
-                <thead><tr><th class="num">"size"</th><th class="num">"requested"</th><th class="num">"blocks"</th><th class="num">"%"</th><th>"category"</th><th>"callstack (innermost frame)"</th></tr></thead>
-                <tbody>
-                {groups.into_iter().map(|g| {
+            {grid_table(
+                "grid groups",
+                None,
+                view! { <th class="num">"size"</th><th class="num">"requested"</th><th class="num">"blocks"</th><th class="num">"%"</th><th>"category"</th><th>"callstack (innermost frame)"</th> },
+                groups.into_iter().map(|g| {
                     let stack = g.callstack;
                     let last = stack.lines().last().unwrap_or("").to_owned();
                     view! {
@@ -304,9 +320,8 @@ fn peak_body(state: AppState, r: PeakReport) -> impl IntoView {
                             </td>
                         </tr>
                     }
-                }).collect_view()}
-                </tbody>
-            </table>
+                }).collect_view(),
+            )}
         </section>
         <section class="panel">
             <details>
@@ -351,12 +366,10 @@ pub fn TreeView() -> impl IntoView {
     let container = NodeRef::<html::Div>::new();
     let peak_event = active_peak_event(expect_context::<PeaksReply>());
     let event = move || state.event.get().or_else(|| peak_event.get());
-    let tree = client::watch(
-        state.budget_s.into(),
-        move || {
-            state.generation();
+    let tree = state.watch(
+        move |device| {
             Some(Query::Tree {
-                device: state.device.get(),
+                device,
                 event_id: event()?,
                 include_static: include_static.get(),
             })
@@ -404,11 +417,7 @@ pub fn TreeView() -> impl IntoView {
             </label>
             <button class="button" type="submit">"Show"</button>
             <button class="button" type="button" on:click=move |_| state.event.set(None)>"Active peak"</button>
-            <label class="field check">
-                <input type="checkbox" prop:checked=move || include_static.get()
-                    on:change=move |e| include_static.set(event_target_checked(&e))/>
-                "include static blocks"
-            </label>
+            {include_static_field(include_static)}
         </form>
         {move || match (event(), tree.get()) {
             (None, _) => Some(view! { <p class="muted">"This device has no events to choose from."</p> }.into_any()),

@@ -72,8 +72,16 @@ pub struct Output {
     pub stderr: String,
 }
 
+/// Runs a case with our binary in a fresh HOME; `<DB>` and `<SETDIR>` stand for `db` and
+/// `set_dir` in its arguments, environment and outputs.
 pub fn run_ours(case: &Case, db: &Path, set_dir: &Path) -> Output {
     let home = tempfile::tempdir().unwrap();
+    run_ours_in(home.path(), case, db, set_dir)
+}
+
+/// [`run_ours`] with `home` as HOME and working directory, so what one run caches there
+/// (`$HOME/.cache`: no `XDG_CACHE_HOME`) the next finds.
+pub fn run_ours_in(home: &Path, case: &Case, db: &Path, set_dir: &Path) -> Output {
     let args: Vec<String> = case
         .args
         .iter()
@@ -84,8 +92,9 @@ pub fn run_ours(case: &Case, db: &Path, set_dir: &Path) -> Output {
         .collect();
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_pt-snap"));
     cmd.args(&args)
-        .current_dir(home.path())
-        .env("HOME", home.path())
+        .current_dir(home)
+        .env("HOME", home)
+        .env_remove("XDG_CACHE_HOME")
         .env_remove("PT_SNAP_DB_PATH")
         .env_remove("PT_SNAP_QUERY_TIMEOUT")
         .env_remove("PT_SNAP_MAX_WORK_ROWS")

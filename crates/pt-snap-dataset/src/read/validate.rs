@@ -17,6 +17,7 @@ use pt_snap_db::rusqlite::{Connection, OpenFlags};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
+use crate::hash::sha256_file;
 use crate::manifest::{self, ContractError, Manifest, ValidManifest};
 use pt_snap_query::QueryError;
 
@@ -118,20 +119,6 @@ fn root_of(path: &Path) -> Result<PathBuf, QueryError> {
         return Err(schema("Dataset manifest.json must be a regular file."));
     }
     Ok(root)
-}
-
-pub(crate) fn hash_file(path: &Path) -> std::io::Result<String> {
-    let mut f = fs::File::open(path)?;
-    let mut h = Sha256::new();
-    let mut buf = vec![0u8; 1 << 20];
-    loop {
-        let n = f.read(&mut buf)?;
-        if n == 0 {
-            break;
-        }
-        h.update(&buf[..n]);
-    }
-    Ok(pt_snap_contract::python::hex(&h.finalize()))
 }
 
 /// The reference's pre-open checks of one member: no symlink on its path below the root,
@@ -329,7 +316,7 @@ impl Dataset {
         let mut hashes = Vec::new();
         for d in &manifest.devices {
             for s in &d.slices {
-                let h = hash_file(&root.join(&s.file))
+                let h = sha256_file(&root.join(&s.file))
                     .map_err(|e| invalid(ContractError::new(&s.file, "read", e.to_string())))?;
                 if let Some(want) = &s.sha256 {
                     need(*want == h, &s.file, "hash", "member content changed")?;
@@ -465,27 +452,13 @@ fn check_schema(
     columns: &[(&str, &str)],
     file: &str,
 ) -> Result<(), QueryError> {
-    let kind: Option<String> = conn
-        .query_row(
-            "SELECT type FROM sqlite_master WHERE name=?",
-            [table],
-            |r| r.get(0),
-        )
-        .ok();
     need(
-        kind.as_deref() == Some("table"),
+        object_type(conn, table).as_deref() == Some("table"),
         file,
         "table",
         &format!("{table} must be an actual table, not a view"),
     )?;
-    let mut stmt = conn
-        .prepare(&format!("PRAGMA table_info(\"{table}\")"))
-        .map_err(sql_err(file))?;
-    let rows: Vec<(String, String, i64)> = stmt
-        .query_map([], |r| Ok((r.get(1)?, r.get::<_, String>(2)?, r.get(5)?)))
-        .map_err(sql_err(file))?
-        .collect::<Result<_, _>>()
-        .map_err(sql_err(file))?;
+    let rows = table_info(conn, table, file)?;
     let same = rows.len() == columns.len()
         && rows
             .iter()
@@ -510,6 +483,46 @@ fn check_schema(
     Ok(())
 }
 
+/// What `name` is in `sqlite_master` (`table`, `view`, …), if anything.
+fn object_type(conn: &Connection, name: &str) -> Option<String> {
+    conn.query_row("SELECT type FROM sqlite_master WHERE name=?", [name], |r| {
+        r.get(0)
+    })
+    .ok()
+}
+
+/// `(name, declared type, primary-key position)` of each column of `table`, in order.
+fn table_info(
+    conn: &Connection,
+    table: &str,
+    file: &str,
+) -> Result<Vec<(String, String, i64)>, QueryError> {
+    let mut stmt = conn
+        .prepare(&format!("PRAGMA table_info(\"{table}\")"))
+        .map_err(sql_err(file))?;
+    let rows = stmt
+        .query_map([], |r| Ok((r.get(1)?, r.get::<_, String>(2)?, r.get(5)?)))
+        .map_err(sql_err(file))?
+        .collect::<Result<_, _>>()
+        .map_err(sql_err(file))?;
+    Ok(rows)
+}
+
+/// The first column of every row `sql` returns.
+fn first_column<T: pt_snap_db::rusqlite::types::FromSql, C: FromIterator<T>>(
+    conn: &Connection,
+    sql: &str,
+    file: &str,
+) -> Result<C, QueryError> {
+    let mut stmt = conn.prepare(sql).map_err(sql_err(file))?;
+    let column = stmt
+        .query_map([], |r| r.get::<_, T>(0))
+        .map_err(sql_err(file))?
+        .collect::<Result<_, _>>()
+        .map_err(sql_err(file))?;
+    Ok(column)
+}
+
 /// The check every SnapshotDB reader makes ([`pt_snap_db::check_format_objects`]: format
 /// objects are plain tables with no generated column and no trigger), after the reference's
 /// own shape checks above so that their messages stay first. `PRAGMA table_info`, which those
@@ -520,15 +533,16 @@ fn check_format_objects(conn: &Connection, file: &str) -> Result<(), QueryError>
 }
 
 fn table_names(conn: &Connection, file: &str) -> Result<BTreeSet<String>, QueryError> {
-    let mut stmt = conn
-        .prepare("SELECT name FROM sqlite_master WHERE type IN ('table','view')")
-        .map_err(sql_err(file))?;
-    let v = stmt
-        .query_map([], |r| r.get::<_, String>(0))
-        .map_err(sql_err(file))?
-        .collect::<Result<_, _>>()
-        .map_err(sql_err(file))?;
-    Ok(v)
+    first_column(
+        conn,
+        "SELECT name FROM sqlite_master WHERE type IN ('table','view')",
+        file,
+    )
+}
+
+/// `trace_entry_<device>` and `block_<device>`: the two tables of a device's shard.
+fn device_table_names(device: i64) -> (String, String) {
+    (format!("trace_entry_{device}"), format!("block_{device}"))
 }
 
 fn device_tables(names: &BTreeSet<String>, device: i64) -> bool {
@@ -539,9 +553,29 @@ fn device_tables(names: &BTreeSet<String>, device: i64) -> bool {
             l.starts_with("trace_entry_") || l.starts_with("block_")
         })
         .collect();
-    let trace = format!("trace_entry_{device}");
-    let block = format!("block_{device}");
+    let (trace, block) = device_table_names(device);
     relevant.len() == 2 && relevant.contains(&trace) && relevant.contains(&block)
+}
+
+/// Shard `file` of `device`, opened read-only (`immutable` for an msinsight export), with its
+/// tables and views, which must be the device's two tables and no other device's (else
+/// `device_tables`, worded `detail`: the two formats' readers word it differently).
+fn open_device_shard(
+    root: &Path,
+    file: &str,
+    device: i64,
+    immutable: bool,
+    detail: &str,
+) -> Result<(Connection, BTreeSet<String>), QueryError> {
+    let conn = open_shard(root, file, immutable)?;
+    let tables = table_names(&conn, file)?;
+    need(
+        device_tables(&tables, device),
+        file,
+        "device_tables",
+        detail,
+    )?;
+    Ok((conn, tables))
 }
 
 fn check_dictionary(
@@ -600,6 +634,48 @@ fn integer_row(conn: &Connection, sql: &str, file: &str) -> Result<Option<i64>, 
         .map_err(sql_err(file))
 }
 
+/// The rule that `sql`, a search for an offending row's id, finds none.
+fn no_row(
+    conn: &Connection,
+    sql: &str,
+    file: &str,
+    code: &'static str,
+    detail: &str,
+) -> Result<(), QueryError> {
+    need(integer_row(conn, sql, file)?.is_none(), file, code, detail)
+}
+
+/// An SQL condition true when any of the eight numeric trace columns is not an integer.
+fn non_integer_trace_scalars() -> String {
+    TRACE_V1[..8]
+        .iter()
+        .map(|(n, _)| format!("typeof({n})!='integer'"))
+        .collect::<Vec<_>>()
+        .join(" OR ")
+}
+
+/// The seven `block_<d>` columns of a row whose column 7 is their `typeof`s concatenated,
+/// which must all be integers (the rule `loc`, `code`, `detail` of the format's reader).
+fn block_columns(
+    r: &pt_snap_db::rusqlite::Row<'_>,
+    file: &str,
+    (loc, code, detail): (&str, &'static str, &str),
+) -> Result<[i64; 7], QueryError> {
+    let types: String = r.get(7).map_err(sql_err(file))?;
+    need(types == "integer".repeat(7), loc, code, detail)?;
+    let mut v = [0i64; 7];
+    for (i, x) in v.iter_mut().enumerate() {
+        *x = r.get(i).map_err(sql_err(file))?;
+    }
+    Ok(v)
+}
+
+/// How many boundary events (negative ids) the shard's trace table holds.
+fn boundary_count(conn: &Connection, trace: &str, file: &str) -> Result<i64, QueryError> {
+    let sql = format!("SELECT COUNT(*) FROM \"{trace}\" WHERE id<0");
+    Ok(integer_row(conn, &sql, file)?.unwrap_or(0))
+}
+
 /// `(count, min, max)` of real ids.
 fn real_span(
     conn: &Connection,
@@ -641,23 +717,16 @@ fn validate_native_shards(root: &Path, m: &ValidManifest) -> Result<i64, QueryEr
     let Manifest::Native(native) = &m.manifest else {
         unreachable!("native manifest")
     };
-    let meta = native.metadata.validate().map_err(invalid)?;
+    let meta = manifest::validate_metadata(&native.metadata).map_err(invalid)?;
     let mut boundaries = 0;
     for d in &m.devices {
         let mut id_count = 0i64;
         let mut lifetimes: HashMap<i64, Signature> = HashMap::new();
-        let trace = format!("trace_entry_{}", d.device_id);
-        let block = format!("block_{}", d.device_id);
+        let (trace, block) = device_table_names(d.device_id);
         for s in &d.slices {
             let file = s.file.as_str();
-            let conn = open_shard(root, file, false)?;
-            let tables = table_names(&conn, file)?;
-            need(
-                device_tables(&tables, d.device_id),
-                file,
-                "device_tables",
-                "wrong device/table set",
-            )?;
+            let (conn, _) =
+                open_device_shard(root, file, d.device_id, false, "wrong device/table set")?;
             let mut trace_cols: Vec<(&str, &str)> = TRACE_V1[..8].to_vec();
             trace_cols.push(("callstackId", "INTEGER"));
             check_schema(&conn, &trace, &trace_cols, file)?;
@@ -669,30 +738,13 @@ fn validate_native_shards(root: &Path, m: &ValidManifest) -> Result<i64, QueryEr
                 &[("id", "INTEGER"), ("callstack", "TEXT")],
                 file,
             )?;
-            let kind: Option<String> = conn
-                .query_row(
-                    "SELECT type FROM sqlite_master WHERE name='pt_snap_block_reference'",
-                    [],
-                    |r| r.get(0),
-                )
-                .ok();
             need(
-                kind.as_deref() == Some("table"),
+                object_type(&conn, "pt_snap_block_reference").as_deref() == Some("table"),
                 file,
                 "extension",
                 "finalized reference table required",
             )?;
-            let refcols: Vec<(String, String, i64)> = {
-                let mut st = conn
-                    .prepare("PRAGMA table_info(pt_snap_block_reference)")
-                    .map_err(sql_err(file))?;
-                let v = st
-                    .query_map([], |r| Ok((r.get(1)?, r.get::<_, String>(2)?, r.get(5)?)))
-                    .map_err(sql_err(file))?
-                    .collect::<Result<_, _>>()
-                    .map_err(sql_err(file))?;
-                v
-            };
+            let refcols = table_info(&conn, "pt_snap_block_reference", file)?;
             let want = [
                 ("blockId", "INTEGER", 1),
                 ("stream", "INTEGER", 0),
@@ -711,15 +763,7 @@ fn validate_native_shards(root: &Path, m: &ValidManifest) -> Result<i64, QueryEr
             check_format_objects(&conn, file)?;
             // After the schema checks: `quick_check` computes every column of every row,
             // generated ones included, which is what they must rule out first.
-            let qc: Vec<String> = {
-                let mut st = conn.prepare("PRAGMA quick_check").map_err(sql_err(file))?;
-                let v = st
-                    .query_map([], |r| r.get(0))
-                    .map_err(sql_err(file))?
-                    .collect::<Result<_, _>>()
-                    .map_err(sql_err(file))?;
-                v
-            };
+            let qc: Vec<String> = first_column(&conn, "PRAGMA quick_check", file)?;
             need(qc == ["ok"], file, "sqlite", "integrity check failed")?;
             check_dictionary(
                 &conn,
@@ -748,40 +792,28 @@ fn validate_native_shards(root: &Path, m: &ValidManifest) -> Result<i64, QueryEr
                 "real IDs/count differ from positions/ranges",
             )?;
             id_count += count;
-            let numeric: Vec<String> = TRACE_V1[..8]
-                .iter()
-                .map(|(n, _)| format!("typeof({n})!='integer'"))
-                .collect();
-            let bad = integer_row(
+            no_row(
                 &conn,
                 &format!(
                     "SELECT id FROM \"{trace}\" WHERE {} OR action NOT BETWEEN 0 AND 8 OR \
                      (id<0 AND action NOT IN (0,2)) OR size<0 OR allocated<0 OR active<0 OR \
                      reserved<0 OR typeof(callstackId)!='integer' OR callstackId NOT IN \
                      (SELECT id FROM callstack) LIMIT 1",
-                    numeric.join(" OR ")
+                    non_integer_trace_scalars()
                 ),
-                file,
-            )?;
-            need(
-                bad.is_none(),
                 file,
                 "event_values",
                 "invalid native event/scalar/callstack",
             )?;
-            let bad = integer_row(
+            no_row(
                 &conn,
                 "SELECT id FROM callstack WHERE typeof(callstack) NOT IN ('text','null') LIMIT 1",
                 file,
+                "callstack",
+                "invalid text stack",
             )?;
-            need(bad.is_none(), file, "callstack", "invalid text stack")?;
-            boundaries += integer_row(
-                &conn,
-                &format!("SELECT COUNT(*) FROM \"{trace}\" WHERE id<0"),
-                file,
-            )?
-            .unwrap_or(0);
-            let bad = integer_row(
+            boundaries += boundary_count(&conn, &trace, file)?;
+            no_row(
                 &conn,
                 &format!(
                     "SELECT b.id FROM \"{block}\" b WHERE NOT EXISTS (SELECT 1 FROM \
@@ -789,10 +821,6 @@ fn validate_native_shards(root: &Path, m: &ValidManifest) -> Result<i64, QueryEr
                      FROM pt_snap_block_reference r WHERE NOT EXISTS (SELECT 1 FROM \"{block}\" b \
                      WHERE b.id=r.blockId) LIMIT 1"
                 ),
-                file,
-            )?;
-            need(
-                bad.is_none(),
                 file,
                 "extension",
                 "reference/block membership differs",
@@ -808,19 +836,11 @@ fn validate_native_shards(root: &Path, m: &ValidManifest) -> Result<i64, QueryEr
                 .map_err(sql_err(file))?;
             let mut rows = st.query([]).map_err(sql_err(file))?;
             while let Some(r) = rows.next().map_err(sql_err(file))? {
-                let types: String = r.get(7).map_err(sql_err(file))?;
-                need(
-                    types == "integer".repeat(7),
+                let [bid, address, size, requested, state, alloc, free] = block_columns(
+                    r,
                     file,
-                    "block_identity",
-                    "unfinalized/invalid block",
+                    (file, "block_identity", "unfinalized/invalid block"),
                 )?;
-                let v: Vec<i64> = (0..7)
-                    .map(|i| r.get::<_, i64>(i))
-                    .collect::<Result<_, _>>()
-                    .map_err(sql_err(file))?;
-                let (bid, address, size, requested, state, alloc, free) =
-                    (v[0], v[1], v[2], v[3], v[4], v[5], v[6]);
                 need(
                     (-1..=1).contains(&state)
                         && size >= 0
@@ -897,18 +917,11 @@ fn validate_compatibility_shards(root: &Path, m: &ValidManifest) -> Result<i64, 
     type Identity = (i64, i64, i64, i64, i64);
     let mut identities: HashMap<(i64, i64), Identity> = HashMap::new();
     for d in &m.devices {
-        let trace = format!("trace_entry_{}", d.device_id);
-        let block = format!("block_{}", d.device_id);
+        let (trace, block) = device_table_names(d.device_id);
         for s in &d.slices {
             let file = s.file.as_str();
-            let conn = open_shard(root, file, true)?;
-            let tables = table_names(&conn, file)?;
-            need(
-                device_tables(&tables, d.device_id),
-                file,
-                "device_tables",
-                "device/table set mismatch",
-            )?;
+            let (conn, tables) =
+                open_device_shard(root, file, d.device_id, true, "device/table set mismatch")?;
             need(
                 !tables.iter().any(|t| t.to_lowercase() == "callstack"),
                 file,
@@ -932,45 +945,29 @@ fn validate_compatibility_shards(root: &Path, m: &ValidManifest) -> Result<i64, 
                 "event_identity",
                 "real rows differ from declared contiguous interval",
             )?;
-            let bad = integer_row(
+            no_row(
                 &conn,
                 &format!(
                     "SELECT id FROM \"{trace}\" WHERE action NOT BETWEEN 0 AND 7 OR action IS NULL \
                      OR typeof(action) != 'integer' OR (id<0 AND action NOT IN (0,2)) LIMIT 1"
                 ),
                 file,
-            )?;
-            need(
-                bad.is_none(),
-                file,
                 "event_action",
                 "unknown action or invalid boundary event",
             )?;
-            let numeric: Vec<String> = TRACE_V1[..8]
-                .iter()
-                .map(|(n, _)| format!("typeof({n}) != 'integer'"))
-                .collect();
-            let bad = integer_row(
+            no_row(
                 &conn,
                 &format!(
                     "SELECT id FROM \"{trace}\" WHERE {} OR size<0 OR allocated<0 OR active<0 OR \
                      reserved<0 OR typeof(callstack) NOT IN ('text','null') LIMIT 1",
-                    numeric.join(" OR ")
+                    non_integer_trace_scalars()
                 ),
-                file,
-            )?;
-            need(
-                bad.is_none(),
                 file,
                 "event_values",
                 "invalid scalar type or negative byte metric",
             )?;
-            boundaries += integer_row(
-                &conn,
-                &format!("SELECT COUNT(*) FROM \"{trace}\" WHERE id<0"),
-                file,
-            )?
-            .unwrap_or(0);
+            boundaries += boundary_count(&conn, &trace, file)?;
+            let block_loc = format!("{file}.{block}");
             let mut st = conn
                 .prepare(&format!(
                     "SELECT *, typeof(id)||typeof(address)||typeof(size)||typeof(requestedSize)||\
@@ -979,19 +976,11 @@ fn validate_compatibility_shards(root: &Path, m: &ValidManifest) -> Result<i64, 
                 .map_err(sql_err(file))?;
             let mut rows = st.query([]).map_err(sql_err(file))?;
             while let Some(r) = rows.next().map_err(sql_err(file))? {
-                let types: String = r.get(7).map_err(sql_err(file))?;
-                need(
-                    types == "integer".repeat(7),
-                    &format!("{file}.{block}"),
-                    "type",
-                    "expected integer (not boolean)",
+                let [bid, address, size, requested, state, alloc, free] = block_columns(
+                    r,
+                    file,
+                    (&block_loc, "type", "expected integer (not boolean)"),
                 )?;
-                let v: Vec<i64> = (0..7)
-                    .map(|i| r.get::<_, i64>(i))
-                    .collect::<Result<_, _>>()
-                    .map_err(sql_err(file))?;
-                let (bid, address, size, requested, state, alloc, free) =
-                    (v[0], v[1], v[2], v[3], v[4], v[5], v[6]);
                 need(
                     (-1..=1).contains(&state) && size >= 0 && (0..=size).contains(&requested),
                     file,

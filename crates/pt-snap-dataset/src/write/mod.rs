@@ -12,14 +12,17 @@
 pub mod plan;
 mod shard_db;
 
+use std::path::Path;
+
 use pt_snap_db::Metadata;
 use pt_snap_model::{Action, Snapshot};
 
 use crate::manifest::{
-    CompatibilityDevice, CompatibilityExtension, CompatibilityIdentity, CompatibilityManifest,
-    CompatibilitySlice, Entries, NativeDevice, NativeIdentity, NativeManifest, NativeSlice,
-    MANIFEST_SCHEMA_VERSION, NATIVE_FORMAT,
+    CompatibilityExtension, CompatibilityIdentity, CompatibilityManifest, CompatibilitySlice,
+    Entries, ManifestDevice, NativeIdentity, NativeManifest, NativeSlice, MANIFEST_SCHEMA_VERSION,
+    NATIVE_FORMAT,
 };
+use crate::reuse::{DatasetReport, MsinsightSource};
 use plan::{DevicePlan, Shard, Texts};
 pub use shard_db::{write_shard, Layout, ShardSource};
 
@@ -29,6 +32,10 @@ pub use shard_db::{write_shard, Layout, ShardSource};
 pub enum WriteError {
     #[error("{0}")]
     Backend(String),
+}
+
+fn backend(e: impl std::fmt::Display) -> WriteError {
+    WriteError::Backend(e.to_string())
 }
 
 /// Every selected device of a snapshot, replayed and cut into shards.
@@ -101,45 +108,86 @@ impl DatasetPlan<'_> {
         }
     }
 
+    /// Creates the directory of every device (`device_<d>`) in the dataset directory `root`.
+    pub fn create_device_dirs(&self, root: &Path) -> Result<(), WriteError> {
+        for p in &self.devices {
+            std::fs::create_dir(root.join(format!("device_{}", p.device))).map_err(backend)?;
+        }
+        Ok(())
+    }
+
+    /// Writes `shard` of `device_plan` as its member file below `root` (its device directory
+    /// made), and returns the file's SHA-256; shards are independent, so the caller may write
+    /// them in parallel.
+    pub fn write_shard_file(
+        &self,
+        root: &Path,
+        device_plan: &DevicePlan,
+        shard: &Shard,
+        metadata: &Metadata,
+        layout: Layout,
+    ) -> Result<String, WriteError> {
+        let path = root.join(shard.file());
+        let conn = pt_snap_db::rusqlite::Connection::open(&path).map_err(backend)?;
+        write_shard(&conn, &self.source(device_plan, metadata), shard, layout).map_err(backend)?;
+        conn.close().map_err(|(_, e)| backend(e))?;
+        crate::hash::sha256_file(&path).map_err(backend)
+    }
+
     /// Writes every shard under `root` (creating the device directories), one after the
     /// other, and returns each member's SHA-256 by file name — for tools and tests that need a
     /// dataset on disk; the CLI writes the shards on all cores as it stages them.
     pub fn write_shards(
         &self,
-        root: &std::path::Path,
+        root: &Path,
         metadata: &Metadata,
         layout: Layout,
     ) -> Result<std::collections::HashMap<String, String>, WriteError> {
-        let backend = |e: &dyn std::fmt::Display| WriteError::Backend(e.to_string());
-        for p in &self.devices {
-            std::fs::create_dir(root.join(format!("device_{}", p.device)))
-                .map_err(|e| backend(&e))?;
-        }
+        self.create_device_dirs(root)?;
         let mut hashes = std::collections::HashMap::new();
         for (device_plan, shard) in self.shards() {
-            let path = root.join(shard.file());
-            let conn = pt_snap_db::rusqlite::Connection::open(&path).map_err(|e| backend(&e))?;
-            write_shard(&conn, &self.source(device_plan, metadata), shard, layout)
-                .map_err(|e| backend(&e))?;
-            conn.close().map_err(|(_, e)| backend(&e))?;
-            let hash = crate::read::hash_file(&path).map_err(|e| backend(&e))?;
+            let hash = self.write_shard_file(root, device_plan, shard, metadata, layout)?;
             hashes.insert(shard.file(), hash);
         }
         Ok(hashes)
     }
 
+    /// What the import reports about the dataset this plan builds.
+    pub fn report(&self, metadata: Metadata) -> DatasetReport {
+        DatasetReport {
+            metadata,
+            devices: self.devices.iter().map(|p| p.device as i64).collect(),
+            slice_count: self.shard_count(),
+            omitted_devices: self.omitted_devices.clone(),
+        }
+    }
+
+    /// The `manifest.json` text of the dataset: an msinsight export's, recording `msinsight`,
+    /// or without it the native manifest; `sha256` gives each member file's hash.
+    pub fn manifest_text(
+        &self,
+        metadata: &Metadata,
+        msinsight: Option<&MsinsightSource>,
+        sha256: &dyn Fn(&str) -> String,
+    ) -> String {
+        match msinsight {
+            None => manifest_json(&self.native_manifest(metadata, sha256)),
+            Some(source) => manifest_json(&self.msinsight_manifest(
+                metadata,
+                &source.file,
+                &source.cache_hash,
+                sha256,
+            )),
+        }
+    }
+
     /// Writes the plan as a native dataset in the empty directory `root`: the checks, the
     /// shards one after the other, the manifest last.
-    pub fn write_native(
-        &self,
-        root: &std::path::Path,
-        metadata: &Metadata,
-    ) -> Result<(), WriteError> {
+    pub fn write_native(&self, root: &Path, metadata: &Metadata) -> Result<(), WriteError> {
         self.check(Layout::Native)?;
         let hashes = self.write_shards(root, metadata, Layout::Native)?;
         let manifest = self.native_manifest(metadata, &|f: &str| hashes[f].clone());
-        std::fs::write(root.join("manifest.json"), manifest_json(&manifest))
-            .map_err(|e| WriteError::Backend(e.to_string()))
+        std::fs::write(root.join("manifest.json"), manifest_json(&manifest)).map_err(backend)
     }
 
     /// Refuses what the reference refuses once the shards are staged: for a native dataset
@@ -232,35 +280,6 @@ impl DatasetPlan<'_> {
         metadata: &Metadata,
         sha256: &dyn Fn(&str) -> String,
     ) -> NativeManifest {
-        let devices = self
-            .devices
-            .iter()
-            .map(|p| {
-                let slices = p
-                    .shards
-                    .iter()
-                    .map(|s| NativeSlice {
-                        index: s.index as i64,
-                        start_position: s.start_position as i64,
-                        end_position: s.end_position as i64,
-                        start_event_id: s.start_event_id,
-                        end_event_id: s.end_event_id,
-                        file: s.file(),
-                        ready: true,
-                        sha256: sha256(&s.file()),
-                    })
-                    .collect();
-                (
-                    p.device.to_string(),
-                    NativeDevice {
-                        event_count: self.snapshot.device_traces[p.device].len() as i64,
-                        slice_count: p.shards.len() as i64,
-                        ready_slices: (0..p.shards.len() as i64).collect(),
-                        slices,
-                    },
-                )
-            })
-            .collect();
         NativeManifest {
             format: NATIVE_FORMAT.to_owned(),
             schema_version: MANIFEST_SCHEMA_VERSION,
@@ -271,9 +290,18 @@ impl DatasetPlan<'_> {
                 metadata.requested_device,
                 self.events_per_slice as i64,
             ),
-            metadata: metadata.clone().into(),
+            metadata: metadata.clone(),
             omitted_devices: self.omitted_devices.clone(),
-            devices: Entries(devices),
+            devices: self.manifest_devices(|s| NativeSlice {
+                index: s.index as i64,
+                start_position: s.start_position as i64,
+                end_position: s.end_position as i64,
+                start_event_id: s.start_event_id,
+                end_event_id: s.end_event_id,
+                file: s.file(),
+                ready: true,
+                sha256: sha256(&s.file()),
+            }),
         }
     }
 
@@ -286,39 +314,19 @@ impl DatasetPlan<'_> {
         cache_hash: &str,
         sha256: &dyn Fn(&str) -> String,
     ) -> CompatibilityManifest {
-        let devices = self
-            .devices
-            .iter()
-            .map(|p| {
-                let slices = p
-                    .shards
-                    .iter()
-                    .map(|s| CompatibilitySlice {
-                        index: s.index as i64,
-                        start_event_id: s.start_event_id,
-                        end_event_id: s.end_event_id,
-                        file: s.file(),
-                        ready: true,
-                    })
-                    .collect();
-                (
-                    p.device.to_string(),
-                    CompatibilityDevice {
-                        event_count: self.snapshot.device_traces[p.device].len() as i64,
-                        slice_count: p.shards.len() as i64,
-                        ready_slices: (0..p.shards.len() as i64).collect(),
-                        slices,
-                    },
-                )
-            })
-            .collect();
         let mut manifest = CompatibilityManifest {
             schema_version: MANIFEST_SCHEMA_VERSION,
             status: "complete".to_owned(),
             source_file: source_file.to_owned(),
             cache_hash: cache_hash.to_owned(),
             events_per_slice: self.events_per_slice as i64,
-            devices: Entries(devices),
+            devices: self.manifest_devices(|s| CompatibilitySlice {
+                index: s.index as i64,
+                start_event_id: s.start_event_id,
+                end_event_id: s.end_event_id,
+                file: s.file(),
+                ready: true,
+            }),
             pt_snap: None,
         };
         manifest.set_extension(&CompatibilityExtension {
@@ -327,7 +335,7 @@ impl DatasetPlan<'_> {
                 metadata.requested_device,
                 self.events_per_slice as i64,
             ),
-            metadata: metadata.clone().into(),
+            metadata: metadata.clone(),
             omitted_devices: self.omitted_devices.clone(),
             members: Entries(
                 self.shards()
@@ -336,6 +344,25 @@ impl DatasetPlan<'_> {
             ),
         });
         manifest
+    }
+
+    /// Every device's manifest entry (both formats: every slice ready), by device id in
+    /// ascending order; `slice` describes one shard in the manifest's format.
+    fn manifest_devices<S>(&self, slice: impl Fn(&Shard) -> S) -> Entries<ManifestDevice<S>> {
+        Entries(
+            self.devices
+                .iter()
+                .map(|p| {
+                    let device = ManifestDevice {
+                        event_count: self.snapshot.device_traces[p.device].len() as i64,
+                        slice_count: p.shards.len() as i64,
+                        ready_slices: (0..p.shards.len() as i64).collect(),
+                        slices: p.shards.iter().map(&slice).collect(),
+                    };
+                    (p.device.to_string(), device)
+                })
+                .collect(),
+        )
     }
 }
 

@@ -105,31 +105,23 @@ fn write_trace(
                    stream: i64,
                    t: &super::plan::Totals|
      -> rusqlite::Result<()> {
+        let callstack_id = i64::from(t.callstack);
         let text = source.texts.text(shard.callstacks[t.callstack as usize]);
-        match layout {
-            Layout::Native => insert.execute(params![
-                id,
-                action(a),
-                addr,
-                size,
-                stream,
-                t.allocated,
-                t.active,
-                t.reserved,
-                i64::from(t.callstack)
-            ])?,
-            Layout::Msinsight => insert.execute(params![
-                id,
-                action(a),
-                addr,
-                size,
-                stream,
-                t.allocated,
-                t.active,
-                t.reserved,
-                text
-            ])?,
+        let callstack: &dyn rusqlite::ToSql = match layout {
+            Layout::Native => &callstack_id,
+            Layout::Msinsight => &text,
         };
+        insert.execute(params![
+            id,
+            action(a),
+            addr,
+            size,
+            stream,
+            t.allocated,
+            t.active,
+            t.reserved,
+            callstack
+        ])?;
         Ok(())
     };
     // Ascending ids (appends): boundary events -n … -1, then the slice's events.

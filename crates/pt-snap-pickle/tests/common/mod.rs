@@ -19,20 +19,7 @@ pub fn fixture_pickles() -> Vec<PathBuf> {
     let Some(root) = shared_fixtures() else {
         return Vec::new();
     };
-    let mut out = Vec::new();
-    for dir in ["real", "upstream-pkg/snapshots", "synthetic"] {
-        for e in std::fs::read_dir(root.join(dir)).expect("fixture dir") {
-            let p = e.expect("dir entry").path();
-            if matches!(
-                p.extension().and_then(|x| x.to_str()),
-                Some("pkl" | "pickle")
-            ) {
-                out.push(p);
-            }
-        }
-    }
-    out.sort();
-    out
+    pt_snap_testkit::pickles_in(&root, &["real", "upstream-pkg/snapshots", "synthetic"])
 }
 
 /// A deterministic Python-like rendering; `tests/data/make.py` writes the same format.
