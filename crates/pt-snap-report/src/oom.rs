@@ -38,12 +38,19 @@ pub const LARGE_BUFFER: i64 = 20 << 20;
 const MIN_LARGE_ALLOC: i64 = 10 << 20;
 const ROUND_LARGE: i64 = 2 << 20;
 
+/// `n` rounded up to a multiple of `unit`, in i128: a trace can claim a request near
+/// `i64::MAX`, which then stays at `i64::MAX` instead of overflowing.
+fn round_up(n: i64, unit: i64) -> i64 {
+    let (n, unit) = (i128::from(n), i128::from(unit));
+    ((n + unit - 1) / unit * unit).min(i128::from(i64::MAX)) as i64
+}
+
 /// `round_size`: the bytes the allocator looks for.
 pub fn round_size(size: i64) -> i64 {
     if size < MIN_BLOCK_SIZE {
         MIN_BLOCK_SIZE
     } else {
-        MIN_BLOCK_SIZE * ((size + MIN_BLOCK_SIZE - 1) / MIN_BLOCK_SIZE)
+        round_up(size, MIN_BLOCK_SIZE)
     }
 }
 
@@ -54,7 +61,7 @@ pub fn allocation_size(rounded: i64) -> i64 {
     } else if rounded < MIN_LARGE_ALLOC {
         LARGE_BUFFER
     } else {
-        ROUND_LARGE * ((rounded + ROUND_LARGE - 1) / ROUND_LARGE)
+        round_up(rounded, ROUND_LARGE)
     }
 }
 
@@ -800,6 +807,8 @@ mod tests {
         assert_eq!(round_size(1), 512);
         assert_eq!(round_size(512), 512);
         assert_eq!(round_size(513), 1024);
+        assert_eq!(round_size(i64::MAX), i64::MAX);
+        assert_eq!(allocation_size(i64::MAX), i64::MAX);
         assert_eq!(Pool::of_request(SMALL_SIZE), Pool::Small);
         assert_eq!(Pool::of_request(SMALL_SIZE + 512), Pool::Large);
         assert_eq!(allocation_size(4096), SMALL_BUFFER);

@@ -139,14 +139,25 @@ fn files_of(list: &web_sys::FileList) -> Vec<web_sys::File> {
 
 /// One file opens in every view; several (or a folder) are the ranks of a job.
 fn open_files(state: AppState, files: Vec<web_sys::File>, folder: bool) {
-    let files: Vec<web_sys::File> = if folder {
-        files
-            .into_iter()
-            .filter(|f| crate::job::taken_from_folder(&f.name()))
-            .collect()
-    } else {
-        files
-    };
+    let paths: Vec<String> = files
+        .iter()
+        .map(|f| {
+            // Not in web-sys's `File`: the path below the folder chosen, empty for a file.
+            let relative = js_sys::Reflect::get(f, &"webkitRelativePath".into())
+                .ok()
+                .and_then(|p| p.as_string())
+                .unwrap_or_default();
+            if relative.is_empty() {
+                f.name()
+            } else {
+                relative
+            }
+        })
+        .collect();
+    let files: Vec<web_sys::File> = crate::job::members(&paths, folder)
+        .into_iter()
+        .map(|i| files[i].clone())
+        .collect();
     match files.len() {
         0 if folder => state.status.set(Status::Failed(EngineError::new(
             "SNAPSHOT_INVALID",

@@ -40,6 +40,28 @@ pub fn taken_from_folder(name: &str) -> bool {
     base.ends_with(".pkl") || base.ends_with(".pickle") || lower.ends_with(".db")
 }
 
+/// Which of the chosen files are the job, by their paths relative to what was chosen (a
+/// folder's `webkitRelativePath`, `folder/x.pkl`; a dropped file's bare name): what
+/// `pt-snap ranks` takes. From a folder only its own files (not its subfolders') that
+/// [`taken_from_folder`]; never `<snapshot>.db` beside a snapshot of the set, which is that
+/// snapshot's import (made by the CLI) and not another rank.
+pub fn members(paths: &[String], folder: bool) -> Vec<usize> {
+    let name = |p: &str| p.rsplit('/').next().unwrap_or(p).to_owned();
+    let kept: Vec<usize> = (0..paths.len())
+        .filter(|&i| {
+            !folder || (paths[i].matches('/').count() <= 1 && taken_from_folder(&name(&paths[i])))
+        })
+        .collect();
+    let names: std::collections::HashSet<String> = kept.iter().map(|&i| name(&paths[i])).collect();
+    kept.into_iter()
+        .filter(|&i| {
+            let n = name(&paths[i]);
+            !n.strip_suffix(".db")
+                .is_some_and(|snapshot| names.contains(snapshot))
+        })
+        .collect()
+}
+
 /// The order the files are summarised and shown in: natural order of their names.
 pub fn order(names: &[String]) -> Vec<usize> {
     let mut order: Vec<usize> = (0..names.len()).collect();
@@ -145,6 +167,25 @@ mod tests {
         for no in [".rank0.pkl", "notes.txt", "x.json", "a.db-wal", "pkl"] {
             assert!(!taken_from_folder(no), "{no}");
         }
+        let paths: Vec<String> = [
+            "job/rank0.pkl",
+            "job/rank0.pkl.db",
+            "job/rank1.pkl",
+            "job/old/rank1.pkl",
+            "job/notes.txt",
+            "job/other.db",
+        ]
+        .map(String::from)
+        .to_vec();
+        assert_eq!(
+            members(&paths, true),
+            [0, 2, 5],
+            "own files, not a snapshot's import"
+        );
+        let dropped: Vec<String> = ["rank0.pkl", "rank0.pkl.db", "notes.txt"]
+            .map(String::from)
+            .to_vec();
+        assert_eq!(members(&dropped, false), [0, 2]);
         let names: Vec<String> = ["rank10.pkl", "rank2.pkl", "rank1.pkl"]
             .map(String::from)
             .to_vec();

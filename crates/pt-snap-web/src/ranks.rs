@@ -38,6 +38,16 @@ struct Running {
     _on_error: Closure<dyn FnMut(web_sys::ErrorEvent)>,
 }
 
+impl Running {
+    /// Ends the worker; a message it already queued finds no handler (the closures go
+    /// with this value).
+    fn end(self) {
+        self.worker.set_onmessage(None);
+        self.worker.set_onerror(None);
+        self.worker.terminate();
+    }
+}
+
 /// Starts a job over `files` (a drop or pick of several, or a folder), replacing any other.
 pub fn start(state: AppState, files: Vec<File>) {
     stop();
@@ -55,7 +65,7 @@ pub fn start(state: AppState, files: Vec<File>) {
 pub fn stop() {
     SERIAL.with(|s| s.set(s.get() + 1));
     if let Some(r) = RUNNING.with(|r| r.borrow_mut().take()) {
-        r.worker.terminate();
+        r.end();
     }
 }
 
@@ -70,7 +80,7 @@ fn set_member(state: AppState, i: usize, member: Member) {
 /// Summarises the next waiting file, if any.
 fn next(state: AppState, serial: u64) {
     if let Some(r) = RUNNING.with(|r| r.borrow_mut().take()) {
-        r.worker.terminate();
+        r.end();
     }
     let waiting = state.job.with_untracked(|j| {
         j.as_ref()
@@ -152,6 +162,9 @@ fn run(state: AppState, serial: u64, i: usize, first: Object) -> Result<(), Engi
                 let next_worker = envelope(&reopen, None);
                 // Not from inside this worker's own handler: it is being replaced.
                 wasm_bindgen_futures::spawn_local(async move {
+                    if SERIAL.with(Cell::get) != serial {
+                        return;
+                    }
                     if let Err(f) = run(state, serial, i, next_worker) {
                         set_member(state, i, Member::Failed(f));
                         next(state, serial);
@@ -162,7 +175,7 @@ fn run(state: AppState, serial: u64, i: usize, first: Object) -> Result<(), Engi
                 set_member(state, i, Member::Working("summarising".into()));
                 let ask = ToWorker::Ask {
                     id: 1,
-                    budget_s: crate::app::DEFAULT_BUDGET_S,
+                    budget_s: state.budget_s.get_untracked(),
                     query: Query::RankSummary {
                         metric: metric_of(metric),
                     },
@@ -210,7 +223,7 @@ fn run(state: AppState, serial: u64, i: usize, first: Object) -> Result<(), Engi
             _on_error: on_error,
         })
     }) {
-        old.worker.terminate();
+        old.end();
     }
     Ok(())
 }
@@ -423,7 +436,7 @@ fn RankTable(report: RanksReport, sort: RwSignal<(Column, bool)>) -> impl IntoVi
     let (column, descending) = sort.get();
     let key = |r: &pt_snap_report::ranks::RankRow| -> (i64, u64) {
         let s = r.summary.as_ref();
-        let rank = report_rank(&report, r.file);
+        let rank = report.files[r.file].rank;
         let v = match column {
             Column::Rank => rank as i64,
             Column::Allocated => s.and_then(|s| s.peaks.allocated.bytes).unwrap_or(-1),
@@ -499,8 +512,4 @@ fn RankTable(report: RanksReport, sort: RwSignal<(Column, bool)>) -> impl IntoVi
             </tbody>
         </table>
     }
-}
-
-fn report_rank(report: &RanksReport, file: usize) -> u64 {
-    report.files[file].rank
 }

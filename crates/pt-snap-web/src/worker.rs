@@ -56,9 +56,10 @@ mod imp {
     /// Files up to this size are hashed by the helper worker when only the hash is wanted
     /// (looking a file up in the cache): WebCrypto is several times faster than SHA-256 in
     /// wasm, and the file is held once, briefly. Past it an `ArrayBuffer` may not be had.
+    const HASH_ALONE_MAX: f64 = 2.0 * 1024.0 * 1024.0 * 1024.0;
+
     /// Bytes hashed here between two progress messages.
     const HASH_PROGRESS_STEP: u64 = 64 << 20;
-    const HASH_ALONE_MAX: f64 = 2.0 * 1024.0 * 1024.0 * 1024.0;
 
     /// The page cache of a database read from OPFS, in KiB.
     const READ_CACHE_KIB: u32 = 128 * 1024;
@@ -496,9 +497,8 @@ mod imp {
 
     /// The rest of the file through the reader's hasher: the digest covers the whole file as
     /// given, as the CLI's does: compressed bytes for a compressed file, and even bytes after
-    /// the pickle's STOP.
-    /// Hashes the rest of the file in this worker; with the file's size, posting how far it
-    /// is (a message leaves a busy worker at once, so the page's bar moves while this runs).
+    /// the pickle's STOP. Given the file's size, it posts how far it is (a message leaves a
+    /// busy worker at once, so the page's bar moves while this runs).
     fn hash_here(mut reader: FileChunks, total: Option<f64>) -> Result<String, EngineError> {
         let mut buf = vec![0; 1 << 20];
         let (mut done, mut shown) = (0u64, 0u64);

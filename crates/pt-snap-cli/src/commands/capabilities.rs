@@ -58,3 +58,58 @@ pub fn run(json: bool) -> CliResult {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use clap::CommandFactory;
+
+    /// `capabilities` tells agents how to call our own commands: each contract must name
+    /// exactly the arguments the parser takes, with their short forms and defaults.
+    #[test]
+    fn every_command_contract_names_its_arguments_and_only_those() {
+        let cli = crate::cli::Cli::command();
+        for contract in pt_snap_report::commands::all() {
+            let mut command = &cli;
+            for word in contract.name.split(' ') {
+                command = command
+                    .find_subcommand(word)
+                    .unwrap_or_else(|| panic!("{}: no such command", contract.name));
+            }
+            let mut parsed = BTreeMap::new();
+            for arg in command.get_arguments() {
+                let name = if arg.is_positional() {
+                    arg.get_value_names().unwrap()[0].to_string()
+                } else {
+                    format!("--{}", arg.get_long().unwrap())
+                };
+                if name == "--help" {
+                    continue;
+                }
+                // A flag's default is false; clap lists none for it.
+                let default = match arg.get_action() {
+                    clap::ArgAction::SetTrue => Some("false".to_owned()),
+                    _ => arg
+                        .get_default_values()
+                        .first()
+                        .map(|v| v.to_string_lossy().into_owned()),
+                };
+                parsed.insert(name, (arg.get_short().map(|s| format!("-{s}")), default));
+            }
+            let documented: BTreeMap<_, _> = contract
+                .arguments
+                .iter()
+                .map(|a| {
+                    let default = match &a.default {
+                        serde_json::Value::Null => None,
+                        serde_json::Value::String(s) => Some(s.clone()),
+                        other => Some(other.to_string()),
+                    };
+                    (a.name.clone(), (a.short.clone(), default))
+                })
+                .collect();
+            assert_eq!(documented, parsed, "{}", contract.name);
+        }
+    }
+}

@@ -531,3 +531,30 @@ mod fixtures {
         }
     }
 }
+
+#[test]
+fn an_oom_keeps_its_device_free_and_a_value_that_is_no_int_is_unknown() {
+    let oom = |free: P| {
+        P::D(vec![
+            ("action", P::S("oom")),
+            ("size", P::I(1 << 20)),
+            ("device_free", free),
+        ])
+    };
+    let p = snapshot(
+        vec![],
+        vec![vec![
+            oom(P::I(4096)),
+            oom(P::S("n/a")),
+            oom(P::Big([0xff; 8].into_iter().chain([0x7f]).collect())),
+        ]],
+    );
+    let s = decode(&p.bytes()[..], &mut |_| {}).expect("the reference ignores device_free");
+    assert_eq!(s.device_traces[0].len(), 3);
+    let kept: Vec<(usize, i64)> = s
+        .oom_device_free
+        .iter()
+        .map(|f| (f.position, f.device_free))
+        .collect();
+    assert_eq!(kept, [(0, 4096)]);
+}
