@@ -20,9 +20,9 @@ const DB_PATH: &str = "/snapshot.db";
 
 /// Slots (OPFS files, each with a sync access handle held while installed): the database,
 /// its rollback journal (`Writer::finish` switches to `journal_mode = DELETE`, so later
-/// writes have one), and two for temp files, which this SQLite build keeps in memory
-/// (`SQLITE_TEMP_STORE=2`) unless a connection asks for `temp_store = FILE`. Running out
-/// is `SQLITE_CANTOPEN`, so keep spares; an empty slot is a 4 KiB file.
+/// writes have one), and two for temp files: an import asks for `temp_store = FILE`, so
+/// `CREATE INDEX` spills its sort runs into one (the journal is off until then). Running
+/// out is `SQLITE_CANTOPEN`, so keep spares; an empty slot is a 4 KiB file.
 const CAPACITY: usize = 4;
 
 /// Waits between attempts to take an entry's lock that another worker holds (about 3 s in
