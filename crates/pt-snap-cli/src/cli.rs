@@ -249,6 +249,16 @@ pub enum MetricArg {
     Reserved,
 }
 
+impl From<MetricArg> for pt_snap_report::Metric {
+    fn from(m: MetricArg) -> Self {
+        match m {
+            MetricArg::Active => Self::Active,
+            MetricArg::Allocated => Self::Allocated,
+            MetricArg::Reserved => Self::Reserved,
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum TreeFormat {
     Text,

@@ -13,7 +13,7 @@ use pt_snap_report::Metric;
 use serde_json::{json, Map, Value};
 
 use crate::budget::Deadline;
-use crate::cli::{DiffArgs, DiffFormat, MetricArg};
+use crate::cli::{DiffArgs, DiffFormat};
 use crate::commands::import;
 use crate::commands::metadata::LenientReplay;
 use crate::error::{CliError, CliResult};
@@ -50,11 +50,7 @@ pub fn run(args: &DiffArgs) -> CliResult {
     let deadline = Deadline::start(args.timeout)?;
     let request = DiffRequest {
         device: args.device,
-        metric: match args.metric {
-            MetricArg::Active => Metric::Active,
-            MetricArg::Allocated => Metric::Allocated,
-            MetricArg::Reserved => Metric::Reserved,
-        },
+        metric: Metric::from(args.metric),
     };
     let buckets = match args.format {
         DiffFormat::Html => PAGE_BUCKETS,

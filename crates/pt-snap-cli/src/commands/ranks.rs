@@ -22,7 +22,7 @@ use pt_snap_report::Metric;
 
 use super::import::{self, SingleDb};
 use crate::budget::Deadline;
-use crate::cli::{MetricArg, RanksArgs};
+use crate::cli::RanksArgs;
 use crate::error::{CliError, CliResult};
 use crate::progress::SetProgress;
 use crate::{focus, output};
@@ -65,11 +65,7 @@ pub fn run(args: &RanksArgs) -> CliResult {
     }
     // A bad PT_SNAP_QUERY_TIMEOUT is the command's error, not every file's.
     Deadline::start(None)?;
-    let metric = match args.metric {
-        MetricArg::Active => Metric::Active,
-        MetricArg::Allocated => Metric::Allocated,
-        MetricArg::Reserved => Metric::Reserved,
-    };
+    let metric = Metric::from(args.metric);
     let inputs = list_inputs(&args.paths)?;
     let names: Vec<&str> = inputs.iter().map(|i| file_name(&i.path)).collect();
     let assignment = assign_ranks(&names);

@@ -8,7 +8,7 @@ use pt_snap_report::{
 };
 
 use crate::budget::Deadline;
-use crate::cli::{MemoryTreeArgs, MetricArg, OomArgs, PeakMemoryArgs, ReportCommand, TreeFormat};
+use crate::cli::{MemoryTreeArgs, OomArgs, PeakMemoryArgs, ReportCommand, TreeFormat};
 use crate::commands::diff::Input;
 use crate::commands::metadata::LenientReplay;
 use crate::error::{CliError, CliResult};
@@ -82,11 +82,7 @@ fn peak(a: &PeakMemoryArgs) -> CliResult {
     let resolved = focus::resolve_required(a.db_path.as_deref())?;
     let request = PeakRequest {
         device: a.device.or(resolved.device_id),
-        metric: match a.metric {
-            MetricArg::Active => Metric::Active,
-            MetricArg::Allocated => Metric::Allocated,
-            MetricArg::Reserved => Metric::Reserved,
-        },
+        metric: Metric::from(a.metric),
         include_static: !a.exclude_static,
         limit: a.limit,
         stack_bytes: a.stack_bytes,
