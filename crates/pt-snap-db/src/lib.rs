@@ -20,8 +20,8 @@ mod writer;
 pub use check::{check_format_objects, is_format_object};
 pub use metadata::{Metadata, MetadataProblem, METADATA_SCHEMA_VERSION};
 pub use reader::{
-    file_uri, open_readonly_connection, sqlite_message, CallstackLayout, DeviceBounds, OpenError,
-    SnapshotDb,
+    file_uri, is_sqlite_file, open_readonly_connection, sqlite_message, CallstackLayout,
+    DeviceBounds, OpenError, SnapshotDb, SQLITE_HEADER,
 };
 pub use rusqlite;
 pub use writer::{ActionValue, BlockRecord, TraceRecord, Writer};

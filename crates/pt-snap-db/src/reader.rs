@@ -274,6 +274,20 @@ pub fn open_readonly_connection(path: &Path) -> rusqlite::Result<Connection> {
     Ok(conn)
 }
 
+/// The first 16 bytes of every SQLite database file.
+pub const SQLITE_HEADER: &[u8; 16] = b"SQLite format 3\0";
+
+/// Whether the file at `path` starts with [`SQLITE_HEADER`] (a shorter file does not). What
+/// a command reads as a database rather than a snapshot, whatever its name.
+pub fn is_sqlite_file(path: &Path) -> std::io::Result<bool> {
+    use std::io::Read;
+    let mut head = Vec::with_capacity(SQLITE_HEADER.len());
+    std::fs::File::open(path)?
+        .take(SQLITE_HEADER.len() as u64)
+        .read_to_end(&mut head)?;
+    Ok(head == SQLITE_HEADER)
+}
+
 /// The header says WAL mode, and no `-wal` file holds frames.
 fn is_wal_without_log(path: &Path) -> bool {
     use std::io::Read;
@@ -281,7 +295,7 @@ fn is_wal_without_log(path: &Path) -> bool {
     let wal = std::fs::File::open(path)
         .and_then(|mut f| f.read_exact(&mut header))
         .is_ok()
-        && header.starts_with(b"SQLite format 3\0")
+        && header.starts_with(SQLITE_HEADER)
         && header[18] == 2
         && header[19] == 2;
     if !wal {

@@ -1,8 +1,6 @@
 //! `pt-snap diff A B`: open both runs (a snapshot through the import's reuse cache, or a
 //! database), have `pt-snap-report` measure and compare them, print or publish the result.
 
-use std::fs::File;
-use std::io::Read;
 use std::path::Path;
 
 use pt_snap_contract::{envelope, publish, python};
@@ -116,7 +114,7 @@ impl Input {
     /// `import PATH --no-focus` would (the focus is left alone: `diff` only reads).
     pub(crate) fn open(path: &Path, replay: ReplayMode, json: bool) -> CliResult<Input> {
         let absolute = focus::absolute(path)?;
-        let (db_path, import) = if is_sqlite(&absolute) {
+        let (db_path, import) = if pt_snap_db::is_sqlite_file(&absolute).unwrap_or(false) {
             (absolute.clone(), Value::Null)
         } else if !absolute.exists() && path.extension().is_some_and(|e| e == "db") {
             return Err(CliError::database_not_found(format!(
@@ -166,12 +164,4 @@ impl Input {
             lenient,
         })
     }
-}
-
-/// Whether the file starts with SQLite's 16-byte header string.
-fn is_sqlite(path: &Path) -> bool {
-    let mut head = [0u8; 16];
-    File::open(path)
-        .and_then(|mut f| f.read_exact(&mut head))
-        .is_ok_and(|()| &head == b"SQLite format 3\0")
 }

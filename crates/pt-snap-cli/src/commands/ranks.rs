@@ -5,8 +5,7 @@
 //! cost one row each, and every file's descriptors are closed before the next one is taken.
 
 use std::collections::HashSet;
-use std::fs::{self, File};
-use std::io::Read as _;
+use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
@@ -43,8 +42,6 @@ const DIRECTORY_SUFFIXES: [&str; 11] = [
     ".pickle.zstd",
     ".db",
 ];
-
-const SQLITE_HEADER: &[u8; 16] = b"SQLite format 3\0";
 
 /// One file of the set.
 struct Input {
@@ -204,15 +201,11 @@ fn list_inputs(paths: &[PathBuf]) -> CliResult<Vec<Input>> {
 /// A database by its first 16 bytes (SQLite's header), anything else a snapshot (the import
 /// tells what it is); a file that cannot be read by its name.
 fn classify(path: &Path) -> (InputKind, u64) {
-    let mut head = Vec::with_capacity(SQLITE_HEADER.len());
-    let opened = File::open(path).and_then(|f| {
-        let len = f.metadata()?.len();
-        f.take(SQLITE_HEADER.len() as u64).read_to_end(&mut head)?;
-        Ok(len)
-    });
+    let opened =
+        pt_snap_db::is_sqlite_file(path).and_then(|sqlite| Ok((sqlite, fs::metadata(path)?.len())));
     match opened {
-        Ok(_) if head == SQLITE_HEADER => (InputKind::Database, 0),
-        Ok(len) => (InputKind::Snapshot, len),
+        Ok((true, _)) => (InputKind::Database, 0),
+        Ok((false, len)) => (InputKind::Snapshot, len),
         Err(_) if file_name(path).to_ascii_lowercase().ends_with(".db") => (InputKind::Database, 0),
         Err(_) => (InputKind::Snapshot, 0),
     }
@@ -350,7 +343,7 @@ mod tests {
     fn inputs_are_listed_deduplicated_and_ordered() {
         let dir = tempfile::tempdir().unwrap();
         let d = dir.path().canonicalize().unwrap();
-        let sqlite = &SQLITE_HEADER[..];
+        let sqlite = &pt_snap_db::SQLITE_HEADER[..];
         touch(&d, "rank10.pickle", b"\x80\x04");
         touch(&d, "rank2.pkl", b"\x80\x04");
         touch(&d, "rank2.pkl.db", sqlite);
