@@ -15,7 +15,7 @@ pub mod oom;
 mod peak;
 pub mod ranks;
 mod tree;
-mod units;
+pub mod units;
 
 pub use oom::{oom_report, OomReport, OomRequest};
 pub use peak::{peak_memory, AttributionParams, Metric, Peak, PeakReport, PeakRequest, Peaks};

@@ -1,4 +1,4 @@
-//! How the reports of our own commands (`diff`, `ranks`) write numbers for a person: the
+//! How our own commands (`diff`, `ranks`, `report oom`) and the browser write numbers for a person: the
 //! flamegraph's formatting, so a page and the text beside it read alike.
 
 /// `13.26 GiB`: binary units with two decimals, exact below 1 KiB. Takes `f64` because a

@@ -4,25 +4,7 @@
 use pt_snap_query::{Analyzer, QueryRequest, TimelineRequest, Value};
 use pt_snap_report::diff::{measure, Diff, DiffRequest, Side, Status};
 use pt_snap_report::Metric;
-use pt_snap_testkit::repo_root;
-
-fn databases() -> Vec<std::path::PathBuf> {
-    [
-        "empty_cache",
-        "expandable",
-        "multi_dev0",
-        "single",
-        "synth_1dev",
-    ]
-    .iter()
-    .map(|s| {
-        repo_root()
-            .join("tests/golden/query")
-            .join(s)
-            .join("reference.db")
-    })
-    .collect()
-}
+use pt_snap_testkit::reference_databases;
 
 fn side(a: &Analyzer, metric: Metric) -> Side {
     measure(
@@ -56,7 +38,7 @@ fn live_bytes(a: &Analyzer, event: i64) -> i64 {
 
 #[test]
 fn a_database_against_itself_changes_nothing_and_adds_up() {
-    for db in databases() {
+    for db in reference_databases() {
         let a = Analyzer::open(&db).unwrap();
         let peak = a.run(&QueryRequest::new("memory_peak")).unwrap();
         for metric in [Metric::Active, Metric::Allocated, Metric::Reserved] {
@@ -100,7 +82,7 @@ fn a_database_against_itself_changes_nothing_and_adds_up() {
 
 #[test]
 fn two_databases_add_up_on_each_side() {
-    let dbs = databases();
+    let dbs = reference_databases();
     for pair in dbs.windows(2) {
         let (a, b) = (
             Analyzer::open(&pair[0]).unwrap(),

@@ -4,25 +4,7 @@ use pt_snap_query::{Analyzer, QueryRequest, Value};
 use pt_snap_report::{
     flamegraph_page, memory_tree, peak_memory, IncompleteTree, Metric, PeakRequest, TreeRequest,
 };
-use pt_snap_testkit::repo_root;
-
-fn databases() -> Vec<std::path::PathBuf> {
-    [
-        "empty_cache",
-        "expandable",
-        "multi_dev0",
-        "single",
-        "synth_1dev",
-    ]
-    .iter()
-    .map(|s| {
-        repo_root()
-            .join("tests/golden/query")
-            .join(s)
-            .join("reference.db")
-    })
-    .collect()
-}
+use pt_snap_testkit::reference_databases;
 
 /// Every event id worth a tree: each counter's peak, the first and last events, and a
 /// spread of events between them.
@@ -44,7 +26,7 @@ fn events(a: &Analyzer) -> Vec<i64> {
 
 #[test]
 fn every_node_holds_its_children_and_itself() {
-    for db in databases() {
+    for db in reference_databases() {
         let a = Analyzer::open(&db).unwrap();
         for event_id in events(&a) {
             for include_static in [true, false] {
@@ -85,7 +67,7 @@ fn every_node_holds_its_children_and_itself() {
 
 #[test]
 fn a_tree_that_does_not_add_up_is_refused() {
-    let a = Analyzer::open(&databases()[0]).unwrap();
+    let a = Analyzer::open(&reference_databases()[0]).unwrap();
     let event_id = events(&a)[1];
     let mut tree = memory_tree(
         &a,
@@ -114,7 +96,7 @@ fn a_tree_that_does_not_add_up_is_refused() {
 
 #[test]
 fn coverage_is_included_bytes_over_active_bytes_at_the_event() {
-    for db in databases() {
+    for db in reference_databases() {
         let a = Analyzer::open(&db).unwrap();
         for metric in [Metric::Active, Metric::Allocated, Metric::Reserved] {
             let r = peak_memory(

@@ -43,6 +43,26 @@ pub fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
+/// The reference-made databases of the query goldens (`tests/golden/query/<case>/reference.db`):
+/// what report tests run against.
+pub fn reference_databases() -> Vec<PathBuf> {
+    [
+        "empty_cache",
+        "expandable",
+        "multi_dev0",
+        "single",
+        "synth_1dev",
+    ]
+    .iter()
+    .map(|case| {
+        repo_root()
+            .join("tests/golden/query")
+            .join(case)
+            .join("reference.db")
+    })
+    .collect()
+}
+
 /// `<repo>/../shared/fixtures`: the snapshot corpus developer machines and CI keep beside
 /// the checkout, including files we may not redistribute. `None` (with a note on stderr)
 /// where it is absent, so tests that need it skip.

@@ -20,22 +20,8 @@ pub fn bytes(n: i64) -> String {
     }
 }
 
-/// `605,360,992`.
-pub fn grouped(n: i64) -> String {
-    let digits = n.unsigned_abs().to_string();
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    if n < 0 {
-        format!("-{out}")
-    } else {
-        out
-    }
-}
+/// `605,360,992`: as the CLI's own commands write counts.
+pub use pt_snap_report::units::grouped;
 
 pub fn exact(n: i64) -> String {
     format!("{} bytes", grouped(n))
