@@ -445,24 +445,7 @@ fn capabilities_list_the_contract_and_it_documents_every_field() {
     let out = w.run(&["capabilities", "--json"]);
     assert!(out.status.success(), "{out:?}");
     let caps: Value = serde_json::from_slice(&out.stdout).unwrap();
-    let keys: Vec<&str> = caps
-        .as_object()
-        .unwrap()
-        .keys()
-        .map(String::as_str)
-        .collect();
-    // The reference's keys in its order, then ours.
-    assert_eq!(
-        keys,
-        [
-            "schema_version",
-            "ok",
-            "cli_version",
-            "templates",
-            "skills",
-            "commands"
-        ]
-    );
+    // The keys' order (the reference's, then `commands`) is the ranks tests' check.
     let contract = caps["commands"]
         .as_array()
         .unwrap()

@@ -1,5 +1,5 @@
-//! How our own commands (`diff`, `ranks`, `report oom`) and the browser write numbers for a person: the
-//! flamegraph's formatting, so a page and the text beside it read alike.
+//! How our own commands (`diff`, `ranks`, `report oom`) and the browser write numbers for a
+//! person: the flamegraph's formatting, so a page and the text beside it read alike.
 
 /// `13.26 GiB`: binary units with two decimals, exact below 1 KiB. Takes `f64` because a
 /// median of byte counts can fall between two of them.
