@@ -37,10 +37,10 @@ function cli(template, params = {}, extra = []) {
 }
 
 let passed = 0, failed = 0;
-// E2E_ONLY=<part of a name>: run only the checks it names (while working on one view).
+// E2E_ONLY=<part of a name>[|<part>…]: run only the checks it names (while working on a view).
 const only = process.env.E2E_ONLY;
 async function check(name, fn) {
-  if (only && !name.includes(only)) return;
+  if (only && !only.split('|').some((part) => name.includes(part))) return;
   const t0 = Date.now();
   try { await fn(); passed++; console.log(`ok   ${name} (${Date.now() - t0} ms)`); }
   catch (e) { failed++; console.log(`FAIL ${name}: ${e.stack || e.message}`); }
@@ -629,6 +629,7 @@ await check('a superseded question is interrupted in the worker; Esc stops one; 
   await page.click('[data-testid=tab-overview]');
 });
 
+let jobPage = null;
 await check('several files are the ranks of a job: the CLI rows, the planted outlier, a failed file; a rank opens in every view', async () => {
   const want = read('expected-ranks.json');
   const byRank = new Map(want.ranks.filter((r) => r.error == null).map((r) => [String(r.rank), r]));
@@ -664,6 +665,50 @@ await check('several files are the ranks of a job: the CLI rows, the planted out
   await shot('23-rank-opened', p);
   await p.click('[data-testid=show-ranks]');
   await p.waitForSelector('[data-testid=ranks-view]');
+  jobPage = p;
+});
+
+await check('Compare: two ranks on one axis, what pt-snap diff gives; swap, metric, another pick', async () => {
+  const want = read('expected-diff.json');
+  const p = jobPage;
+  ok(p, 'the ranks page is open');
+  const grouped = (n) => n.toLocaleString('en-US');
+  // By default the first rank against the outlier.
+  eq(await p.textContent('[data-testid=ranks-compare]'), 'Compare rank 0 (A) with rank 2 (B)', 'the default pair');
+  eq(await p.getAttribute('[data-testid=ranks-row][data-rank="0"] [data-testid=ranks-pick-a]', 'class'), 'pick side-a selected', 'rank 0 is A');
+  await p.click('[data-testid=ranks-compare]');
+  await p.waitForSelector('[data-testid=compare-view]');
+  await p.waitForSelector('[data-testid=compare-diff] [data-testid=pd-total-a]', { timeout: 120000 });
+  const total = async (side) => p.textContent(`[data-testid=compare-diff] [data-testid=pd-total-${side}]`);
+  ok((await total('a')).includes(`${grouped(want.total_a)} B`), `A's total is the CLI's ${want.total_a}: ${await total('a')}`);
+  ok((await total('b')).includes(`${grouped(want.total_b)} B`), `B's total is the CLI's ${want.total_b}`);
+  ok((await p.textContent('[data-testid=pd-total-change]')).includes(grouped(want.total_delta)), 'the change is the CLI\'s');
+  const counts = await p.textContent('[data-testid=pd-group-counts]');
+  ok(counts.startsWith(`${Math.min(20, want.group_counts.total)} of ${grouped(want.group_counts.total)} groups shown`), `the CLI's group count: ${counts}`);
+  const statuses = await p.$$eval('[data-testid=pd-group]', (rs) => rs.map((r) => r.dataset.status));
+  eq(statuses.join(), want.groups.slice(0, 20).map((g) => g.status).join(), 'the groups in the CLI\'s order, with its statuses');
+  ok(want.groups[0].delta > 0 && statuses[0] !== 'same', 'the leak is the largest change');
+  await p.waitForSelector('[data-testid=compare-diff] .fg-graph');
+  await shot('24-compare', p);
+  // The largest change's stack in the flamegraph.
+  const site = await p.getAttribute('[data-testid=pd-group] >> nth=0', 'data-node-id');
+  await p.click('[data-testid=pd-group] >> nth=0 >> button.pd-show');
+  await p.waitForFunction((id) => document.querySelector('[data-testid=compare-diff] [data-testid=fg-breadcrumb]')?.dataset.zoomId === id, site);
+  // Swapping needs no worker: both sides are kept.
+  await p.click('[data-testid=compare-swap]');
+  await p.waitForFunction((t) => document.querySelector('[data-testid=pd-total-a]')?.textContent.includes(t), `${grouped(want.total_b)} B`);
+  ok((await p.textContent('[data-testid=pd-total-change]')).includes(grouped(-want.total_delta)), 'swapped, the change turns');
+  eq(await p.$$eval('[data-testid=compare-progress]', (x) => x.length), 0, 'nothing measured again');
+  // Another metric is measured again, side by side as the CLI's --metric reserved.
+  await p.selectOption('[data-testid=compare-metric]', 'reserved');
+  await p.waitForFunction(() => /Metric compared: reserved/.test(document.querySelector('[data-testid=compare-diff]')?.textContent || ''), null, { timeout: 120000 });
+  // Any two ranks: rank 1 as B, from the view's own choice.
+  const options = await p.$$eval('[data-testid=compare-b] option', (os) => os.map((o) => [o.value, o.textContent]));
+  const rank1 = options.find(([, t]) => t.startsWith('rank 1 '));
+  ok(rank1, `rank 1 is offered: ${options.map((o) => o[1]).join(' | ')}`);
+  await p.selectOption('[data-testid=compare-b]', rank1[0]);
+  await p.waitForFunction(() => document.querySelector('[data-testid=compare-diff] .pd-inputs')?.textContent.includes('rank1.pickle'), null, { timeout: 120000 });
+  await shot('25-compare-reserved', p);
   await p.close();
 });
 

@@ -81,6 +81,8 @@ done
 cp "$out/hostile.pkl" "$out/job/rank4.pickle"
 rm -f "$out"/job/*.db
 target/debug/pt-snap ranks "$out"/job/rank*.pickle --json > "$out/expected-ranks.json" 2> "$out/expected-ranks-stderr.json" && { echo "ranks passed a file that is no snapshot" >&2; exit 1; }
+# The Compare view's default pair (the first rank and the outlier), every group listed.
+target/debug/pt-snap diff "$out/job/rank0.pickle" "$out/job/rank2.pickle" -n 0 --json > "$out/expected-diff.json"
 # The 1M-event benchmark snapshot (~109 MB): no main-thread task over 100 ms from its drop
 # to every view.
 [ -f "$out/bench-1m.pickle" ] || cargo run -q --release -p pt-snap-gen -- --seed 7 --events 1000000 --out "$out/bench-1m.pickle" >/dev/null

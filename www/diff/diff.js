@@ -9,6 +9,7 @@
  *   const view = PtSnapDiff.render(container, data, tree);
  *   view.flamegraph   // the PtSnapFlamegraph view
  *   view.showGroup(i) // reveal the i-th shown group's stack in the flamegraph
+ *   view.destroy()    // stop observing resizes and end the flamegraph
  *
  * Plain JS, no dependency, no network; a classic script defining globalThis.PtSnapDiff.
  */
@@ -231,6 +232,10 @@
     }
   }
 
+  Timeline.prototype.destroy = function () {
+    if (this.resizer) this.resizer.disconnect();
+  };
+
   Timeline.prototype.draw = function (width) {
     this.width = width;
     var W = Math.max(320, width), H = 280, L = 76, R = 24, T = 12, B = 34;
@@ -403,6 +408,11 @@
       showGroup: function (i) {
         var g = (data.groups || [])[i];
         return !!(g && g.node_id && reveal(g.node_id));
+      },
+      // For a host that replaces the view (the browser's Compare view).
+      destroy: function () {
+        timeline.destroy();
+        if (fg) fg.destroy();
       }
     };
   }

@@ -11,6 +11,7 @@ pub mod protocol;
 
 use pt_snap_db::SnapshotDb;
 use pt_snap_query::{registry, Analyzer, Interrupt, QueryError, QueryRequest, TimelineRequest};
+use pt_snap_report::diff::{self, DiffRequest};
 use pt_snap_report::{memory_tree, peak_memory, PeakRequest, TreeRequest};
 use rusqlite::Connection;
 use serde_json::Value as Json;
@@ -150,7 +151,24 @@ impl Engine {
         Ok(match query {
             Query::Peaks { device } => Answer::Peaks(self.peaks(*device)?),
             Query::RankSummary { metric } => {
-                Answer::RankSummary(pt_snap_report::ranks::summarize(a, None, metric.report())?)
+                Answer::RankSummary(pt_snap_report::ranks::summarize(a, None, *metric)?)
+            }
+            Query::DiffSide {
+                device,
+                metric,
+                buckets,
+            } => {
+                let req = DiffRequest {
+                    device: *device,
+                    metric: *metric,
+                };
+                let side = diff::measure(a, &req, |device| {
+                    a.timeline(&TimelineRequest {
+                        device: Some(device),
+                        ..TimelineRequest::new(*buckets)
+                    })
+                })?;
+                Answer::DiffSide(Box::new(side))
             }
             Query::Timeline {
                 device,
@@ -265,7 +283,7 @@ impl Engine {
     ) -> Result<PeakReport, Refusal> {
         let req = PeakRequest {
             device: Some(device),
-            metric: metric.report(),
+            metric,
             include_static,
             limit: 20,
             stack_bytes: -1,

@@ -57,27 +57,8 @@ impl From<pt_snap_import::ImportFailure> for EngineError {
     }
 }
 
-/// Which counter's peak a report explains.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub enum Metric {
-    Active,
-    Allocated,
-    Reserved,
-}
-
-impl Metric {
-    pub fn name(self) -> &'static str {
-        self.report().name()
-    }
-
-    pub fn report(self) -> pt_snap_report::Metric {
-        match self {
-            Metric::Active => pt_snap_report::Metric::Active,
-            Metric::Allocated => pt_snap_report::Metric::Allocated,
-            Metric::Reserved => pt_snap_report::Metric::Reserved,
-        }
-    }
-}
+/// Which counter's peak a report explains: the report's own type.
+pub use pt_snap_report::Metric;
 
 /// A question for the open file.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -117,6 +98,13 @@ pub enum Query {
     /// Every device's row of `pt-snap ranks`: the peaks, the allocator gap at the reserved
     /// peak, the OOM events and the largest callstack group at `metric`'s peak.
     RankSummary { metric: Metric },
+    /// One side of `pt-snap diff`: the peaks, every block live at `metric`'s peak by
+    /// normalised stack, and the timeline in `buckets` buckets. The page compares two.
+    DiffSide {
+        device: Option<i64>,
+        metric: Metric,
+        buckets: usize,
+    },
 }
 
 /// What a [`Query`] gets, variant for variant.
@@ -124,6 +112,7 @@ pub enum Query {
 pub enum Answer {
     Peaks(Peaks),
     RankSummary(Vec<pt_snap_report::ranks::DeviceSummary>),
+    DiffSide(Box<pt_snap_report::diff::Side>),
     Timeline(Timeline),
     Event(Option<EventInfo>),
     PeakReport(PeakReport),

@@ -55,6 +55,14 @@ fn origin(name: &str) -> Origin {
 
 /// Imports `path` in memory, returning the previews the replay gave and the engine.
 fn import(path: &Path) -> Option<(Vec<DevicePreview>, Engine)> {
+    let (previews, conn) = import_connection(path)?;
+    Some((
+        previews,
+        Engine::from_connection(conn, origin("x")).unwrap(),
+    ))
+}
+
+fn import_connection(path: &Path) -> Option<(Vec<DevicePreview>, Connection)> {
     let bytes = std::fs::read(path).unwrap();
     let snapshot = pt_snap_model::decode(&bytes[..], &mut |_| {}).ok()?;
     let conn = Connection::open_in_memory().unwrap();
@@ -71,10 +79,7 @@ fn import(path: &Path) -> Option<(Vec<DevicePreview>, Engine)> {
         previews.push(device_preview(d, BUCKETS))
     })
     .ok()?;
-    Some((
-        previews,
-        Engine::from_connection(conn, origin("x")).unwrap(),
-    ))
+    Some((previews, conn))
 }
 
 fn never() -> Option<Stop> {
@@ -276,6 +281,66 @@ fn templates_and_reports_answer_typed() {
         )
         .unwrap_err();
     assert_eq!(bad.code, "TEMPLATE_NOT_FOUND");
+}
+
+/// The Compare view measures each file in its own worker and compares on the page: a side
+/// that crossed as text compares exactly as the CLI's `diff` does with both in one process.
+#[test]
+fn a_diff_side_crosses_as_text_and_compares_as_the_clis_diff() {
+    use pt_snap_report::diff::{measure, Diff, DiffRequest, PAGE_BUCKETS};
+    let path = root().join("fixtures/upstream-pkg/snapshots/snapshot_with_multi_devices.pkl");
+    let (previews, engine) = import(&path).unwrap();
+    let (_, conn) = import_connection(&path).unwrap();
+    let other =
+        pt_snap_query::Analyzer::new(pt_snap_db::SnapshotDb::from_connection(conn).unwrap())
+            .unwrap();
+    for metric in [Metric::Active, Metric::Allocated, Metric::Reserved] {
+        for p in &previews {
+            let question = Query::DiffSide {
+                device: Some(p.device),
+                metric,
+                buckets: PAGE_BUCKETS,
+            };
+            let message = FromWorker::Answer {
+                id: 1,
+                answer: engine.answer(&question, never, 60.0),
+            };
+            let FromWorker::Answer {
+                answer: Ok(Answer::DiffSide(side)),
+                ..
+            } = decode::<FromWorker>(&encode(&message)).unwrap()
+            else {
+                panic!("no side");
+            };
+            let side = *side;
+            assert_eq!(side.device_id, p.device);
+            assert_eq!(side.peaks, Some(p.peaks));
+            assert!(!side.groups.is_empty());
+            // The CLI's way: both sides measured in one process, from the other import.
+            let direct = measure(
+                &other,
+                &DiffRequest {
+                    device: Some(p.device),
+                    metric,
+                },
+                |d| {
+                    other.timeline(&pt_snap_query::TimelineRequest {
+                        device: Some(d),
+                        ..pt_snap_query::TimelineRequest::new(PAGE_BUCKETS)
+                    })
+                },
+            )
+            .unwrap();
+            assert_eq!(side, direct, "device {} {metric:?}", p.device);
+            let diff = Diff::new(side.clone(), direct);
+            assert!(diff.groups.iter().all(|g| g.delta() == 0));
+            assert_eq!(diff.total_a(), side.live_bytes_at_peak.unwrap());
+            let empty = serde_json::Map::new();
+            let page = diff.to_page_data(Some(50), ["a", "b"], [&empty, &empty]);
+            assert_eq!(page.data["total_delta"], json!(0));
+            assert_eq!(page.tree["mode"], json!("diff"));
+        }
+    }
 }
 
 #[test]

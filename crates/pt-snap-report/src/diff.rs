@@ -23,11 +23,16 @@ mod page;
 use std::collections::BTreeMap;
 
 use pt_snap_query::{QueryError, Source, Timeline};
+use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value as Json};
 
 use crate::peak::{peak_memory, Metric, PeakRequest, Peaks};
 use crate::units::{grouped, human_bytes, signed_human_bytes};
 pub use normalize::{normalize_path, normalize_stack, parse_line, Frame};
+pub use page::PageData;
+
+/// Timeline buckets per side on the page: about one per pixel of its chart.
+pub const PAGE_BUCKETS: usize = 800;
 
 /// What to compare: the device (the lowest when `None`) and the peak to explain.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -37,7 +42,7 @@ pub struct DiffRequest {
 }
 
 /// What a group of live blocks is matched by across the two runs.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub enum StackKey {
     /// Allocated during the trace at this normalised stack, outermost caller first.
     Frames(Vec<Frame>),
@@ -107,14 +112,15 @@ impl StackKey {
 }
 
 /// Blocks live at a peak: their bytes and how many.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Live {
     pub bytes: i64,
     pub blocks: i64,
 }
 
-/// One side measured: its peaks, what was live at its chosen peak, its timeline.
-#[derive(Debug, Clone)]
+/// One side measured: its peaks, what was live at its chosen peak, its timeline. It
+/// crosses from a browser worker to the page, where [`Diff::new`] compares two.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Side {
     pub device_id: i64,
     pub metric: Metric,
@@ -125,6 +131,7 @@ pub struct Side {
     /// The active counter at `event_id`: what the groups must add up to.
     pub live_bytes_at_peak: Option<i64>,
     /// Every live block at `event_id`, by normalised stack.
+    #[serde(with = "pairs")]
     pub groups: BTreeMap<StackKey, Live>,
     pub timeline: Timeline,
 }
@@ -157,6 +164,31 @@ impl Side {
     /// The first real event: ordinal 0 on the shared axis.
     fn first_event(&self) -> Option<i64> {
         self.timeline.bounds.map(|b| b.0)
+    }
+}
+
+/// A map keyed by stacks as a list of `[key, value]` pairs: JSON keys are strings only.
+mod pairs {
+    use std::collections::BTreeMap;
+
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    pub fn serialize<K: Serialize, V: Serialize, S: Serializer>(
+        map: &BTreeMap<K, V>,
+        s: S,
+    ) -> Result<S::Ok, S::Error> {
+        s.collect_seq(map)
+    }
+
+    pub fn deserialize<
+        'de,
+        K: Deserialize<'de> + Ord,
+        V: Deserialize<'de>,
+        D: Deserializer<'de>,
+    >(
+        d: D,
+    ) -> Result<BTreeMap<K, V>, D::Error> {
+        Ok(Vec::<(K, V)>::deserialize(d)?.into_iter().collect())
     }
 }
 
@@ -585,6 +617,17 @@ impl Diff {
         inputs: [&Map<String, Json>; 2],
     ) -> String {
         page::render(self, limit, labels, inputs)
+    }
+
+    /// What the page draws, for a host that draws `www/diff/diff.js` itself (the browser's
+    /// Compare view): the same data and tree as [`Diff::to_html`]'s page.
+    pub fn to_page_data(
+        &self,
+        limit: Option<usize>,
+        labels: [&str; 2],
+        inputs: [&Map<String, Json>; 2],
+    ) -> PageData {
+        page::data(self, limit, labels, inputs)
     }
 }
 

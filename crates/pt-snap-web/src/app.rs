@@ -45,10 +45,21 @@ pub struct AppState {
     pub generation: RwSignal<u32>,
     /// How long one question may run, in seconds (the CLI's `--timeout`).
     pub budget_s: RwSignal<f64>,
-    /// Several snapshots opened together (the ranks of a job), and whether the Ranks view
-    /// is what the page shows.
+    /// Several snapshots opened together (the ranks of a job).
     pub job: RwSignal<Option<crate::job::Job>>,
-    pub show_ranks: RwSignal<bool>,
+    /// What the page shows: the open file's views, or the job's Ranks or Compare view.
+    pub screen: RwSignal<Screen>,
+    /// What the Compare view compares.
+    pub compare: RwSignal<crate::compare::Compare>,
+}
+
+/// What fills the page below the header.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Screen {
+    /// The open file's views (or the welcome, when none is open).
+    File,
+    Ranks,
+    Compare,
 }
 
 impl AppState {
@@ -165,7 +176,7 @@ fn open_files(state: AppState, files: Vec<web_sys::File>, folder: bool) {
         ))),
         0 => {}
         1 if !folder => {
-            state.show_ranks.set(false);
+            state.screen.set(Screen::File);
             loader::load(state, files.into_iter().next().expect("one"));
         }
         _ => crate::ranks::start(state, files),
@@ -184,7 +195,8 @@ pub fn App() -> impl IntoView {
         generation: RwSignal::new(0),
         budget_s: RwSignal::new(DEFAULT_BUDGET_S),
         job: RwSignal::new(None),
-        show_ranks: RwSignal::new(false),
+        screen: RwSignal::new(Screen::File),
+        compare: RwSignal::new(Default::default()),
     };
     provide_context(state);
     client::warm_up();
@@ -224,6 +236,8 @@ pub fn App() -> impl IntoView {
 
     // The views are built once per file shown, not again when it becomes ready.
     let has_file = Memo::new(move |_| state.opened.with(Option::is_some));
+    // Not rebuilt by each file of a job that finishes.
+    let has_job = Memo::new(move |_| state.job.with(Option::is_some));
 
     // The whole page is the drop zone; the overlay only says so while something is dragged.
     let dragging = RwSignal::new(false);
@@ -285,10 +299,16 @@ pub fn App() -> impl IntoView {
                 <input id="folder-input" data-testid="folder-input" class="visually-hidden" type="file" multiple
                     node_ref=folder_input on:change=on_pick_folder/>
                 <Show when=move || state.job.with(Option::is_some)>
-                    <button class="button" data-testid="show-ranks" class:selected=move || state.show_ranks.get()
-                        on:click=move |_| state.show_ranks.update(|s| *s = !*s)>
+                    <button class="button" data-testid="show-ranks" class:selected=move || state.screen.get() == Screen::Ranks
+                        on:click=move |_| state.screen.update(|s| *s = if *s == Screen::Ranks { Screen::File } else { Screen::Ranks })>
                         {move || state.job.with(|j| j.as_ref().map_or(String::new(), |j| format!("Ranks ({})", j.names.len())))}
                     </button>
+                    <button class="button" data-testid="show-compare" class:selected=move || state.screen.get() == Screen::Compare
+                        on:click=move |_| if state.screen.get_untracked() == Screen::Compare {
+                            state.screen.set(Screen::File);
+                        } else {
+                            crate::compare::show(state);
+                        }>"Compare"</button>
                 </Show>
                 <Show when=move || state.opened.with(|o| o.as_ref().and_then(|o| o.overview.as_ref()).is_some_and(|o| o.imported))>
                     <button class="button" data-testid="download-db" on:click=move |_| client::request_download()>"Download .db"</button>
@@ -298,12 +318,11 @@ pub fn App() -> impl IntoView {
         </header>
         <StatusStrip/>
         <main>
-            {move || if state.show_ranks.get() && state.job.with(Option::is_some) {
-                view! { <crate::ranks::RanksView/> }.into_any()
-            } else if has_file.get() {
-                view! { <Workspace/> }.into_any()
-            } else {
-                view! { <Welcome/> }.into_any()
+            {move || match (state.screen.get(), has_job.get()) {
+                (Screen::Ranks, true) => view! { <crate::ranks::RanksView/> }.into_any(),
+                (Screen::Compare, true) => view! { <crate::compare::CompareView/> }.into_any(),
+                _ if has_file.get() => view! { <Workspace/> }.into_any(),
+                _ => view! { <Welcome/> }.into_any(),
             }}
         </main>
         <div class="drop-overlay" class:visible=move || dragging.get() aria-hidden="true">

@@ -319,7 +319,7 @@ fn cancel_cell() -> Option<Int32Array> {
     isolated.then(|| Int32Array::new(&SharedArrayBuffer::new(4)))
 }
 
-fn envelope(message: &ToWorker) -> Object {
+pub(crate) fn envelope(message: &ToWorker) -> Object {
     let o = Object::new();
     let _ = Reflect::set(
         &o,

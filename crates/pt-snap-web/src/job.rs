@@ -18,6 +18,13 @@ pub enum Member {
     Failed(EngineError),
 }
 
+/// One side of a comparison: a file of the job (its index there) and one of its devices.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Pick {
+    pub file: usize,
+    pub device: i64,
+}
+
 /// The files of a job, in natural name order (`rank2` before `rank10`), and how far each is.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Job {
@@ -115,6 +122,38 @@ impl Job {
             })
             .collect();
         RanksReport::new(self.metric, files, assignment.note)
+    }
+
+    /// The job's index of `RanksReport::files[file]` of [`Job::report`], which keeps the
+    /// finished files only, in the job's order.
+    pub fn member_of(&self, file: usize) -> Option<usize> {
+        self.members
+            .iter()
+            .enumerate()
+            .filter(|(_, m)| matches!(m, Member::Done(_)))
+            .nth(file)
+            .map(|(i, _)| i)
+    }
+
+    /// The pair the Compare view shows until the user picks: the first rank summarised
+    /// against the first outlier after it (else the second rank), the usual question of a
+    /// triage.
+    pub fn default_pair(&self) -> [Option<Pick>; 2] {
+        let report = self.report();
+        let rows: Vec<(Pick, bool)> = report
+            .rows
+            .iter()
+            .filter_map(|r| {
+                let s = r.summary.as_ref()?;
+                let pick = Pick {
+                    file: self.member_of(r.file)?,
+                    device: s.device,
+                };
+                Some((pick, r.verdict.as_ref().is_some_and(|v| v.outlier)))
+            })
+            .collect();
+        let b = rows.iter().skip(1).find(|r| r.1).or_else(|| rows.get(1));
+        [rows.first().map(|r| r.0), b.map(|r| r.0)]
     }
 
     /// The files that failed, with why.
@@ -217,5 +256,28 @@ mod tests {
             [("rank5.pkl", &EngineError::new("SNAPSHOT_INVALID", "x"))]
         );
         assert_eq!(job.report().rows.len(), 5, "a failed file has no row here");
+        let pick = |file| Some(Pick { file, device: 0 });
+        assert_eq!(
+            job.default_pair(),
+            [pick(0), pick(3)],
+            "the first rank and the outlier"
+        );
+        job.members[1] = Member::Waiting;
+        assert_eq!(
+            job.member_of(1),
+            Some(2),
+            "the report's second file is the job's third"
+        );
+        assert_eq!(job.member_of(4), None);
+        job.members[3] = Member::Done(vec![device(1_000)]);
+        assert_eq!(
+            job.default_pair(),
+            [pick(0), pick(2)],
+            "no outlier: the second rank"
+        );
+        let mut lone = Job::new(vec!["rank0.pkl".into()], Metric::Active);
+        assert_eq!(lone.default_pair(), [None, None]);
+        lone.members[0] = Member::Done(vec![device(1_000)]);
+        assert_eq!(lone.default_pair(), [pick(0), None]);
     }
 }

@@ -293,8 +293,18 @@ pub fn import_leniently(state: AppState) {
     import(state, file, true);
 }
 
-/// Offers the database the worker sent as a download, openable by the CLI and by
-/// pt-snap-cli 0.4.1.
+/// Offers `text` as a download named `file_name`.
+pub fn save_text(file_name: &str, mime: &str, text: &str) {
+    let parts = js_sys::Array::of1(&JsValue::from_str(text));
+    let options = web_sys::BlobPropertyBag::new();
+    options.set_type(mime);
+    if let Ok(blob) = Blob::new_with_str_sequence_and_options(&parts, &options) {
+        save(file_name, blob.into());
+    }
+}
+
+/// Offers a `Blob` as a download: the database the worker sent (openable by the CLI and
+/// by pt-snap-cli 0.4.1), or a page.
 fn save(file_name: &str, blob: JsValue) {
     let Ok(blob) = blob.dyn_into::<Blob>() else {
         return;

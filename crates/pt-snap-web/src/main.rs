@@ -9,6 +9,8 @@ mod app;
 #[cfg(target_arch = "wasm32")]
 mod client;
 #[cfg(target_arch = "wasm32")]
+mod compare;
+#[cfg(target_arch = "wasm32")]
 mod lists;
 #[cfg(target_arch = "wasm32")]
 mod loader;
@@ -19,6 +21,8 @@ mod fmt;
 mod job;
 #[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
 mod link;
+#[cfg(target_arch = "wasm32")]
+mod oneshot;
 #[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
 mod opened;
 #[cfg(target_arch = "wasm32")]

@@ -1,72 +1,58 @@
 //! Many snapshots at once, one per rank of a job: the Ranks view.
 //!
-//! Each file gets a worker of its own, one file at a time, which imports it (into the OPFS
-//! cache, like any dropped file) or opens it, and answers one question: the file's rows of
-//! `pt-snap ranks` (`Query::RankSummary`, the CLI's `summarize`). Then the worker is ended,
-//! so the page keeps a few numbers per file and the memory of at most one file at a time,
-//! however many there are. Clicking a rank opens that file in every other view (from the
-//! cache, when the browser has one).
+//! Each file, one at a time, is asked one question by a worker of its own (`oneshot`): its
+//! rows of `pt-snap ranks` (`Query::RankSummary`, the CLI's `summarize`). So the page keeps
+//! a few numbers per file and the memory of at most one file at a time, however many there
+//! are. Clicking a rank opens that file in every other view (from the cache, when the
+//! browser has one); two ranks picked as A and B open in the Compare view.
 
 use std::cell::{Cell, RefCell};
 
-use js_sys::{Object, Reflect};
 use leptos::prelude::*;
-use pt_snap_engine::{Answer, EngineError, FromWorker, Progress, Query, ToWorker};
+use pt_snap_engine::{Answer, EngineError, Query};
 use pt_snap_report::ranks::{site, RanksReport};
 use pt_snap_report::Metric;
-use wasm_bindgen::prelude::*;
-use web_sys::{File, MessageEvent, Worker};
+use web_sys::File;
 
-use crate::app::AppState;
-use crate::client::WORKER_SCRIPT;
+use crate::app::{AppState, Screen};
+use crate::compare;
 use crate::fmt;
-use crate::job::{order, Job, Member};
+use crate::job::{order, Job, Member, Pick};
 use crate::loader;
+use crate::oneshot::{self, Asking};
 
 thread_local! {
     /// The job's files, in the job's order (the page's signal holds only their names).
     static FILES: RefCell<Vec<File>> = const { RefCell::new(Vec::new()) };
-    /// The worker summarising one file, with its handlers.
-    static RUNNING: RefCell<Option<Running>> = const { RefCell::new(None) };
-    /// Bumped by every job started or stopped: a late message of an older one is dropped.
+    /// The file being summarised.
+    static RUNNING: RefCell<Option<Asking>> = const { RefCell::new(None) };
+    /// Bumped by every job started or stopped: a late answer of an older one is dropped.
     static SERIAL: Cell<u64> = const { Cell::new(0) };
-}
-
-struct Running {
-    worker: Worker,
-    _on_message: Closure<dyn FnMut(MessageEvent)>,
-    _on_error: Closure<dyn FnMut(web_sys::ErrorEvent)>,
-}
-
-impl Running {
-    /// Ends the worker; a message it already queued finds no handler (the closures go
-    /// with this value).
-    fn end(self) {
-        self.worker.set_onmessage(None);
-        self.worker.set_onerror(None);
-        self.worker.terminate();
-    }
 }
 
 /// Starts a job over `files` (a drop or pick of several, or a folder), replacing any other.
 pub fn start(state: AppState, files: Vec<File>) {
     stop();
+    crate::compare::forget(state);
     let names: Vec<String> = files.iter().map(File::name).collect();
     let order = order(&names);
     let files: Vec<File> = order.iter().map(|&i| files[i].clone()).collect();
     let names: Vec<String> = order.iter().map(|&i| names[i].clone()).collect();
     FILES.with(|f| *f.borrow_mut() = files);
     state.job.set(Some(Job::new(names, Metric::Active)));
-    state.show_ranks.set(true);
+    state.screen.set(Screen::Ranks);
     next(state, SERIAL.with(Cell::get));
 }
 
 /// Ends the file being summarised; the rows already there stay.
 pub fn stop() {
     SERIAL.with(|s| s.set(s.get() + 1));
-    if let Some(r) = RUNNING.with(|r| r.borrow_mut().take()) {
-        r.end();
-    }
+    drop(RUNNING.with(|r| r.borrow_mut().take()));
+}
+
+/// File `i` of the job.
+pub fn file(i: usize) -> Option<File> {
+    FILES.with(|f| f.borrow().get(i).cloned())
 }
 
 fn set_member(state: AppState, i: usize, member: Member) {
@@ -79,189 +65,50 @@ fn set_member(state: AppState, i: usize, member: Member) {
 
 /// Summarises the next waiting file, if any.
 fn next(state: AppState, serial: u64) {
-    if let Some(r) = RUNNING.with(|r| r.borrow_mut().take()) {
-        r.end();
-    }
-    let waiting = state.job.with_untracked(|j| {
-        j.as_ref()
-            .and_then(|j| j.members.iter().position(|m| *m == Member::Waiting))
+    drop(RUNNING.with(|r| r.borrow_mut().take()));
+    let (waiting, metric) = state.job.with_untracked(|j| match j {
+        Some(j) => (
+            j.members.iter().position(|m| *m == Member::Waiting),
+            j.metric,
+        ),
+        None => (None, Metric::Active),
     });
     let Some(i) = waiting else { return };
-    let Some(file) = FILES.with(|f| f.borrow().get(i).cloned()) else {
-        return;
-    };
-    let name = file.name();
-    let first = if name.to_ascii_lowercase().ends_with(".db") {
-        ToWorker::Open
-    } else {
-        // A strict import, as `ranks` makes them; shared with a plain drop through the cache.
-        ToWorker::Import {
-            lenient: false,
-            buckets: 0,
-            shown_sha256: None,
-        }
-    };
+    let Some(file) = file(i) else { return };
     set_member(state, i, Member::Working("starting".into()));
-    if let Err(f) = run(state, serial, i, envelope(&first, Some(&file))) {
-        set_member(state, i, Member::Failed(f));
-        next(state, serial);
-    }
-}
-
-fn envelope(message: &ToWorker, file: Option<&File>) -> Object {
-    let o = Object::new();
-    let _ = Reflect::set(
-        &o,
-        &"msg".into(),
-        &pt_snap_engine::protocol::encode(message).into(),
-    );
-    if let Some(file) = file {
-        let _ = Reflect::set(&o, &"file".into(), file);
-    }
-    o
-}
-
-/// Starts a worker on file `i` with `first` as its first message, and follows it until the
-/// file's rows are in (or it failed).
-fn run(state: AppState, serial: u64, i: usize, first: Object) -> Result<(), EngineError> {
-    let worker = Worker::new(WORKER_SCRIPT).map_err(|e| {
-        EngineError::new(
-            "INTERNAL_ERROR",
-            format!("The worker could not start: {e:?}"),
-        )
-    })?;
-    let posted = worker.clone();
-    let outbox = RefCell::new(Some(first));
-    let on_message = Closure::<dyn FnMut(MessageEvent)>::new(move |ev: MessageEvent| {
-        if SERIAL.with(Cell::get) != serial {
-            return;
-        }
-        let text = Reflect::get(&ev.data(), &"msg".into())
-            .ok()
-            .and_then(|m| m.as_string())
-            .unwrap_or_default();
-        let message = pt_snap_engine::protocol::decode::<FromWorker>(&text)
-            .unwrap_or_else(FromWorker::Failed);
-        let metric = state
-            .job
-            .with_untracked(|j| j.as_ref().map_or(Metric::Active, |j| j.metric));
-        match message {
-            FromWorker::Ready => {
-                if let Some(o) = outbox.borrow_mut().take() {
-                    let _ = posted.post_message(&o);
-                }
+    let current = move || SERIAL.with(Cell::get) == serial;
+    let asking = oneshot::ask(
+        &file,
+        Query::RankSummary { metric },
+        state.budget_s.get_untracked(),
+        move |stage| {
+            if current() {
+                set_member(state, i, Member::Working(stage));
             }
-            FromWorker::Progress(p) => set_member(state, i, Member::Working(stage(&p))),
-            // The import's database is in the cache: a fresh worker reopens it and answers.
-            FromWorker::Stored { sha256, warnings } => {
-                let reopen = ToWorker::Reopen {
-                    sha256,
-                    warnings,
-                    cache_hit: false,
-                };
-                let next_worker = envelope(&reopen, None);
-                // Not from inside this worker's own handler: it is being replaced.
-                wasm_bindgen_futures::spawn_local(async move {
-                    if SERIAL.with(Cell::get) != serial {
-                        return;
-                    }
-                    if let Err(f) = run(state, serial, i, next_worker) {
-                        set_member(state, i, Member::Failed(f));
-                        next(state, serial);
-                    }
-                });
-            }
-            FromWorker::Opened(_) => {
-                set_member(state, i, Member::Working("summarising".into()));
-                let ask = ToWorker::Ask {
-                    id: 1,
-                    budget_s: state.budget_s.get_untracked(),
-                    query: Query::RankSummary {
-                        metric: metric_of(metric),
-                    },
-                };
-                let _ = posted.post_message(&envelope(&ask, None));
-            }
-            FromWorker::Answer { answer, .. } => {
-                let member = match answer {
-                    Ok(Answer::RankSummary(rows)) => Member::Done(rows),
-                    Ok(_) => Member::Failed(EngineError::new(
-                        "INTERNAL_ERROR",
-                        "The worker answered another question.",
-                    )),
-                    Err(f) => Member::Failed(f),
-                };
-                set_member(state, i, member);
-                next_later(state, serial);
-            }
-            FromWorker::Failed(f) => {
-                set_member(state, i, Member::Failed(f));
-                next_later(state, serial);
-            }
-            _ => {}
-        }
-    });
-    worker.set_onmessage(Some(on_message.as_ref().unchecked_ref()));
-    let on_error =
-        Closure::<dyn FnMut(web_sys::ErrorEvent)>::new(move |ev: web_sys::ErrorEvent| {
-            ev.prevent_default();
-            if SERIAL.with(Cell::get) != serial {
+        },
+        move |answer| {
+            if !current() {
                 return;
             }
-            let failure = EngineError::from(pt_snap_import::ImportFailure::backend(format!(
-                "the worker stopped ({}); the file may be too large for this browser tab",
-                ev.message()
-            )));
-            set_member(state, i, Member::Failed(failure));
-            next_later(state, serial);
-        });
-    worker.set_onerror(Some(on_error.as_ref().unchecked_ref()));
-    if let Some(old) = RUNNING.with(|r| {
-        r.borrow_mut().replace(Running {
-            worker,
-            _on_message: on_message,
-            _on_error: on_error,
-        })
-    }) {
-        old.end();
-    }
-    Ok(())
-}
-
-/// The next file, once the handler that asks for it has returned (its worker ends then).
-fn next_later(state: AppState, serial: u64) {
-    wasm_bindgen_futures::spawn_local(async move {
-        if SERIAL.with(Cell::get) == serial {
+            let member = match answer {
+                Ok(Answer::RankSummary(rows)) => Member::Done(rows),
+                Ok(_) => Member::Failed(EngineError::new(
+                    "INTERNAL_ERROR",
+                    "The worker answered another question.",
+                )),
+                Err(f) => Member::Failed(f),
+            };
+            set_member(state, i, member);
             next(state, serial);
-        }
-    });
-}
-
-fn metric_of(m: Metric) -> pt_snap_engine::Metric {
-    match m {
-        Metric::Active => pt_snap_engine::Metric::Active,
-        Metric::Allocated => pt_snap_engine::Metric::Allocated,
-        Metric::Reserved => pt_snap_engine::Metric::Reserved,
-    }
-}
-
-fn stage(p: &Progress) -> String {
-    match p {
-        Progress::Decoding { bytes, total, .. } if *total > 0.0 => {
-            format!("decoding {:.0}%", 100.0 * bytes / total)
-        }
-        Progress::Decoding { .. } => "decoding".into(),
-        Progress::Hashing { .. } => "looking in the cache".into(),
-        Progress::Replaying { device, .. } => format!("replaying device {device}"),
-        Progress::Writing { device } => format!("writing device {device}"),
-        Progress::Indexing => "indexing".into(),
-    }
+        },
+    );
+    RUNNING.with(|r| *r.borrow_mut() = Some(asking));
 }
 
 /// Opens file `i` of the job in every other view.
 fn open(state: AppState, i: usize) {
     if let Some(file) = FILES.with(|f| f.borrow().get(i).cloned()) {
-        state.show_ranks.set(false);
+        state.screen.set(Screen::File);
         loader::load(state, file);
     }
 }
@@ -325,11 +172,12 @@ pub fn RanksView() -> impl IntoView {
                             });
                         }>"Stop"</button>
                     })}
+                    <CompareButton report=report.clone()/>
                 </div>
                 <p class="muted small">
                     {rank_note(&report)}
                     " Each file's numbers are what " <code>"pt-snap ranks"</code>
-                    " gives for it; an outlier's active peak is more than 3 scaled MADs (1.4826·MAD) and at least 10% from the median of the files summarised. Click a rank to open it."
+                    " gives for it; an outlier's active peak is more than 3 scaled MADs (1.4826·MAD) and at least 10% from the median of the files summarised. Click a rank to open it; pick two as A and B to compare them."
                 </p>
                 <RankBars report=report.clone()/>
                 <RankTable report=report sort=sort/>
@@ -344,6 +192,29 @@ pub fn RanksView() -> impl IntoView {
             </section>
         }
         .into_any()
+    }
+}
+
+/// Opens the Compare view on the ranks picked as A and B (by default the first rank and
+/// the first outlier).
+#[component]
+fn CompareButton(report: RanksReport) -> impl IntoView {
+    let state = expect_context::<AppState>();
+    let rank_of = |pick: Option<Pick>| {
+        let pick = pick?;
+        let job = state.job.get_untracked()?;
+        let file = (0..report.files.len()).find(|&f| job.member_of(f) == Some(pick.file))?;
+        Some(report.files[file].rank)
+    };
+    let [a, b] = compare::picks(state);
+    let (a, b) = (rank_of(a), rank_of(b));
+    let text = match (a, b) {
+        (Some(a), Some(b)) => format!("Compare rank {a} (A) with rank {b} (B)"),
+        _ => "Compare".to_owned(),
+    };
+    view! {
+        <button class="button small primary" data-testid="ranks-compare" disabled=a.is_none() || b.is_none()
+            on:click=move |_| compare::show(state)>{text}</button>
     }
 }
 
@@ -413,20 +284,29 @@ fn RankBars(report: RanksReport) -> impl IntoView {
     }
 }
 
-/// The job's index of the file `RanksReport::files[file]` (the report keeps finished files
-/// only, in the job's order).
+/// The job's index of the file `RanksReport::files[file]`.
 fn file_index(state: AppState, file: usize) -> usize {
-    state.job.with_untracked(|j| {
-        j.as_ref()
-            .and_then(|j| {
-                j.members
-                    .iter()
-                    .enumerate()
-                    .filter(|(_, m)| matches!(m, Member::Done(_)))
-                    .nth(file)
-                    .map(|(i, _)| i)
-            })
-            .unwrap_or(0)
+    state
+        .job
+        .with_untracked(|j| j.as_ref().and_then(|j| j.member_of(file)))
+        .unwrap_or(0)
+}
+
+/// A row's "A" and "B": which side of the Compare view it is.
+fn pick_buttons(state: AppState, pick: Pick) -> impl IntoView {
+    [0, 1].map(|side| {
+        let name = ["A", "B"][side];
+        view! {
+            <button class=format!("pick side-{}", name.to_ascii_lowercase())
+                class:selected=move || compare::picks(state)[side] == Some(pick)
+                data-testid=format!("ranks-pick-{}", name.to_ascii_lowercase())
+                title=format!("Compare this rank as {name}")
+                on:click=move |e| {
+                    // Not the row's click, which opens the rank.
+                    e.stop_propagation();
+                    compare::choose(state, side, pick);
+                }>{name}</button>
+        }
     })
 }
 
@@ -477,6 +357,7 @@ fn RankTable(report: RanksReport, sort: RwSignal<(Column, bool)>) -> impl IntoVi
                 {header("OOM", Column::Oom, "oom")}
                 <th class="num">"vs median"</th>
                 <th>"largest group at the active peak"</th>
+                <th title="Pick two ranks to compare">"compare"</th>
             </tr></thead>
             <tbody>
             {rows.into_iter().map(|r| {
@@ -506,6 +387,7 @@ fn RankTable(report: RanksReport, sort: RwSignal<(Column, bool)>) -> impl IntoVi
                         <td class="num">{vs.map_or("—".into(), |p| format!("{p:+.1}%"))}
                             {outlier.then(|| view! { <span class="outlier-mark" title=reason.clone().unwrap_or_default()>" outlier"</span> })}</td>
                         <td class="wrap small">{s.top_group.as_ref().map(|g| format!("{} · {}", site(g), fmt::bytes(g.size_bytes)))}</td>
+                        <td class="picks">{pick_buttons(state, Pick { file: file_index(state, file), device: s.device })}</td>
                     </tr>
                 }
             }).collect_view()}

@@ -6,7 +6,7 @@ use std::path::Path;
 use pt_snap_contract::{envelope, publish, python};
 use pt_snap_import::ReplayMode;
 use pt_snap_query::{Analyzer, TimelineRequest};
-use pt_snap_report::diff::{measure, Diff, DiffRequest};
+use pt_snap_report::diff::{measure, Diff, DiffRequest, PAGE_BUCKETS};
 use pt_snap_report::Metric;
 use serde_json::{json, Map, Value};
 
@@ -18,10 +18,8 @@ use crate::error::{CliError, CliResult};
 use crate::focus;
 use crate::progress::ImportProgress;
 
-/// Timeline buckets per side: enough to see the shape in JSON, one per pixel or so on the
-/// page's chart.
+/// Timeline buckets per side in JSON and text: enough to see the shape.
 const JSON_BUCKETS: usize = 100;
-const PAGE_BUCKETS: usize = 800;
 
 pub fn run(args: &DiffArgs) -> CliResult {
     if args.json && args.format == DiffFormat::Html {

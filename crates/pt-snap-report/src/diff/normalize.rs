@@ -18,8 +18,10 @@
 //! accident in practice: a group's key is its *whole* stack, so two sites collide only if
 //! every frame — function, file name and line — agrees from the allocator up to `<module>`.
 
+use serde::{Deserialize, Serialize};
+
 /// One frame of a normalised stack: `function (file:line)`.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct Frame {
     pub function: String,
     /// The normalised path (see the module documentation).

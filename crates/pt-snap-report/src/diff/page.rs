@@ -31,8 +31,41 @@ pub(super) fn render(
     labels: [&str; 2],
     inputs: [&Map<String, Json>; 2],
 ) -> String {
+    let title = title(labels);
+    let drawn = data(diff, limit, labels, inputs);
+    let values = [
+        html_text(&title),
+        FG_STYLE.to_owned(),
+        STYLE.to_owned(),
+        FG_SCRIPT.to_owned(),
+        SCRIPT.to_owned(),
+        script_json(&drawn.tree),
+        script_json(&drawn.data),
+    ];
+    let pairs: Vec<(&str, &str)> = PLACEHOLDERS
+        .iter()
+        .zip(&values)
+        .map(|(k, v)| (*k, v.as_str()))
+        .collect();
+    fill(PAGE, &pairs)
+}
+
+/// What `www/diff/diff.js` draws: `PtSnapDiff.render(container, data, tree)`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PageData {
+    /// What `--json` prints, plus `labels` and each listed group's `node_id`.
+    pub data: Json,
+    /// The differential frame tree, the flamegraph's diff-mode input.
+    pub tree: Json,
+}
+
+pub(super) fn data(
+    diff: &Diff,
+    limit: Option<usize>,
+    labels: [&str; 2],
+    inputs: [&Map<String, Json>; 2],
+) -> PageData {
     let tree = Tree::of(diff);
-    let title = format!("{} → {}", base_name(labels[0]), base_name(labels[1]));
     let mut data: Map<String, Json> = diff
         .to_json(limit, inputs)
         .into_iter()
@@ -47,21 +80,14 @@ pub(super) fn render(
             }
         }
     }
-    let values = [
-        html_text(&title),
-        FG_STYLE.to_owned(),
-        STYLE.to_owned(),
-        FG_SCRIPT.to_owned(),
-        SCRIPT.to_owned(),
-        script_json(&tree.data(diff, &title, labels)),
-        script_json(&Json::Object(data)),
-    ];
-    let pairs: Vec<(&str, &str)> = PLACEHOLDERS
-        .iter()
-        .zip(&values)
-        .map(|(k, v)| (*k, v.as_str()))
-        .collect();
-    fill(PAGE, &pairs)
+    PageData {
+        tree: tree.data(diff, &title(labels), labels),
+        data: Json::Object(data),
+    }
+}
+
+fn title(labels: [&str; 2]) -> String {
+    format!("{} → {}", base_name(labels[0]), base_name(labels[1]))
 }
 
 fn base_name(path: &str) -> &str {

@@ -1,0 +1,198 @@
+//! One file, one question, one worker: what the Ranks and Compare views ask of a file that
+//! is not the one on screen. A worker imports the file (into the OPFS cache, like any
+//! dropped file) or opens it, answers one question and is ended, so the page keeps the
+//! answer and none of the file's memory.
+
+use std::cell::RefCell;
+use std::rc::{Rc, Weak};
+
+use js_sys::{Object, Reflect};
+use pt_snap_engine::{Answer, EngineError, FromWorker, Progress, Query, ToWorker};
+use wasm_bindgen::prelude::*;
+use web_sys::{File, MessageEvent, Worker};
+
+use crate::client::{envelope, WORKER_SCRIPT};
+
+type Stage = Rc<dyn Fn(String)>;
+type Done = Box<dyn FnOnce(Result<Answer, EngineError>)>;
+
+/// A question being answered. Dropping it ends the worker; its answer is then never told.
+pub struct Asking {
+    /// The only strong reference: the worker's handlers hold weak ones.
+    _shared: Rc<RefCell<Shared>>,
+}
+
+struct Shared {
+    query: Query,
+    budget_s: f64,
+    on_stage: Stage,
+    on_done: Option<Done>,
+    running: Option<Running>,
+}
+
+struct Running {
+    worker: Worker,
+    _on_message: Closure<dyn FnMut(MessageEvent)>,
+    _on_error: Closure<dyn FnMut(web_sys::ErrorEvent)>,
+}
+
+impl Drop for Running {
+    /// A message the worker already queued finds no handler (the closures go with this).
+    fn drop(&mut self) {
+        self.worker.set_onmessage(None);
+        self.worker.set_onerror(None);
+        self.worker.terminate();
+    }
+}
+
+/// Asks `query` of `file`: imported strictly (as `pt-snap ranks` and `diff` import) when it
+/// is a snapshot, opened when its name says `.db`. `on_stage` hears what the worker is
+/// doing; `on_done` the answer, once, never from inside a worker's handler (so it may drop
+/// this [`Asking`] or start another).
+pub fn ask(
+    file: &File,
+    query: Query,
+    budget_s: f64,
+    on_stage: impl Fn(String) + 'static,
+    on_done: impl FnOnce(Result<Answer, EngineError>) + 'static,
+) -> Asking {
+    let first = if file.name().to_ascii_lowercase().ends_with(".db") {
+        ToWorker::Open
+    } else {
+        ToWorker::Import {
+            lenient: false,
+            buckets: 0,
+            shown_sha256: None,
+        }
+    };
+    let shared = Rc::new(RefCell::new(Shared {
+        query,
+        budget_s,
+        on_stage: Rc::new(on_stage),
+        on_done: Some(Box::new(on_done)),
+        running: None,
+    }));
+    let message = envelope(&first);
+    let _ = Reflect::set(&message, &"file".into(), file);
+    start(&shared, message);
+    Asking { _shared: shared }
+}
+
+/// A worker for `shared` with `first` as its first message, replacing any before it.
+fn start(shared: &Rc<RefCell<Shared>>, first: Object) {
+    let worker = match Worker::new(WORKER_SCRIPT) {
+        Ok(w) => w,
+        Err(e) => {
+            let failure = EngineError::new(
+                "INTERNAL_ERROR",
+                format!("The worker could not start: {e:?}"),
+            );
+            return finish_later(Rc::downgrade(shared), Err(failure));
+        }
+    };
+    let weak = Rc::downgrade(shared);
+    let posted = worker.clone();
+    let mut outbox = Some(first);
+    let on_message = Closure::<dyn FnMut(MessageEvent)>::new(move |ev: MessageEvent| {
+        let Some(shared) = weak.upgrade() else { return };
+        let text = Reflect::get(&ev.data(), &"msg".into())
+            .ok()
+            .and_then(|m| m.as_string())
+            .unwrap_or_default();
+        let message = pt_snap_engine::protocol::decode::<FromWorker>(&text)
+            .unwrap_or_else(FromWorker::Failed);
+        let stage = |s: String| {
+            let on_stage = Rc::clone(&shared.borrow().on_stage);
+            on_stage(s);
+        };
+        match message {
+            FromWorker::Ready => {
+                if let Some(o) = outbox.take() {
+                    let _ = posted.post_message(&o);
+                }
+            }
+            FromWorker::Progress(p) => stage(describe(&p)),
+            // The import's database is in the cache: a fresh worker reopens it and answers,
+            // so the memory the import took goes with this one.
+            FromWorker::Stored { sha256, warnings } => {
+                let reopen = envelope(&ToWorker::Reopen {
+                    sha256,
+                    warnings,
+                    cache_hit: false,
+                });
+                let weak = Rc::downgrade(&shared);
+                // Not from inside this worker's own handler: it is being replaced.
+                wasm_bindgen_futures::spawn_local(async move {
+                    if let Some(shared) = weak.upgrade() {
+                        start(&shared, reopen);
+                    }
+                });
+            }
+            FromWorker::Opened(_) => {
+                stage("answering".into());
+                let (query, budget_s) = {
+                    let s = shared.borrow();
+                    (s.query.clone(), s.budget_s)
+                };
+                let ask = ToWorker::Ask {
+                    id: 1,
+                    budget_s,
+                    query,
+                };
+                let _ = posted.post_message(&envelope(&ask));
+            }
+            FromWorker::Answer { answer, .. } => finish_later(Rc::downgrade(&shared), answer),
+            FromWorker::Failed(f) => finish_later(Rc::downgrade(&shared), Err(f)),
+            _ => {}
+        }
+    });
+    worker.set_onmessage(Some(on_message.as_ref().unchecked_ref()));
+    let weak = Rc::downgrade(shared);
+    let on_error =
+        Closure::<dyn FnMut(web_sys::ErrorEvent)>::new(move |ev: web_sys::ErrorEvent| {
+            ev.prevent_default();
+            let failure = EngineError::from(pt_snap_import::ImportFailure::backend(format!(
+                "the worker stopped ({}); the file may be too large for this browser tab",
+                ev.message()
+            )));
+            finish_later(weak.clone(), Err(failure));
+        });
+    worker.set_onerror(Some(on_error.as_ref().unchecked_ref()));
+    let old = shared.borrow_mut().running.replace(Running {
+        worker,
+        _on_message: on_message,
+        _on_error: on_error,
+    });
+    drop(old);
+}
+
+/// Ends the worker and tells the answer, once the handler that got it has returned.
+fn finish_later(shared: Weak<RefCell<Shared>>, answer: Result<Answer, EngineError>) {
+    wasm_bindgen_futures::spawn_local(async move {
+        let Some(shared) = shared.upgrade() else {
+            return;
+        };
+        let (running, done) = {
+            let mut s = shared.borrow_mut();
+            (s.running.take(), s.on_done.take())
+        };
+        drop(running);
+        if let Some(done) = done {
+            done(answer);
+        }
+    });
+}
+
+/// A progress message as a few words.
+fn describe(p: &Progress) -> String {
+    match p {
+        Progress::Decoding { bytes, total, .. } if *total > 0.0 => {
+            format!("decoding {:.0}%", 100.0 * bytes / total)
+        }
+        Progress::Decoding { .. } => "decoding".into(),
+        Progress::Hashing { .. } => "looking in the cache".into(),
+        Progress::Replaying { device, .. } => format!("replaying device {device}"),
+        Progress::Writing { device } => format!("writing device {device}"),
+        Progress::Indexing => "indexing".into(),
+    }
+}
