@@ -530,6 +530,62 @@ async function engineStates(p, file, shotName = null) {
   return seen;
 }
 
+await check('allocation timeline: blocks stacked on the timeline\'s axis; hover names a block, click selects it in every view; zoom moves both', async () => {
+  const p = await ctx.newPage();
+  watch(p);
+  await p.goto(url);
+  await p.setInputFiles('[data-testid=file-input]', path.join(out, 'fixture.pkl'));
+  await p.waitForSelector('[data-testid=engine-state][data-value=ready]', { timeout: 60000 });
+  const chart = '[data-testid=allocations-chart]';
+  await p.waitForSelector(`${chart}[data-bands]`, { timeout: 60000 });
+  const live = Number(await p.getAttribute(chart, 'data-live'));
+  const bands = Number(await p.getAttribute(chart, 'data-bands'));
+  ok(bands > 0 && bands <= 500 && live >= bands, `kept ${bands} of ${live}`);
+  eq(await p.getAttribute(chart, 'data-window'), await p.getAttribute('[data-testid=timeline]', 'data-window'), 'both charts show the same events');
+  // A pixel of a kept block (coloured, not the folded band's grey), in page coordinates.
+  const bandPixel = () => p.evaluate((sel) => {
+    const c = document.querySelector(sel);
+    const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+    const r = c.getBoundingClientRect();
+    for (let x = Math.floor(c.width / 2); x < c.width; x += 3) {
+      for (let y = c.height - 1; y >= 0; y--) {
+        const i = (y * c.width + x) * 4;
+        if (d[i + 3] === 255 && !(d[i] === 190 && d[i + 1] === 196) && !(d[i] === 20 && d[i + 1] === 24)) {
+          return { x: r.left + (x + 0.5) * r.width / c.width, y: r.top + (y - 2.5) * r.height / c.height };
+        }
+      }
+    }
+    return null;
+  }, chart);
+  await p.locator(chart).scrollIntoViewIfNeeded();
+  const at = await bandPixel();
+  ok(at, 'a kept block is drawn');
+  await p.mouse.move(at.x, at.y);
+  await p.waitForFunction(() => /block -?\d+ · /.test(document.querySelector('[data-testid=allocations-readout]').textContent));
+  const readout = await p.textContent('[data-testid=allocations-readout]');
+  ok(/allocated (at event \d+|before the trace) · freed (at event \d+|never) · /.test(readout), `the readout names the block: ${readout}`);
+  await shot('26-allocations-hover', p);
+  await p.mouse.click(at.x, at.y);
+  await p.waitForSelector(`${chart}[data-selected]`);
+  const alloc = /allocated at event (\d+)/.exec(readout);
+  if (alloc) {
+    // Its allocation event is the page's selected event: in the URL and the event readout.
+    await p.waitForFunction((e) => location.hash.includes(`event=${e}`), alloc[1]);
+  }
+  // Zoom on the allocation chart moves the counter timeline too, and back.
+  const before = await p.getAttribute(chart, 'data-window');
+  await p.mouse.move(at.x, at.y);
+  await p.mouse.wheel(0, -400);
+  await p.waitForFunction(([sel, w]) => { const now = document.querySelector(sel).dataset.window; return now && now !== w; }, [chart, before], { timeout: 30000 });
+  await p.waitForFunction((sel) => document.querySelector(sel).dataset.window === document.querySelector('[data-testid=timeline]').dataset.window, chart, { timeout: 30000 });
+  await p.click('[data-testid=timeline-reset]');
+  await p.waitForFunction(([sel, w]) => document.querySelector(sel).dataset.window === w, [chart, before], { timeout: 30000 });
+  await p.selectOption('[data-testid=allocations-detail]', '100');
+  await p.waitForFunction((sel) => Number(document.querySelector(sel).dataset.bands) <= 100, chart, { timeout: 30000 });
+  await shot('27-allocations', p);
+  await p.close();
+});
+
 await check("peaks first: the replay's peaks show before the database is ready, and are memory_peak's", async () => {
   const want = read('expected-fresh-peak.json').rows[0];
   const { states, peaks: shown } = await engineStates(page, path.join(out, 'fresh.pickle'), '21-peaks-first');

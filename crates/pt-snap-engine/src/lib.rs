@@ -10,7 +10,10 @@ pub mod preview;
 pub mod protocol;
 
 use pt_snap_db::SnapshotDb;
-use pt_snap_query::{registry, Analyzer, Interrupt, QueryError, QueryRequest, TimelineRequest};
+use pt_snap_query::{
+    registry, Analyzer, Interrupt, Lifetime, QueryError, QueryRequest, TimelineRequest,
+};
+use pt_snap_report::allocations::{allocations, AllocationRequest};
 use pt_snap_report::diff::{self, DiffRequest};
 use pt_snap_report::{memory_tree, peak_memory, PeakRequest, TreeRequest};
 use rusqlite::Connection;
@@ -29,6 +32,11 @@ pub struct Origin {
     pub cache_hit: bool,
 }
 
+/// Bounds of an allocation timeline question: a column per pixel of a wide screen at most,
+/// and as many kept blocks as a picture can tell apart.
+const MAX_COLUMNS: usize = 4096;
+const MAX_TOP: usize = 5000;
+
 /// Why a question stopped early, told by the caller's interrupt: the clock or a newer question.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Stop {
@@ -40,6 +48,9 @@ pub enum Stop {
 pub struct Engine {
     analyzer: Analyzer,
     overview: Overview,
+    /// One device's block lifetimes, read once for the allocation timeline: every window
+    /// is cut from them without another scan of the table.
+    lifetimes: std::cell::RefCell<Option<(i64, std::rc::Rc<Vec<Lifetime>>)>>,
 }
 
 impl Engine {
@@ -98,7 +109,11 @@ impl Engine {
             storage: origin.storage,
             cache_hit: origin.cache_hit,
         };
-        Ok(Engine { analyzer, overview })
+        Ok(Engine {
+            analyzer,
+            overview,
+            lifetimes: Default::default(),
+        })
     }
 
     pub fn overview(&self) -> &Overview {
@@ -153,6 +168,12 @@ impl Engine {
             Query::RankSummary { metric } => {
                 Answer::RankSummary(pt_snap_report::ranks::summarize(a, None, *metric)?)
             }
+            Query::Allocations {
+                device,
+                window,
+                columns,
+                top,
+            } => Answer::Allocations(self.allocations(*device, *window, *columns, *top)?),
             Query::DiffSide {
                 device,
                 metric,
@@ -273,6 +294,62 @@ impl Engine {
                 .filter(|s| !s.is_empty())
                 .map(str::to_owned),
         }))
+    }
+
+    fn allocations(
+        &self,
+        device: i64,
+        window: Option<(i64, i64)>,
+        columns: usize,
+        top: usize,
+    ) -> Result<AllocationView, Refusal> {
+        let a = &self.analyzer;
+        let cached = self
+            .lifetimes
+            .borrow()
+            .as_ref()
+            .filter(|(d, _)| *d == device)
+            .map(|(_, l)| std::rc::Rc::clone(l));
+        let blocks = match cached {
+            Some(blocks) => blocks,
+            None => {
+                let (_, blocks) = a.lifetimes(Some(device))?;
+                let blocks = std::rc::Rc::new(blocks);
+                *self.lifetimes.borrow_mut() = Some((device, std::rc::Rc::clone(&blocks)));
+                blocks
+            }
+        };
+        let bounds = self
+            .overview
+            .bounds
+            .iter()
+            .find(|(d, _)| *d == device)
+            .and_then(|(_, b)| *b);
+        let req = AllocationRequest {
+            window,
+            columns: columns.min(MAX_COLUMNS),
+            top: top.min(MAX_TOP),
+        };
+        let allocations = allocations(&blocks, bounds, &req, vec!["other blocks".into()], |_| 0);
+        let mut ids: Vec<i64> = allocations
+            .bands
+            .iter()
+            .filter_map(|b| b.block.callstack)
+            .collect();
+        ids.sort_unstable();
+        ids.dedup();
+        let sites = a
+            .callstack_texts(&ids)?
+            .into_iter()
+            .filter(|(_, text)| !text.trim().is_empty())
+            .map(|(id, text)| {
+                let key = pt_snap_report::diff::StackKey::Frames(
+                    pt_snap_report::diff::normalize_stack(&text),
+                );
+                (id, key.site(2))
+            })
+            .collect();
+        Ok(AllocationView { allocations, sites })
     }
 
     fn peak_report(

@@ -98,6 +98,14 @@ pub enum Query {
     /// Every device's row of `pt-snap ranks`: the peaks, the allocator gap at the reserved
     /// peak, the OOM events and the largest callstack group at `metric`'s peak.
     RankSummary { metric: Metric },
+    /// The allocation timeline over a window: the `top` largest blocks live there kept
+    /// exactly, the rest folded, in `columns` columns.
+    Allocations {
+        device: i64,
+        window: Option<(i64, i64)>,
+        columns: usize,
+        top: usize,
+    },
     /// One side of `pt-snap diff`: the peaks, every block live at `metric`'s peak by
     /// normalised stack, and the timeline in `buckets` buckets. The page compares two.
     DiffSide {
@@ -113,6 +121,7 @@ pub enum Answer {
     Peaks(Peaks),
     RankSummary(Vec<pt_snap_report::ranks::DeviceSummary>),
     DiffSide(Box<pt_snap_report::diff::Side>),
+    Allocations(AllocationView),
     Timeline(Timeline),
     Event(Option<EventInfo>),
     PeakReport(PeakReport),
@@ -164,6 +173,14 @@ pub struct CallstackGroup {
     pub percent_of_active_blocks: Option<f64>,
     pub category: String,
     pub callstack: String,
+}
+
+/// The allocation timeline of a window, and where its kept blocks were allocated.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AllocationView {
+    pub allocations: pt_snap_report::allocations::Allocations,
+    /// `(callstack id, where it allocated)` for the kept blocks' stacks.
+    pub sites: Vec<(i64, String)>,
 }
 
 /// A page of rows (a template's answer or a console statement's).

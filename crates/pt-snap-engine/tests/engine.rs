@@ -343,6 +343,74 @@ fn a_diff_side_crosses_as_text_and_compares_as_the_clis_diff() {
     }
 }
 
+/// The allocation timeline stacks exactly the live bytes: at one event per column, every
+/// column's stack (kept blocks and folded ones together) is the trace's `active` counter
+/// after that event (a block is live until its free completes), on every fixture and device.
+#[test]
+fn the_allocation_timeline_stacks_the_active_counter() {
+    for path in fixtures() {
+        let Some((previews, engine)) = import(&path) else {
+            continue;
+        };
+        for p in &previews {
+            let Some((first, last)) = p.timeline.bounds else {
+                continue;
+            };
+            let (lo, hi) = (first, last.min(first + 299));
+            let columns = (hi - lo + 1) as usize;
+            let ask = |top| match engine.answer(
+                &Query::Allocations {
+                    device: p.device,
+                    window: Some((lo, hi)),
+                    columns,
+                    top,
+                },
+                never,
+                60.0,
+            ) {
+                Ok(Answer::Allocations(view)) => view,
+                other => panic!("{}: {other:?}", path.display()),
+            };
+            let Ok(Answer::Timeline(counters)) = engine.answer(
+                &Query::Timeline {
+                    device: p.device,
+                    window: Some((lo, hi)),
+                    buckets: columns,
+                },
+                never,
+                60.0,
+            ) else {
+                panic!("no timeline");
+            };
+            for top in [0, 7, usize::MAX] {
+                let view = ask(top);
+                let a = &view.allocations;
+                assert!(a.bands.len() <= top);
+                for b in &counters.buckets {
+                    let c = (b.first_id - lo) as usize;
+                    assert_eq!(a.column_events(c), Some((b.first_id, b.first_id)));
+                    let height = a.stack_at(c).last().map_or(0, |s| s.2);
+                    assert_eq!(
+                        height,
+                        b.active.max,
+                        "{} device {} event {} top {top}",
+                        path.display(),
+                        p.device,
+                        b.first_id
+                    );
+                }
+                // Sites label kept blocks' stacks only, each with some text (an empty stack
+                // has none).
+                let kept: std::collections::HashSet<i64> =
+                    a.bands.iter().filter_map(|b| b.block.callstack).collect();
+                for (id, site) in &view.sites {
+                    assert!(kept.contains(id) && !site.is_empty(), "{id}: {site:?}");
+                }
+            }
+        }
+    }
+}
+
 #[test]
 fn a_file_that_is_not_a_snapshot_db_is_refused_with_the_clis_code() {
     let junk = b"SQLite format 3\0 but not really";

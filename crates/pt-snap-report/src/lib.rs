@@ -9,6 +9,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod allocations;
 pub mod commands;
 pub mod diff;
 pub mod oom;

@@ -34,6 +34,8 @@ pub struct AppState {
     pub opened: RwSignal<Option<Opened>>,
     pub status: RwSignal<Status>,
     pub device: RwSignal<i64>,
+    /// The events the timelines show (counters and allocations); `None`: all of them.
+    pub window: RwSignal<Option<(i64, i64)>>,
     /// The event the memory tree shows; `None` means the active peak.
     pub event: RwSignal<Option<i64>>,
     pub tab: RwSignal<Tab>,
@@ -190,6 +192,7 @@ pub fn App() -> impl IntoView {
         status: RwSignal::new(Status::Idle),
         device: RwSignal::new(0),
         event: RwSignal::new(None),
+        window: RwSignal::new(None),
         tab: RwSignal::new(Tab::Overview),
         sample: RwSignal::new(false),
         generation: RwSignal::new(0),
@@ -200,6 +203,12 @@ pub fn App() -> impl IntoView {
     };
     provide_context(state);
     client::warm_up();
+    // Another file or device starts with its whole trace in view.
+    Effect::new(move |_| {
+        state.generation();
+        state.device.track();
+        state.window.set(None);
+    });
     // Esc stops whatever the open file's worker is answering.
     let _ = window_event_listener(ev::keydown, move |e: web_sys::KeyboardEvent| {
         if e.key() == "Escape" {

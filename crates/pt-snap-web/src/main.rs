@@ -5,6 +5,8 @@
 fn main() {}
 
 #[cfg(target_arch = "wasm32")]
+mod allocations;
+#[cfg(target_arch = "wasm32")]
 mod app;
 #[cfg(target_arch = "wasm32")]
 mod client;
