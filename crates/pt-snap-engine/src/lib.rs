@@ -15,7 +15,7 @@ use pt_snap_query::{
 };
 use pt_snap_report::allocations::{allocations, AllocationRequest};
 use pt_snap_report::diff::{self, DiffRequest};
-use pt_snap_report::{memory_tree, peak_memory, PeakRequest, TreeRequest};
+use pt_snap_report::{memory_tree, peak_memory, Grouping, PeakRequest, TreeRequest};
 use rusqlite::Connection;
 use serde_json::Value as Json;
 
@@ -366,6 +366,7 @@ impl Engine {
             stack_bytes: -1,
             start_id: None,
             end_id: None,
+            by: Grouping::Callstack,
         };
         let r = peak_memory(&self.analyzer, &req)?;
         let groups = r

@@ -3,7 +3,8 @@
 //! Everything is a composition of templates through one [`Source`]: the OOM events and the
 //! counters before them (`event`), the segments reserved at the event (the segment events
 //! up to it, synthetic dump-state ones included, from `event`), the blocks live at it
-//! (`active_blocks_at_event`), and what held the memory (`active_memory_callstack_at_event`).
+//! (`active_blocks_at_event`), and what held the memory (`active_memory_callstack_at_event`,
+//! and by memory category `category_breakdown_at_event`, [`crate::categories`]).
 //! The free space inside reserved segments is the segments minus the live blocks.
 //! `device_free` is not in the reference's tables: the caller passes what our import kept
 //! in `pt_snap_x_oom` (`pt_snap_db::SnapshotDb::oom_device_free`), or nothing.
@@ -24,6 +25,7 @@ use std::collections::BTreeMap;
 use pt_snap_query::{QueryError, QueryRequest, Source};
 use serde_json::{json, Map, Value as Json};
 
+use crate::categories::{self, Breakdown, Rules};
 use crate::units::{grouped, human_bytes};
 
 /// `kMinBlockSize`: every request is rounded up to a multiple of it.
@@ -383,6 +385,8 @@ pub struct OomRequest {
     pub device: Option<i64>,
     /// Callstack groups and largest blocks shown per event.
     pub top_n: i64,
+    /// The memory-category rules of the breakdown at each event.
+    pub category_rules: Rules,
 }
 
 /// One callstack group live at the event.
@@ -432,6 +436,8 @@ pub struct OomEvent {
     pub verdict: Verdict,
     pub arithmetic: String,
     pub groups: Vec<Group>,
+    /// Everything live at the event by memory category.
+    pub categories: Breakdown,
     pub largest_blocks: Vec<LiveBlock>,
     pub callstack: String,
 }
@@ -440,6 +446,8 @@ pub struct OomEvent {
 pub struct OomReport {
     pub devices: Vec<i64>,
     pub events: Vec<OomEvent>,
+    /// `builtin` or `custom`: the category rules of every breakdown.
+    pub category_rules: &'static str,
 }
 
 fn int(row: &Map<String, Json>, k: &str) -> i64 {
@@ -538,7 +546,11 @@ pub fn oom_report(
             events.push(explain(source, request, device, &oom, kept.as_deref())?);
         }
     }
-    Ok(OomReport { devices, events })
+    Ok(OomReport {
+        devices,
+        events,
+        category_rules: request.category_rules.name(),
+    })
 }
 
 fn explain(
@@ -614,6 +626,11 @@ fn explain(
         callstack: text(r, "callstack"),
     })
     .collect();
+    let categories = Breakdown::new(
+        event_id,
+        &request.category_rules,
+        &source.run(&request.category_rules.request(device, event_id))?,
+    );
     // active_blocks_at_event orders by size descending (ties by id).
     let largest_blocks = live_rows
         .iter()
@@ -641,14 +658,11 @@ fn explain(
         verdict,
         arithmetic,
         groups,
+        categories,
         largest_blocks,
         callstack: text(oom, "callstack"),
     })
 }
-
-/// What `report oom` says where the issue asks for categories: they do not exist yet.
-pub const CATEGORIES_NOTE: &str =
-    "memory categories (parameter, gradient, activation, …) are not available yet";
 
 fn hb(n: i64) -> String {
     format!("{} ({} B)", human_bytes(n as f64), grouped(n))
@@ -702,6 +716,7 @@ impl OomReport {
                         "block_count": g.block_count,
                         "callstack": g.callstack,
                     })).collect::<Vec<_>>(),
+                    "categories": e.categories.rows_json(),
                     "largest_blocks": e.largest_blocks.iter().map(|b| json!({
                         "address": b.address,
                         "size": b.size,
@@ -714,9 +729,12 @@ impl OomReport {
         vec![
             ("devices", json!(self.devices)),
             ("oom_events", json!(self.events.len())),
+            ("category_rules", json!(self.category_rules)),
+            (
+                "categories_interpretation",
+                json!(categories::INTERPRETATION),
+            ),
             ("events", Json::Array(events)),
-            ("categories", Json::Null),
-            ("categories_note", json!(CATEGORIES_NOTE)),
         ]
     }
 
@@ -783,7 +801,11 @@ impl OomReport {
                     first
                 );
             }
-            t += &format!("Live by category: {CATEGORIES_NOTE}\n");
+            t += "Live by category:\n";
+            for line in e.categories.text("  ") {
+                t += &line;
+                t += "\n";
+            }
             t += "Largest live blocks:\n";
             for b in &e.largest_blocks {
                 t += &format!(
