@@ -538,6 +538,26 @@ await check('allocation timeline: blocks stacked on the timeline\'s axis; hover 
   await p.waitForSelector('[data-testid=engine-state][data-value=ready]', { timeout: 60000 });
   const chart = '[data-testid=allocations-chart]';
   await p.waitForSelector(`${chart}[data-bands]`, { timeout: 60000 });
+  // By category first (the default): the legend, and the top band's category and rule.
+  await p.waitForSelector('[data-testid=allocations-categories]');
+  await p.locator(chart).scrollIntoViewIfNeeded();
+  const topPixel = await p.evaluate((sel) => {
+    const c = document.querySelector(sel);
+    const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+    const r = c.getBoundingClientRect();
+    const x = Math.floor(c.width / 2);
+    for (let y = 0; y < c.height; y++) {
+      if (d[(y * c.width + x) * 4 + 3] === 255) return { x: r.left + (x + 0.5) * r.width / c.width, y: r.top + (y + 2.5) * r.height / c.height };
+    }
+    return null;
+  }, chart);
+  ok(topPixel, 'something is drawn');
+  await p.mouse.move(topPixel.x, topPixel.y);
+  await p.waitForFunction(() => /block -?\d+ · (parameter|gradient|optimizer_state|activation|temporary|communication|cache\/workspace|unknown) \[[^\]]+\]/.test(document.querySelector('[data-testid=allocations-readout]').textContent));
+  await shot('26-allocations-category', p);
+  await p.selectOption('[data-testid=allocations-colour]', 'site');
+  await p.waitForSelector('[data-testid=allocations-categories]', { state: 'detached' });
+  await p.waitForSelector(`${chart}[data-colour=site]`);
   const live = Number(await p.getAttribute(chart, 'data-live'));
   const bands = Number(await p.getAttribute(chart, 'data-bands'));
   ok(bands > 0 && bands <= 500 && live >= bands, `kept ${bands} of ${live}`);
@@ -564,7 +584,7 @@ await check('allocation timeline: blocks stacked on the timeline\'s axis; hover 
   await p.waitForFunction(() => /block -?\d+ · /.test(document.querySelector('[data-testid=allocations-readout]').textContent));
   const readout = await p.textContent('[data-testid=allocations-readout]');
   ok(/allocated (at event \d+|before the trace) · freed (at event \d+|never) · /.test(readout), `the readout names the block: ${readout}`);
-  await shot('26-allocations-hover', p);
+  await shot('26-allocations-site', p);
   await p.mouse.click(at.x, at.y);
   await p.waitForSelector(`${chart}[data-selected]`);
   const alloc = /allocated at event (\d+)/.exec(readout);

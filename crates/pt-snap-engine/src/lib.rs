@@ -13,7 +13,12 @@ use pt_snap_db::SnapshotDb;
 use pt_snap_query::{
     registry, Analyzer, Interrupt, Lifetime, QueryError, QueryRequest, TimelineRequest,
 };
-use pt_snap_report::allocations::{allocations, AllocationRequest};
+use std::cell::{OnceCell, RefCell};
+use std::collections::HashMap;
+use std::rc::Rc;
+
+use pt_snap_query::category::{CategoryRules, MEMORY_CATEGORIES, NO_ALLOCATION_EVENT, NO_FRAMES};
+use pt_snap_report::allocations::{allocations, AllocationRequest, Colour};
 use pt_snap_report::diff::{self, DiffRequest};
 use pt_snap_report::{memory_tree, peak_memory, Grouping, PeakRequest, TreeRequest};
 use rusqlite::Connection;
@@ -50,7 +55,61 @@ pub struct Engine {
     overview: Overview,
     /// One device's block lifetimes, read once for the allocation timeline: every window
     /// is cut from them without another scan of the table.
-    lifetimes: std::cell::RefCell<Option<(i64, std::rc::Rc<Vec<Lifetime>>)>>,
+    blocks: RefCell<Option<Rc<DeviceBlocks>>>,
+}
+
+/// A device's blocks, and (once asked for) their stacks' categories.
+struct DeviceBlocks {
+    device: i64,
+    lifetimes: Vec<Lifetime>,
+    categories: OnceCell<BlockCategories>,
+}
+
+/// Each stack's category under the built-in rules, judged once per distinct stack.
+struct BlockCategories {
+    by_stack: HashMap<i64, (u16, String)>,
+}
+
+impl DeviceBlocks {
+    fn categories(&self, a: &Analyzer) -> Result<&BlockCategories, Refusal> {
+        if let Some(c) = self.categories.get() {
+            return Ok(c);
+        }
+        let mut ids: Vec<i64> = self.lifetimes.iter().filter_map(|b| b.callstack).collect();
+        ids.sort_unstable();
+        ids.dedup();
+        let rules = CategoryRules::builtin();
+        let by_stack = a
+            .callstack_texts(&ids)?
+            .into_iter()
+            .map(|(id, text)| {
+                let c = rules.categorise_text(Some(&text));
+                (id, (category_index(c.category), c.rule.to_owned()))
+            })
+            .collect();
+        Ok(self.categories.get_or_init(|| BlockCategories { by_stack }))
+    }
+}
+
+impl BlockCategories {
+    /// A block's category (an index of `MEMORY_CATEGORIES`) and the rule that chose it.
+    fn of(&self, b: &Lifetime) -> (u16, &str) {
+        if b.alloc == -1 {
+            return (category_index("unknown"), NO_ALLOCATION_EVENT);
+        }
+        match b.callstack.and_then(|id| self.by_stack.get(&id)) {
+            Some((k, rule)) => (*k, rule),
+            None => (category_index("unknown"), NO_FRAMES),
+        }
+    }
+}
+
+fn category_index(name: &str) -> u16 {
+    let unknown = MEMORY_CATEGORIES.len() - 1;
+    MEMORY_CATEGORIES
+        .iter()
+        .position(|c| *c == name)
+        .unwrap_or(unknown) as u16
 }
 
 impl Engine {
@@ -112,7 +171,7 @@ impl Engine {
         Ok(Engine {
             analyzer,
             overview,
-            lifetimes: Default::default(),
+            blocks: Default::default(),
         })
     }
 
@@ -173,7 +232,8 @@ impl Engine {
                 window,
                 columns,
                 top,
-            } => Answer::Allocations(self.allocations(*device, *window, *columns, *top)?),
+                colour,
+            } => Answer::Allocations(self.allocations(*device, *window, *columns, *top, *colour)?),
             Query::DiffSide {
                 device,
                 metric,
@@ -302,21 +362,26 @@ impl Engine {
         window: Option<(i64, i64)>,
         columns: usize,
         top: usize,
+        colour: Colour,
     ) -> Result<AllocationView, Refusal> {
         let a = &self.analyzer;
         let cached = self
-            .lifetimes
+            .blocks
             .borrow()
             .as_ref()
-            .filter(|(d, _)| *d == device)
-            .map(|(_, l)| std::rc::Rc::clone(l));
-        let blocks = match cached {
-            Some(blocks) => blocks,
+            .filter(|d| d.device == device)
+            .map(Rc::clone);
+        let device_blocks = match cached {
+            Some(d) => d,
             None => {
-                let (_, blocks) = a.lifetimes(Some(device))?;
-                let blocks = std::rc::Rc::new(blocks);
-                *self.lifetimes.borrow_mut() = Some((device, std::rc::Rc::clone(&blocks)));
-                blocks
+                let (_, lifetimes) = a.lifetimes(Some(device))?;
+                let d = Rc::new(DeviceBlocks {
+                    device,
+                    lifetimes,
+                    categories: Default::default(),
+                });
+                *self.blocks.borrow_mut() = Some(Rc::clone(&d));
+                d
             }
         };
         let bounds = self
@@ -330,7 +395,25 @@ impl Engine {
             columns: columns.min(MAX_COLUMNS),
             top: top.min(MAX_TOP),
         };
-        let allocations = allocations(&blocks, bounds, &req, vec!["other blocks".into()], |_| 0);
+        let blocks = &device_blocks.lifetimes;
+        let (allocations, rules) = match colour {
+            Colour::Site => (
+                allocations(blocks, bounds, &req, vec!["other blocks".into()], |_| 0),
+                Vec::new(),
+            ),
+            Colour::Category => {
+                let categories = device_blocks.categories(a)?;
+                let keys = MEMORY_CATEGORIES.iter().map(|c| (*c).to_owned()).collect();
+                let view = allocations(blocks, bounds, &req, keys, |b| categories.of(b).0);
+                let mut rules: Vec<(i64, String)> = view
+                    .bands
+                    .iter()
+                    .map(|b| (b.block.block, categories.of(&b.block).1.to_owned()))
+                    .collect();
+                rules.sort_unstable();
+                (view, rules)
+            }
+        };
         let mut ids: Vec<i64> = allocations
             .bands
             .iter()
@@ -349,7 +432,11 @@ impl Engine {
                 (id, key.site(2))
             })
             .collect();
-        Ok(AllocationView { allocations, sites })
+        Ok(AllocationView {
+            allocations,
+            sites,
+            rules,
+        })
     }
 
     fn peak_report(

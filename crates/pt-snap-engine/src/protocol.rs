@@ -105,6 +105,7 @@ pub enum Query {
         window: Option<(i64, i64)>,
         columns: usize,
         top: usize,
+        colour: pt_snap_report::allocations::Colour,
     },
     /// One side of `pt-snap diff`: the peaks, every block live at `metric`'s peak by
     /// normalised stack, and the timeline in `buckets` buckets. The page compares two.
@@ -181,6 +182,9 @@ pub struct AllocationView {
     pub allocations: pt_snap_report::allocations::Allocations,
     /// `(callstack id, where it allocated)` for the kept blocks' stacks.
     pub sites: Vec<(i64, String)>,
+    /// Coloured by category: `(block id, the rule that chose its category)` for the kept
+    /// blocks, by block id.
+    pub rules: Vec<(i64, String)>,
 }
 
 /// A page of rows (a template's answer or a console statement's).

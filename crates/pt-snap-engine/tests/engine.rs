@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use pt_snap_engine::preview::device_preview;
 use pt_snap_engine::*;
 use pt_snap_import::{ImportRequest, ReplayMode};
+use pt_snap_report::allocations::{Colour, Item};
 use rusqlite::Connection;
 use serde_json::json;
 
@@ -358,12 +359,13 @@ fn the_allocation_timeline_stacks_the_active_counter() {
             };
             let (lo, hi) = (first, last.min(first + 299));
             let columns = (hi - lo + 1) as usize;
-            let ask = |top| match engine.answer(
+            let ask = |top, colour| match engine.answer(
                 &Query::Allocations {
                     device: p.device,
                     window: Some((lo, hi)),
                     columns,
                     top,
+                    colour,
                 },
                 never,
                 60.0,
@@ -382,8 +384,13 @@ fn the_allocation_timeline_stacks_the_active_counter() {
             ) else {
                 panic!("no timeline");
             };
-            for top in [0, 7, usize::MAX] {
-                let view = ask(top);
+            for (top, colour) in [
+                (0, Colour::Site),
+                (7, Colour::Site),
+                (usize::MAX, Colour::Site),
+                (7, Colour::Category),
+            ] {
+                let view = ask(top, colour);
                 let a = &view.allocations;
                 assert!(a.bands.len() <= top);
                 for b in &counters.buckets {
@@ -398,6 +405,46 @@ fn the_allocation_timeline_stacks_the_active_counter() {
                         p.device,
                         b.first_id
                     );
+                }
+                if colour == Colour::Category {
+                    // By category, a column's bands and folded blocks are the template's
+                    // breakdown at its event.
+                    let c = columns / 2;
+                    let (e, _) = a.column_events(c).unwrap();
+                    let mut drawn = std::collections::BTreeMap::<String, i64>::new();
+                    for (item, from, to) in a.stack_at(c) {
+                        let key = match item {
+                            Item::Rest(k) => k,
+                            Item::Band(i) => a.bands[i].key,
+                        };
+                        *drawn.entry(a.keys[key as usize].clone()).or_default() += to - from;
+                    }
+                    let Ok(Answer::Table(t)) = engine.answer(
+                        &Query::Template {
+                            device: p.device,
+                            template: "category_breakdown_at_event".into(),
+                            params: json!({"event_id": e}).as_object().unwrap().clone(),
+                            max_rows: -1,
+                            exact_total: true,
+                        },
+                        never,
+                        60.0,
+                    ) else {
+                        panic!("no breakdown");
+                    };
+                    let (ci, bi) = (
+                        t.columns.iter().position(|c| c == "category").unwrap(),
+                        t.columns.iter().position(|c| c == "bytes").unwrap(),
+                    );
+                    let mut want = std::collections::BTreeMap::<String, i64>::new();
+                    for r in &t.rows {
+                        *want.entry(r[ci].as_str().unwrap().to_owned()).or_default() +=
+                            r[bi].as_i64().unwrap();
+                    }
+                    want.retain(|_, v| *v != 0);
+                    drawn.retain(|_, v| *v != 0);
+                    assert_eq!(drawn, want, "{} event {e}", path.display());
+                    assert_eq!(view.rules.len(), a.bands.len(), "each kept block's rule");
                 }
                 // Sites label kept blocks' stacks only, each with some text (an empty stack
                 // has none).

@@ -12,6 +12,16 @@
 use pt_snap_query::{bucket_index, Lifetime};
 use serde::{Deserialize, Serialize};
 
+/// What a band's colour tells.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Colour {
+    /// The allocation site: one colour per callstack, the folded blocks in one band.
+    Site,
+    /// The memory category of the allocation stack (`pt_snap_query::category`), the folded
+    /// blocks in one band per category.
+    Category,
+}
+
 /// Which window, how finely, and how many blocks to keep exactly.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct AllocationRequest {

@@ -7,7 +7,7 @@
 use leptos::html;
 use leptos::prelude::*;
 use pt_snap_engine::{AllocationView, Answer, Query};
-use pt_snap_report::allocations::Item;
+use pt_snap_report::allocations::{Colour, Item};
 use pt_snap_report::units::grouped;
 use wasm_bindgen::{Clamped, JsCast};
 use web_sys::{CanvasRenderingContext2d, PointerEvent, WheelEvent};
@@ -39,9 +39,29 @@ const PALETTE: [[u8; 3]; 12] = [
     [70, 130, 160],
 ];
 const REST: [u8; 3] = [190, 196, 205];
+/// `MEMORY_CATEGORIES`' colours, in its order (unknown last, grey).
+const CATEGORY_COLOURS: [[u8; 3]; 8] = [
+    [47, 128, 237],
+    [155, 89, 182],
+    [46, 160, 103],
+    [224, 115, 58],
+    [241, 176, 41],
+    [22, 160, 170],
+    [160, 110, 70],
+    [140, 148, 160],
+];
+
+/// A category's folded blocks: its colour, paler.
+fn pale(rgb: [u8; 3]) -> [u8; 3] {
+    rgb.map(|v| (v as u16 + (255 - v as u16) * 11 / 20) as u8)
+}
+
+fn css(rgb: [u8; 3]) -> String {
+    format!("rgb({},{},{})", rgb[0], rgb[1], rgb[2])
+}
 const SELECTED: [u8; 3] = [20, 24, 33];
 
-fn colour(callstack: Option<i64>) -> [u8; 3] {
+fn site_colour(callstack: Option<i64>) -> [u8; 3] {
     match callstack {
         // Fibonacci hashing spreads neighbouring ids over the palette.
         Some(id) => {
@@ -64,6 +84,7 @@ struct Hit {
 pub fn AllocationPanel() -> impl IntoView {
     let state = expect_context::<AppState>();
     let detail = RwSignal::new(DETAILS[1]);
+    let colour = RwSignal::new(Colour::Category);
     let selected = RwSignal::new(None::<i64>);
     let hover = RwSignal::new(None::<Hit>);
     let canvas = NodeRef::<html::Canvas>::new();
@@ -74,6 +95,7 @@ pub fn AllocationPanel() -> impl IntoView {
                 window: state.window.get(),
                 columns: COLUMNS,
                 top: detail.get(),
+                colour: colour.get(),
             })
         },
         |a| match a {
@@ -117,14 +139,20 @@ pub fn AllocationPanel() -> impl IntoView {
                 let x = PAD as usize + c;
                 for (item, from, to) in a.stack_at(c) {
                     let (y_top, y_bottom) = (y_of(to, top), y_of(from, top));
+                    let by_category = a.keys.len() > 1;
                     let rgb = match item {
+                        Item::Rest(k) if by_category => {
+                            pale(CATEGORY_COLOURS[usize::from(k).min(7)])
+                        }
                         Item::Rest(_) => REST,
                         Item::Band(i) => {
                             let b = &a.bands[i];
                             if Some(b.block.block) == sel {
                                 SELECTED
+                            } else if by_category {
+                                CATEGORY_COLOURS[usize::from(b.key).min(7)]
                             } else {
-                                colour(b.block.callstack)
+                                site_colour(b.block.callstack)
                             }
                         }
                     };
@@ -257,8 +285,12 @@ pub fn AllocationPanel() -> impl IntoView {
                             },
                             |s| s.1.as_str(),
                         );
+                    let category = match v.rules.binary_search_by_key(&b.block, |r| r.0) {
+                        Ok(k) => format!("{} [{}] · ", a.keys[usize::from(a.bands[i].key)], v.rules[k].1),
+                        Err(_) => String::new(),
+                    };
                     format!(
-                        "{events} · block {} · {} at {:#x} · allocated {} · freed {} · {site}",
+                        "{events} · block {} · {category}{} at {:#x} · allocated {} · freed {} · {site}",
                         b.block,
                         fmt::bytes(b.size),
                         b.address,
@@ -281,6 +313,14 @@ pub fn AllocationPanel() -> impl IntoView {
         <section class="panel allocations" data-testid="allocations">
             <div class="panel-head">
                 <h2>"Allocation timeline"</h2>
+                <label class="field">"Colour by "
+                    <select data-testid="allocations-colour" on:change=move |e| {
+                        colour.set(if event_target_value(&e) == "site" { Colour::Site } else { Colour::Category });
+                    }>
+                        <option value="category" selected=true>"category"</option>
+                        <option value="site">"allocation site"</option>
+                    </select>
+                </label>
                 <label class="field">"Blocks kept exactly "
                     <select data-testid="allocations-detail" on:change=move |e| {
                         if let Ok(n) = event_target_value(&e).parse() {
@@ -308,6 +348,7 @@ pub fn AllocationPanel() -> impl IntoView {
                 </div>
                 <canvas class="allocations-chart" data-testid="allocations-chart" node_ref=canvas width=W as u32 height=H as u32
                     data-window=move || view_memo.with(|v| v.as_ref().and_then(|v| v.allocations.window).map(|(a, b)| format!("{a}-{b}")))
+                    data-colour=move || view_memo.with(|v| v.as_ref().map(|v| if v.allocations.keys.len() > 1 { "category" } else { "site" }))
                     data-bands=move || view_memo.with(|v| v.as_ref().map(|v| v.allocations.bands.len().to_string()))
                     data-live=move || view_memo.with(|v| v.as_ref().map(|v| v.allocations.live_blocks.to_string()))
                     data-selected=move || selected.get().map(|b| b.to_string())
@@ -317,11 +358,20 @@ pub fn AllocationPanel() -> impl IntoView {
             <p class="small readout" data-testid="allocations-readout">
                 {move || readout().unwrap_or_else(|| "Point at a band to see its block; click it to select the block and its allocation event in every view. Wheel zooms (with the timeline above).".to_owned())}
             </p>
+            {move || view_memo.with(|v| v.as_ref().filter(|v| v.allocations.keys.len() > 1).map(|v| view! {
+                <div class="legend small" data-testid="allocations-categories">
+                    {v.allocations.keys.iter().enumerate().map(|(k, name)| view! {
+                        // An SVG fill, not a style attribute: the page's CSP allows no inline style.
+                        <span><svg class="swatch" width="10" height="10" aria-hidden="true"><rect width="10" height="10" rx="2" fill=css(CATEGORY_COLOURS[k.min(7)])></rect></svg>{name.clone()}</span>
+                    }).collect_view()}
+                    <span class="muted">"(paler: the folded blocks) · a heuristic from the allocation stack: the rule is in the readout, see docs/categories.md"</span>
+                </div>
+            }))}
             <p class="muted small" data-testid="allocations-legend">
                 {move || view_memo.with(|v| v.as_ref().map(|v| {
                     let a = &v.allocations;
                     format!(
-                        "The {} largest of the {} blocks live in this window are drawn exactly, stacked in allocation order and coloured by allocation site; the other {} are folded into the grey band at the bottom. A column covering several events stacks every block live after any of them, so it can stand above the active counter there.",
+                        "The {} largest of the {} blocks live in this window are drawn exactly, stacked in allocation order; the other {} are folded into the bands at the bottom. A column covering several events stacks every block live after any of them, so it can stand above the active counter there.",
                         grouped(a.bands.len() as i64),
                         grouped(a.live_blocks as i64),
                         grouped(a.live_blocks as i64 - a.bands.len() as i64),
