@@ -606,6 +606,33 @@ await check('allocation timeline: blocks stacked on the timeline\'s axis; hover 
   await p.close();
 });
 
+await check('an OOM file: the banner with report oom\'s verdict, and the OOM view explaining every event', async () => {
+  const want = read('expected-oom.json');
+  const p = await ctx.newPage();
+  watch(p);
+  await p.goto(url);
+  await p.setInputFiles('[data-testid=file-input]', path.join(out, 'oom.pkl'));
+  await p.waitForSelector('[data-testid=oom-banner]', { timeout: 60000 });
+  const first = want.events[0];
+  eq(await p.getAttribute('[data-testid=oom-banner]', 'data-verdict'), first.verdict, 'the banner\'s verdict');
+  ok((await p.textContent('[data-testid=oom-banner]')).includes(`event ${first.event_id}`), 'the banner names the event');
+  await shot('28-oom-banner', p);
+  await p.click('[data-testid=oom-explain]');
+  await p.waitForSelector('[data-testid=oom-event]');
+  const events = await p.$$eval('[data-testid=oom-event]', (es) => es.map((e) => [e.dataset.device, e.dataset.event, e.dataset.verdict]));
+  eq(JSON.stringify(events), JSON.stringify(want.events.map((e) => [String(e.device), String(e.event_id), e.verdict])), 'every OOM, with the CLI\'s verdict');
+  const verdict = await p.textContent('[data-testid=oom-event] >> nth=0 >> [data-testid=oom-verdict]');
+  ok(verdict.includes(first.arithmetic), `the arithmetic: ${verdict}`);
+  const cats = await p.$$eval('[data-testid=oom-event] >> nth=0 >> [data-testid=oom-categories] tr', (rs) => rs.length);
+  eq(cats, first.categories.length, 'the categories');
+  await shot('29-oom-view', p);
+  // A file without an OOM has neither banner nor tab.
+  await p.setInputFiles('[data-testid=file-input]', path.join(out, 'fixture.pkl'));
+  await p.waitForSelector('[data-testid=engine-state][data-value=ready]', { timeout: 60000 });
+  await p.waitForFunction(() => !document.querySelector('[data-testid=oom-banner]') && !document.querySelector('[data-testid=tab-oom]'));
+  await p.close();
+});
+
 await check("peaks first: the replay's peaks show before the database is ready, and are memory_peak's", async () => {
   const want = read('expected-fresh-peak.json').rows[0];
   const { states, peaks: shown } = await engineStates(page, path.join(out, 'fresh.pickle'), '21-peaks-first');

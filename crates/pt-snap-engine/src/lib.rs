@@ -20,7 +20,9 @@ use std::rc::Rc;
 use pt_snap_query::category::{CategoryRules, MEMORY_CATEGORIES, NO_ALLOCATION_EVENT, NO_FRAMES};
 use pt_snap_report::allocations::{allocations, AllocationRequest, Colour};
 use pt_snap_report::diff::{self, DiffRequest};
-use pt_snap_report::{memory_tree, peak_memory, Grouping, PeakRequest, TreeRequest};
+use pt_snap_report::{
+    memory_tree, oom_report, peak_memory, Grouping, OomRequest, PeakRequest, TreeRequest,
+};
 use rusqlite::Connection;
 use serde_json::Value as Json;
 
@@ -41,6 +43,9 @@ pub struct Origin {
 /// and as many kept blocks as a picture can tell apart.
 const MAX_COLUMNS: usize = 4096;
 const MAX_TOP: usize = 5000;
+
+/// Callstack groups and largest blocks per OOM: `report oom`'s default.
+const OOM_TOP: i64 = 10;
 
 /// Why a question stopped early, told by the caller's interrupt: the clock or a newer question.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -234,6 +239,21 @@ impl Engine {
                 top,
                 colour,
             } => Answer::Allocations(self.allocations(*device, *window, *columns, *top, *colour)?),
+            Query::Oom => {
+                let request = OomRequest {
+                    device: None,
+                    top_n: OOM_TOP,
+                    category_rules: Default::default(),
+                };
+                let db = a.db();
+                let report = oom_report(a, &request, &|d| {
+                    let d = usize::try_from(d)
+                        .map_err(|_| QueryError::DeviceNotFound(d.to_string()))?;
+                    db.oom_device_free(d)
+                        .map_err(|e| QueryError::ReadFailed(e.to_string()))
+                })?;
+                Answer::Oom(Box::new(report))
+            }
             Query::DiffSide {
                 device,
                 metric,

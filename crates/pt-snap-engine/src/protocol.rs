@@ -107,6 +107,8 @@ pub enum Query {
         top: usize,
         colour: pt_snap_report::allocations::Colour,
     },
+    /// `report oom`: every `oom` event of the file explained (none: the file has no OOM).
+    Oom,
     /// One side of `pt-snap diff`: the peaks, every block live at `metric`'s peak by
     /// normalised stack, and the timeline in `buckets` buckets. The page compares two.
     DiffSide {
@@ -123,6 +125,7 @@ pub enum Answer {
     RankSummary(Vec<pt_snap_report::ranks::DeviceSummary>),
     DiffSide(Box<pt_snap_report::diff::Side>),
     Allocations(AllocationView),
+    Oom(Box<pt_snap_report::OomReport>),
     Timeline(Timeline),
     Event(Option<EventInfo>),
     PeakReport(PeakReport),

@@ -3,6 +3,7 @@
 //! judged by pt-snap-query's category rules (`pt_snap_query::category`, docs/categories.md).
 
 use pt_snap_query::{QueryOutcome, QueryRequest};
+use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value as Json};
 
 use crate::units::{grouped, human_bytes};
@@ -37,7 +38,7 @@ impl Rules {
 }
 
 /// One `(category, rule)` row of the breakdown.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CategoryRow {
     pub category: String,
     pub rule: String,
@@ -48,11 +49,11 @@ pub struct CategoryRow {
 }
 
 /// Live memory at one event by category (largest first, as the template orders it).
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Breakdown {
     pub event_id: i64,
     /// `builtin` or `custom` ([`Rules::name`]).
-    pub rules: &'static str,
+    pub rules: String,
     pub rows: Vec<CategoryRow>,
 }
 
@@ -75,7 +76,7 @@ impl Breakdown {
             .collect();
         Breakdown {
             event_id,
-            rules: rules.name(),
+            rules: rules.name().to_owned(),
             rows,
         }
     }
@@ -163,7 +164,7 @@ mod tests {
     fn text_names_the_rules_and_adds_up() {
         let b = Breakdown {
             event_id: 7,
-            rules: "builtin",
+            rules: "builtin".to_owned(),
             rows: vec![
                 CategoryRow {
                     category: "activation".into(),

@@ -23,6 +23,7 @@
 use std::collections::BTreeMap;
 
 use pt_snap_query::{QueryError, QueryRequest, Source};
+use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value as Json};
 
 use crate::categories::{self, Breakdown, Rules};
@@ -67,7 +68,7 @@ pub fn allocation_size(rounded: i64) -> i64 {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub enum Pool {
     Small,
     Large,
@@ -233,7 +234,7 @@ pub fn free_space(segments: &[Segment], live: &[(i64, i64)]) -> Vec<SegmentFree>
 }
 
 /// Cached free memory of one (pool, stream).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct FreeSummary {
     pub total_bytes: i64,
     pub largest_block_bytes: i64,
@@ -261,7 +262,7 @@ pub fn by_pool_and_stream(
 }
 
 /// Why the allocation failed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Verdict {
     /// The pool and stream's cached free bytes plus `device_free` would have held the
     /// request, but no single free block could.
@@ -390,7 +391,7 @@ pub struct OomRequest {
 }
 
 /// One callstack group live at the event.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Group {
     pub category: String,
     pub size_bytes: i64,
@@ -399,7 +400,7 @@ pub struct Group {
 }
 
 /// One live block.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LiveBlock {
     pub address: i64,
     pub size: i64,
@@ -408,7 +409,7 @@ pub struct LiveBlock {
 }
 
 /// Counters of one event.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Counters {
     pub event_id: i64,
     pub allocated: i64,
@@ -417,7 +418,7 @@ pub struct Counters {
 }
 
 /// The explanation of one `oom` event.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct OomEvent {
     pub device: i64,
     pub event_id: i64,
@@ -442,12 +443,12 @@ pub struct OomEvent {
     pub callstack: String,
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct OomReport {
     pub devices: Vec<i64>,
     pub events: Vec<OomEvent>,
     /// `builtin` or `custom`: the category rules of every breakdown.
-    pub category_rules: &'static str,
+    pub category_rules: String,
 }
 
 fn int(row: &Map<String, Json>, k: &str) -> i64 {
@@ -549,7 +550,7 @@ pub fn oom_report(
     Ok(OomReport {
         devices,
         events,
-        category_rules: request.category_rules.name(),
+        category_rules: request.category_rules.name().to_owned(),
     })
 }
 
