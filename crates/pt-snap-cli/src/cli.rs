@@ -46,6 +46,59 @@ pub enum Command {
     /// Summarise many snapshots of one job side by side (one per rank): peaks, OOMs and the
     /// largest callstack group of each, and the ranks whose peak is an outlier.
     Ranks(RanksArgs),
+    /// Export snapshots or SnapshotDBs as a Hive-partitioned Parquet dataset
+    /// (DIR/<table>/job=<J>/rank=<R>/part-0.parquet) for Spark, DuckDB, DataFusion.
+    Export(ExportArgs),
+    /// Run SQL (DataFusion) over a dataset `export` wrote, or one of the named queries.
+    #[cfg(feature = "sql")]
+    Sql(SqlArgs),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ExportFormat {
+    Parquet,
+}
+
+#[derive(Debug, Args)]
+pub struct ExportArgs {
+    /// Snapshots, SnapshotDBs, or directories of them (their *.pkl, *.pickle and *.db files).
+    #[arg(value_name = "PATH", required = true)]
+    pub paths: Vec<PathBuf>,
+    /// The dataset's format.
+    #[arg(long, value_enum, default_value = "parquet")]
+    pub format: ExportFormat,
+    /// The dataset directory (created if missing; parts already there are kept or replaced).
+    #[arg(short = 'o', long = "output", value_name = "DIR", required = true)]
+    pub output: PathBuf,
+    /// The job's name: the `job=` partition (default: the name of the first input's directory).
+    #[arg(long, value_name = "NAME")]
+    pub job: Option<String>,
+    /// The rank of the one input (default: from the file names, as `ranks` reads them).
+    #[arg(long, value_name = "R")]
+    pub rank: Option<u64>,
+    /// Files exported at once (default: the number of cores).
+    #[arg(short = 'j', long = "jobs", value_parser = clap::value_parser!(u32).range(1..))]
+    pub jobs: Option<u32>,
+    /// Emit machine-readable JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[cfg(feature = "sql")]
+#[derive(Debug, Args)]
+pub struct SqlArgs {
+    /// The dataset directory `pt-snap export --format parquet` wrote.
+    #[arg(value_name = "DIR")]
+    pub dir: PathBuf,
+    /// The SQL statement (tables: events, blocks, callstacks, summary, each with job and rank).
+    #[arg(value_name = "SQL", required_unless_present = "query", conflicts_with = "query")]
+    pub sql: Option<String>,
+    /// A named query instead of SQL (`--query list` names them).
+    #[arg(long, value_name = "NAME")]
+    pub query: Option<String>,
+    /// Emit machine-readable JSON.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]
@@ -415,6 +468,9 @@ impl Command {
             Command::Split(a) => a.json,
             Command::Diff(a) => a.json,
             Command::Ranks(a) => a.json,
+            Command::Export(a) => a.json,
+            #[cfg(feature = "sql")]
+            Command::Sql(a) => a.json,
         }
     }
 }

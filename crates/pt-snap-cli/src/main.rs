@@ -63,6 +63,9 @@ fn run(command: &Command) -> CliResult {
         Command::Split(a) => commands::split::run(a),
         Command::Diff(a) => commands::diff::run(a),
         Command::Ranks(a) => commands::ranks::run(a),
+        Command::Export(a) => commands::export::run(a),
+        #[cfg(feature = "sql")]
+        Command::Sql(a) => commands::sql::run(a),
     }
 }
 

@@ -131,6 +131,8 @@ pub mod hint {
     /// `IMPORT_FAILED` for a trace the strict replay cannot reconcile, in a `ranks` row: that
     /// command has no `--lenient`, but reads any database it is given.
     pub const REPLAY_FAILED_RANKS: &str = "The trace contradicts the allocator state at the event named. To include it anyway, import it with 'pt-snap import --lenient <snapshot>' and pass the database it writes to 'pt-snap ranks' instead of the snapshot: its numbers are then approximate, and its row says how many events were applied from the trace alone.";
+    /// The same for `export`, which has no --lenient either.
+    pub const REPLAY_FAILED_EXPORT: &str = "The trace contradicts the allocator state at the event named. To include it anyway, import it with 'pt-snap import --lenient <snapshot>' and pass the database it writes to 'pt-snap export' instead of the snapshot: its numbers are then approximate, and its summary row says how many events were applied from the trace alone.";
     /// `IMPORT_FAILED` for a trace the strict replay cannot reconcile.
     pub const REPLAY_FAILED: &str = "The trace contradicts the allocator state at the event named. To import it anyway, retry with --lenient: such events are then applied from the trace alone, the numbers are approximate, and each one is listed in the table pt_snap_x_replay_issues.";
 }

@@ -40,6 +40,7 @@ pub mod params;
 /// Python's spellings, shared with every crate that writes what the reference writes.
 pub use pt_snap_contract::python;
 pub mod registry;
+mod rows;
 mod scan;
 mod source;
 mod sql;
@@ -52,6 +53,7 @@ pub use contract::{Contract, OutputColumn, ParamType, Parameter, WorkLimits, CAT
 pub use engine::{Analyzer, Interrupt, QueryOutcome, QueryRequest};
 pub use error::QueryError;
 pub use lifetimes::Lifetime;
+pub use rows::{Action, EventRow, FrameRow};
 pub use params::{ParamValue, Params};
 pub use pt_snap_db::{rusqlite, CallstackLayout, DeviceBounds, Metadata, OpenError};
 pub use registry::Template;

@@ -21,6 +21,9 @@ pub struct Lifetime {
     /// from before the trace (its -1 is no event, though the trace's ids go below 0) and
     /// for a database of the inline-text layout.
     pub callstack: Option<i64>,
+    /// `block_<d>.state` (`pt_snap_db::schema::BLOCK_STATES`: -1 inactive, 1 active and
+    /// allocated, 0 active with its free pending); `None` where the file leaves it NULL.
+    pub state: Option<i64>,
 }
 
 impl Lifetime {
@@ -54,7 +57,7 @@ impl Analyzer {
             .db()
             .conn()
             .prepare(&format!(
-                "SELECT b.id, b.address, b.size, b.allocEventId, b.freeEventId, {callstack} \
+                "SELECT b.id, b.address, b.size, b.allocEventId, b.freeEventId, {callstack}, b.state \
                  FROM block_{device} b LEFT JOIN trace_entry_{device} t \
                  ON t.id = b.allocEventId AND b.allocEventId != -1 \
                  ORDER BY b.id"
@@ -69,6 +72,7 @@ impl Analyzer {
                     alloc: r.get::<_, Option<i64>>(3)?.unwrap_or(-1),
                     free: r.get::<_, Option<i64>>(4)?.unwrap_or(-1),
                     callstack: r.get(5)?,
+                    state: r.get(6)?,
                 })
             })
             .map_err(failed)?;

@@ -204,6 +204,7 @@ mod tests {
             alloc,
             free,
             callstack: Some(block % 2),
+            state: None,
         }
     }
 

@@ -17,6 +17,8 @@ const SOURCES: &[&str] = &[
     include_str!("../contracts/commands/ranks.json"),
     include_str!("../contracts/commands/diff.json"),
     include_str!("../contracts/commands/oom.json"),
+    include_str!("../contracts/commands/export.json"),
+    include_str!("../contracts/commands/sql.json"),
 ];
 
 /// One command-line argument: a positional `PATH` or an option (`--metric`, `-j`).

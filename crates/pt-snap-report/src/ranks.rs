@@ -719,6 +719,11 @@ impl RanksReport {
             .filter(|r| r.verdict.as_ref().is_some_and(|v| v.outlier))
     }
 
+    /// The rows as `ranks --json` lists them (`ranks[]`), in its order.
+    pub fn rows_json(&self) -> Vec<Json> {
+        self.rows.iter().map(|r| self.row_json(r)).collect()
+    }
+
     /// One row as `ranks --json` lists it.
     fn row_json(&self, row: &RankRow) -> Json {
         let f = &self.files[row.file];
@@ -805,7 +810,7 @@ impl RanksReport {
             ("metric", json!(self.metric.name())),
             (
                 "ranks",
-                Json::Array(self.rows.iter().map(|r| self.row_json(r)).collect()),
+                Json::Array(self.rows_json()),
             ),
             (
                 "median",

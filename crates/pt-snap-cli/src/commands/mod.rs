@@ -1,6 +1,7 @@
 pub mod capabilities;
 pub mod config;
 pub mod diff;
+pub mod export;
 pub mod focus;
 pub mod import;
 pub mod import_dataset;
@@ -11,3 +12,5 @@ pub mod ranks;
 pub mod report;
 pub mod skill;
 pub mod split;
+#[cfg(feature = "sql")]
+pub mod sql;

@@ -44,13 +44,13 @@ const DIRECTORY_SUFFIXES: [&str; 11] = [
 ];
 
 /// One file of the set.
-struct Input {
+pub(crate) struct Input {
     /// Absolute (canonical when it exists).
-    path: PathBuf,
-    kind: InputKind,
+    pub path: PathBuf,
+    pub kind: InputKind,
     /// Its length, the file's share of the progress bar (0 for databases, which are only
     /// read).
-    bytes: u64,
+    pub bytes: u64,
 }
 
 pub fn run(args: &RanksArgs) -> CliResult {
@@ -144,7 +144,7 @@ fn failure_of(report: &RanksReport) -> Option<CliError> {
 /// The files of the set: directories listed (not recursively), every path made absolute,
 /// duplicates dropped, and a database dropped when it is the import of a snapshot of the set
 /// (`<snapshot>.db`, written beside it by an earlier run); in natural order of the paths.
-fn list_inputs(paths: &[PathBuf]) -> CliResult<Vec<Input>> {
+pub(crate) fn list_inputs(paths: &[PathBuf]) -> CliResult<Vec<Input>> {
     let mut listed = Vec::new();
     for path in paths {
         if path.is_dir() {
@@ -211,7 +211,7 @@ fn classify(path: &Path) -> (InputKind, u64) {
     }
 }
 
-fn file_name(path: &Path) -> &str {
+pub(crate) fn file_name(path: &Path) -> &str {
     path.file_name().and_then(|n| n.to_str()).unwrap_or("")
 }
 
@@ -260,19 +260,7 @@ impl Job<'_> {
     }
 
     fn summarize(&self, input: &Input, out: &mut FileSummary) -> CliResult<Vec<DeviceSummary>> {
-        let db_path = match input.kind {
-            InputKind::Snapshot => self.import(input, out)?,
-            InputKind::Database => {
-                out.db_path = Some(input.path.display().to_string());
-                if !input.path.is_file() {
-                    return Err(CliError::database_not_found(format!(
-                        "Database not found: {}",
-                        input.path.display()
-                    )));
-                }
-                input.path.clone()
-            }
-        };
+        let db_path = database_of(input, self.progress, self.json, out)?;
         // The query time limit of `query` (PT_SNAP_QUERY_TIMEOUT, else 600 s), per file.
         let deadline = Deadline::start(None)?;
         let analyzer = Analyzer::open(&db_path).map_err(CliError::from)?;
@@ -281,46 +269,73 @@ impl Job<'_> {
         summarize(&analyzer, self.device, self.metric)
             .map_err(|e| CliError::query(e, Some(&deadline), "Error: "))
     }
+}
 
-    /// The snapshot's database through `import`'s reuse cache (beside the snapshot, all
-    /// devices, strict replay: the database a plain `pt-snap import` makes and reuses).
-    fn import(&self, input: &Input, out: &mut FileSummary) -> CliResult<PathBuf> {
-        let source = import::check_source(&input.path)?;
-        let name = import::source_name(&source)?;
-        let target = source
-            .parent()
-            .expect("an absolute file path has a parent")
-            .join(format!("{name}.db"));
-        out.db_path = Some(target.display().to_string());
-        let mut progress = self.progress.file(input.bytes);
-        let shown = file_name(&input.path).to_owned();
-        let imported = import::single_db(
-            &SingleDb {
-                source: &source,
-                target: &target,
-                name: &name,
-                device: None,
-                replay: ReplayMode::Strict,
-                force: false,
-            },
-            &mut progress,
-            &mut |w| {
-                if !self.json {
-                    self.progress.println(&format!("warning: {shown}: {w}"));
-                }
-            },
-        );
-        match imported {
-            Ok((_, miss)) => {
-                out.reused = Some(miss.is_none());
-                Ok(target)
+/// The database of one input: a `.db` as given, or a snapshot's through `import`'s reuse
+/// cache (beside the snapshot, all devices, strict replay: the database a plain `pt-snap
+/// import` makes and reuses); `out` gets its `db_path` and `reused`. Shared with `export`.
+pub(crate) fn database_of(
+    input: &Input,
+    progress: &SetProgress,
+    json: bool,
+    out: &mut FileSummary,
+) -> CliResult<PathBuf> {
+    match input.kind {
+        InputKind::Snapshot => import_snapshot(input, progress, json, out),
+        InputKind::Database => {
+            out.db_path = Some(input.path.display().to_string());
+            if !input.path.is_file() {
+                return Err(CliError::database_not_found(format!(
+                    "Database not found: {}",
+                    input.path.display()
+                )));
             }
-            // `ranks` has no --lenient: say how to include such a file anyway.
-            Err(e) if e.hint.as_deref() == Some(hint::REPLAY_FAILED) => {
-                Err(e.with_hint(Some(hint::REPLAY_FAILED_RANKS)))
-            }
-            Err(e) => Err(e),
+            Ok(input.path.clone())
         }
+    }
+}
+
+fn import_snapshot(
+    input: &Input,
+    progress: &SetProgress,
+    json: bool,
+    out: &mut FileSummary,
+) -> CliResult<PathBuf> {
+    let source = import::check_source(&input.path)?;
+    let name = import::source_name(&source)?;
+    let target = source
+        .parent()
+        .expect("an absolute file path has a parent")
+        .join(format!("{name}.db"));
+    out.db_path = Some(target.display().to_string());
+    let mut file_progress = progress.file(input.bytes);
+    let shown = file_name(&input.path).to_owned();
+    let imported = import::single_db(
+        &SingleDb {
+            source: &source,
+            target: &target,
+            name: &name,
+            device: None,
+            replay: ReplayMode::Strict,
+            force: false,
+        },
+        &mut file_progress,
+        &mut |w| {
+            if !json {
+                progress.println(&format!("warning: {shown}: {w}"));
+            }
+        },
+    );
+    match imported {
+        Ok((_, miss)) => {
+            out.reused = Some(miss.is_none());
+            Ok(target)
+        }
+        // `ranks` and `export` have no --lenient: say how to include such a file anyway.
+        Err(e) if e.hint.as_deref() == Some(hint::REPLAY_FAILED) => {
+            Err(e.with_hint(Some(hint::REPLAY_FAILED_RANKS)))
+        }
+        Err(e) => Err(e),
     }
 }
 
