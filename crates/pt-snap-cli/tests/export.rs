@@ -243,8 +243,10 @@ fn objects(rows: Vec<serde_json::Map<String, Value>>) -> Vec<Value> {
 /// The fields of a `ranks --json` row that `summary` keeps, in its columns' shape.
 fn summary_of_ranks_row(row: &Value) -> Value {
     let mut m = serde_json::Map::new();
+    // rank_source: `--rank` gives the rank here, the position in a set of one there.
     let skip = [
         "rank",
+        "rank_source",
         "outlier",
         "outlier_reason",
         "vs_median_percent",
@@ -319,18 +321,25 @@ fn every_fixture_round_trips_through_parquet() {
             }
         }
         // summary: the rows `ranks --json` gives the same input, less what a set judges.
+        // A file without a trace has no devices: no rows (`ranks` fails it instead).
         let ranks = pt_snap(&["ranks", input.to_str().unwrap(), "--json"], &root);
-        assert!(ranks.status.success(), "{name}: {ranks:?}");
-        let want: Vec<Value> = json_of(&ranks, "ranks")["ranks"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(summary_of_ranks_row)
-            .collect();
+        let ranks = json_of(&ranks, "ranks");
+        let want: Vec<Value> = if ranks["ranks"][0]["error"]["code"] == "DEVICE_NOT_FOUND" {
+            Vec::new()
+        } else {
+            assert_eq!(ranks["ok"], true, "{name}: {ranks}");
+            ranks["ranks"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(summary_of_ranks_row)
+                .collect()
+        };
         let got: Vec<Value> = read_part(&part(&dataset, "summary", "fx", rank))
             .into_iter()
             .map(|mut m| {
                 m.remove("reused");
+                m.remove("rank_source");
                 Value::Object(m)
             })
             .collect();

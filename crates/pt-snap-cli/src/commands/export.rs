@@ -280,8 +280,13 @@ fn export_parts(
     analyzer.set_interrupt(deadline.interrupt());
     let query_error = |e| CliError::query(e, Some(&deadline), "Error: ");
     file.lenient_replay_issues = analyzer.db().lenient_replay_issues()?;
-    file.devices = Ok(summarize(&analyzer, None, Metric::Active).map_err(query_error)?);
-    let summary = RanksReport::new(Metric::Active, vec![file], None).rows_json();
+    // A database without a trace (a state-only snapshot) is empty parts, not a failure.
+    let summary = if analyzer.devices().is_empty() {
+        Vec::new()
+    } else {
+        file.devices = Ok(summarize(&analyzer, None, Metric::Active).map_err(query_error)?);
+        RanksReport::new(Metric::Active, vec![file], None).rows_json()
+    };
 
     let info = PartInfo {
         source_sha256: sha256,
