@@ -91,7 +91,11 @@ pub struct SqlArgs {
     #[arg(value_name = "DIR")]
     pub dir: PathBuf,
     /// The SQL statement (tables: events, blocks, callstacks, summary, each with job and rank).
-    #[arg(value_name = "SQL", required_unless_present = "query", conflicts_with = "query")]
+    #[arg(
+        value_name = "SQL",
+        required_unless_present = "query",
+        conflicts_with = "query"
+    )]
     pub sql: Option<String>,
     /// A named query instead of SQL (`--query list` names them).
     #[arg(long, value_name = "NAME")]

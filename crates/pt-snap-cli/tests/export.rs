@@ -138,7 +138,9 @@ fn name_of(codes: &[(i64, &str)], code: Option<i64>) -> Value {
 
 fn devices(conn: &Connection) -> Vec<i64> {
     let mut stmt = conn
-        .prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 'trace_entry_%'")
+        .prepare(
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 'trace_entry_%'",
+        )
         .unwrap();
     let mut out: Vec<i64> = stmt
         .query_map([], |r| r.get::<_, String>(0))
@@ -286,23 +288,54 @@ fn every_fixture_round_trips_through_parquet() {
         fs::copy(&fixture, &copy).unwrap();
         let r = rank.to_string();
         let out = pt_snap(
-            &["export", copy.to_str().unwrap(), "-o", "dataset", "--job", "fx", "--rank", &r, "--json"],
+            &[
+                "export",
+                copy.to_str().unwrap(),
+                "-o",
+                "dataset",
+                "--job",
+                "fx",
+                "--rank",
+                &r,
+                "--json",
+            ],
             &root,
         );
         let doc = json_of(&out, "export");
         // A trace the strict replay refuses: through its lenient database, as the hint says.
         let (input, db) = if doc["files"][0]["status"] == "failed" {
-            assert_eq!(doc["files"][0]["error"]["code"], "IMPORT_FAILED", "{name}: {doc}");
+            assert_eq!(
+                doc["files"][0]["error"]["code"], "IMPORT_FAILED",
+                "{name}: {doc}"
+            );
             assert_eq!(out.status.code(), Some(1));
             let lenient = root.join("lenient");
             let imported = pt_snap(
-                &["import", copy.to_str().unwrap(), "--lenient", "-o", "lenient", "--no-focus", "--json"],
+                &[
+                    "import",
+                    copy.to_str().unwrap(),
+                    "--lenient",
+                    "-o",
+                    "lenient",
+                    "--no-focus",
+                    "--json",
+                ],
                 &root,
             );
             assert!(imported.status.success(), "{name}: {imported:?}");
             let db = lenient.join(format!("{name}.db"));
             let out = pt_snap(
-                &["export", db.to_str().unwrap(), "-o", "dataset", "--job", "fx", "--rank", &r, "--json"],
+                &[
+                    "export",
+                    db.to_str().unwrap(),
+                    "-o",
+                    "dataset",
+                    "--job",
+                    "fx",
+                    "--rank",
+                    &r,
+                    "--json",
+                ],
                 &root,
             );
             assert!(out.status.success(), "{name}: {out:?}");
@@ -313,7 +346,11 @@ fn every_fixture_round_trips_through_parquet() {
             (copy.clone(), root.join(format!("{name}.db")))
         };
         let [events, blocks, callstacks] = db_tables(&db);
-        for (table, want) in [("events", events), ("blocks", blocks), ("callstacks", callstacks)] {
+        for (table, want) in [
+            ("events", events),
+            ("blocks", blocks),
+            ("callstacks", callstacks),
+        ] {
             let got = objects(read_part(&part(&dataset, table, "fx", rank)));
             assert_eq!(got.len(), want.len(), "{name}: {table} rows");
             for (g, w) in got.iter().zip(&want) {
@@ -385,20 +422,37 @@ fn a_second_export_keeps_every_part() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().canonicalize().unwrap();
     let job = job(&root, 3, 3000);
-    let out = pt_snap(&["export", job.to_str().unwrap(), "-o", "ds", "--json"], &root);
+    let out = pt_snap(
+        &["export", job.to_str().unwrap(), "-o", "ds", "--json"],
+        &root,
+    );
     assert!(out.status.success(), "{out:?}");
     let first = json_of(&out, "export");
     assert_eq!(first["job"], "job7", "the directory's name");
     assert_eq!(first["written"], 3);
     let before = inventory(&root.join("ds"));
     assert_eq!(before.len(), 12, "{before:?}");
-    let out = pt_snap(&["export", job.to_str().unwrap(), "-o", "ds", "--json"], &root);
+    let out = pt_snap(
+        &["export", job.to_str().unwrap(), "-o", "ds", "--json"],
+        &root,
+    );
     assert!(out.status.success(), "{out:?}");
     let second = json_of(&out, "export");
-    assert_eq!((second["written"].clone(), second["kept"].clone()), (json!(0), json!(3)));
-    for (a, b) in first["files"].as_array().unwrap().iter().zip(second["files"].as_array().unwrap()) {
+    assert_eq!(
+        (second["written"].clone(), second["kept"].clone()),
+        (json!(0), json!(3))
+    );
+    for (a, b) in first["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .zip(second["files"].as_array().unwrap())
+    {
         assert_eq!(b["status"], "kept");
-        assert_eq!(a["rows"], b["rows"], "rows of kept parts come from their footers");
+        assert_eq!(
+            a["rows"], b["rows"],
+            "rows of kept parts come from their footers"
+        );
         assert_eq!(a["source_sha256"], b["source_sha256"]);
     }
     assert_eq!(inventory(&root.join("ds")), before, "nothing was rewritten");
@@ -411,7 +465,15 @@ fn a_second_export_keeps_every_part() {
     let file = fs::File::create(other.join("rank1.pickle")).unwrap();
     pt_snap_gen::generate(&cfg, std::io::BufWriter::new(file)).unwrap();
     let out = pt_snap(
-        &["export", other.join("rank1.pickle").to_str().unwrap(), "-o", "ds", "--job", "job7", "--json"],
+        &[
+            "export",
+            other.join("rank1.pickle").to_str().unwrap(),
+            "-o",
+            "ds",
+            "--job",
+            "job7",
+            "--json",
+        ],
         &root,
     );
     assert!(out.status.success(), "{out:?}");
@@ -423,7 +485,9 @@ fn a_second_export_keeps_every_part() {
         .map(|(a, _)| &a.0)
         .collect();
     assert_eq!(changed.len(), 4, "{changed:?}");
-    assert!(changed.iter().all(|p| p.to_str().unwrap().contains("/rank=1/")));
+    assert!(changed
+        .iter()
+        .all(|p| p.to_str().unwrap().contains("/rank=1/")));
 }
 
 /// Every `*.parquet` a reader would list is a whole part (its footer reads and says where
@@ -452,7 +516,18 @@ fn a_failed_or_killed_export_leaves_no_partial_part() {
     // A part that cannot be published (a directory is where rank 1's summary goes).
     let blocked = part(&root.join("ds"), "summary", "j", 1);
     fs::create_dir_all(blocked.join("x")).unwrap();
-    let out = pt_snap(&["export", job.to_str().unwrap(), "-o", "ds", "--job", "j", "--json"], &root);
+    let out = pt_snap(
+        &[
+            "export",
+            job.to_str().unwrap(),
+            "-o",
+            "ds",
+            "--job",
+            "j",
+            "--json",
+        ],
+        &root,
+    );
     assert_eq!(out.status.code(), Some(1), "{out:?}");
     let doc = json_of(&out, "export");
     assert_eq!(doc["ok"], false);
@@ -477,7 +552,13 @@ fn a_failed_or_killed_export_leaves_no_partial_part() {
     for delay_ms in [50, 150, 300, 600, 1000] {
         let _ = fs::remove_dir_all(root.join("killed"));
         let mut child = Command::new(env!("CARGO_BIN_EXE_pt-snap"))
-            .args(["export", snapshot.to_str().unwrap(), "-o", "killed", "--json"])
+            .args([
+                "export",
+                snapshot.to_str().unwrap(),
+                "-o",
+                "killed",
+                "--json",
+            ])
             .current_dir(&root)
             .env("HOME", &root)
             .stdout(std::process::Stdio::null())
@@ -491,7 +572,16 @@ fn a_failed_or_killed_export_leaves_no_partial_part() {
             only_whole_parts(&root.join("killed"));
         }
     }
-    let out = pt_snap(&["export", snapshot.to_str().unwrap(), "-o", "killed", "--json"], &root);
+    let out = pt_snap(
+        &[
+            "export",
+            snapshot.to_str().unwrap(),
+            "-o",
+            "killed",
+            "--json",
+        ],
+        &root,
+    );
     assert!(out.status.success(), "{out:?}");
     assert_eq!(only_whole_parts(&root.join("killed")), 4);
 }
@@ -501,15 +591,40 @@ fn usage_errors() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().canonicalize().unwrap();
     let job = job(&root, 2, 500);
-    let out = pt_snap(&["export", job.to_str().unwrap(), "-o", "ds", "--rank", "3", "--json"], &root);
+    let out = pt_snap(
+        &[
+            "export",
+            job.to_str().unwrap(),
+            "-o",
+            "ds",
+            "--rank",
+            "3",
+            "--json",
+        ],
+        &root,
+    );
     assert_eq!(out.status.code(), Some(1));
     let envelope: Value = serde_json::from_slice(&out.stderr).unwrap();
     assert_eq!(envelope["error"]["code"], "INVALID_PARAMETER");
-    let out = pt_snap(&["export", job.to_str().unwrap(), "-o", "ds", "--job", "a/b", "--json"], &root);
+    let out = pt_snap(
+        &[
+            "export",
+            job.to_str().unwrap(),
+            "-o",
+            "ds",
+            "--job",
+            "a/b",
+            "--json",
+        ],
+        &root,
+    );
     assert_eq!(out.status.code(), Some(1));
     let out = pt_snap(&["export", job.to_str().unwrap(), "--json"], &root);
     assert_eq!(out.status.code(), Some(2), "-o is required");
     let out = pt_snap(&["export", "missing.pickle", "-o", "ds", "--json"], &root);
     assert_eq!(out.status.code(), Some(1));
-    assert_eq!(json_of(&out, "export")["files"][0]["error"]["code"], "SNAPSHOT_INVALID");
+    assert_eq!(
+        json_of(&out, "export")["files"][0]["error"]["code"],
+        "SNAPSHOT_INVALID"
+    );
 }

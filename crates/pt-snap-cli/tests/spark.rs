@@ -20,6 +20,9 @@ const RANKS: u32 = 16;
 const LEAKING: u32 = 11;
 const JOB: &str = "job16";
 
+/// A site's bytes, blocks and ranks.
+type Site = (i64, i64, Vec<u64>);
+
 fn pt_snap(args: &[&str], cwd: &Path) -> Output {
     Command::new(env!("CARGO_BIN_EXE_pt-snap"))
         .args(args)
@@ -58,7 +61,10 @@ fn spark_python() -> Option<PathBuf> {
         python.display()
     );
     assert!(!ci, "{missing}; CI must run the Spark cross-engine test");
-    assert!(skip, "{missing}, or set PT_SNAP_SKIP_SPARK=1 to skip this test");
+    assert!(
+        skip,
+        "{missing}, or set PT_SNAP_SKIP_SPARK=1 to skip this test"
+    );
     eprintln!(
         "\n\n==== SKIPPED: the Spark cross-engine test (PT_SNAP_SKIP_SPARK=1): {missing} ====\n"
     );
@@ -186,9 +192,7 @@ fn named_queries_agree_across_datafusion_spark_and_the_snapshot_dbs() {
         })
         .collect();
     let first = |a: &Analyzer, template: &str, device: i64| -> serde_json::Map<String, Value> {
-        let outcome = a
-            .run(&QueryRequest::new(template).device(device))
-            .unwrap();
+        let outcome = a.run(&QueryRequest::new(template).device(device)).unwrap();
         match outcome.rows_json().into_iter().next().unwrap() {
             Value::Object(m) => m,
             other => panic!("{other}"),
@@ -209,7 +213,9 @@ fn named_queries_agree_across_datafusion_spark_and_the_snapshot_dbs() {
             ]);
             let g = first(a, "allocator_gap", device);
             let reserved = p["peak_reserved"].as_i64().unwrap();
-            let gap = g["reserved_allocated_gap_at_reserved_peak"].as_i64().unwrap();
+            let gap = g["reserved_allocated_gap_at_reserved_peak"]
+                .as_i64()
+                .unwrap();
             gaps.push(vec![
                 json!(JOB),
                 json!(rank),
@@ -224,7 +230,11 @@ fn named_queries_agree_across_datafusion_spark_and_the_snapshot_dbs() {
             ]);
         }
     }
-    assert_same("peak_by_rank vs memory_peak", &answers["peak_by_rank"], &peaks);
+    assert_same(
+        "peak_by_rank vs memory_peak",
+        &answers["peak_by_rank"],
+        &peaks,
+    );
     assert_same(
         "fragmentation_by_rank vs allocator_gap",
         &answers["fragmentation_by_rank"],
@@ -239,17 +249,27 @@ fn named_queries_agree_across_datafusion_spark_and_the_snapshot_dbs() {
         .unwrap()
         .iter()
         .filter(|r| r["outlier"] == true)
-        .map(|r| vec![r["rank"].clone(), r["device"].clone(), r["vs_median_percent"].clone()])
+        .map(|r| {
+            vec![
+                r["rank"].clone(),
+                r["device"].clone(),
+                r["vs_median_percent"].clone(),
+            ]
+        })
         .collect();
     let outliers: Vec<Vec<Value>> = answers["rank_outliers"]
         .iter()
         .map(|r| vec![r[1].clone(), r[2].clone(), r[6].clone()])
         .collect();
     assert_same("rank_outliers vs ranks", &outliers, &flagged);
-    assert_eq!(outliers[0][0], json!(LEAKING), "the leaking rank is the outlier");
+    assert_eq!(
+        outliers[0][0],
+        json!(LEAKING),
+        "the leaking rank is the outlier"
+    );
 
     // top_sites_across_ranks: each rank's live blocks at its active peak, by normalised stack.
-    let mut sites: BTreeMap<String, (i64, i64, Vec<u64>)> = BTreeMap::new();
+    let mut sites: BTreeMap<String, Site> = BTreeMap::new();
     for (rank, a) in &dbs {
         for &device in a.devices() {
             let event = first(a, "memory_peak", device)["peak_active_event_id"]
@@ -258,7 +278,8 @@ fn named_queries_agree_across_datafusion_spark_and_the_snapshot_dbs() {
             let (_, lifetimes) = a.lifetimes(Some(device)).unwrap();
             let live: Vec<_> = lifetimes.iter().filter(|b| b.live_at(event)).collect();
             let ids: Vec<i64> = live.iter().filter_map(|b| b.callstack).collect();
-            let texts: HashMap<i64, String> = a.callstack_texts(&ids).unwrap().into_iter().collect();
+            let texts: HashMap<i64, String> =
+                a.callstack_texts(&ids).unwrap().into_iter().collect();
             for b in live {
                 let site = b
                     .callstack
@@ -275,13 +296,19 @@ fn named_queries_agree_across_datafusion_spark_and_the_snapshot_dbs() {
             }
         }
     }
-    let mut top: Vec<(String, (i64, i64, Vec<u64>))> = sites.into_iter().collect();
+    let mut top: Vec<(String, Site)> = sites.into_iter().collect();
     top.sort_by(|a, b| b.1 .0.cmp(&a.1 .0).then_with(|| a.0.cmp(&b.0)));
     let top: Vec<Vec<Value>> = top
         .into_iter()
         .take(20)
         .map(|(site, (bytes, blocks, ranks))| {
-            vec![json!(JOB), json!(site), json!(bytes), json!(blocks), json!(ranks.len())]
+            vec![
+                json!(JOB),
+                json!(site),
+                json!(bytes),
+                json!(blocks),
+                json!(ranks.len()),
+            ]
         })
         .collect();
     assert_same(

@@ -30,7 +30,7 @@ use parquet::basic::Compression;
 use parquet::file::metadata::KeyValue;
 use parquet::file::properties::WriterProperties;
 use parquet::file::reader::{ChunkReader, FileReader, SerializedFileReader};
-use pt_snap_query::{Analyzer, EventRow, FrameRow, QueryError};
+use pt_snap_query::{Analyzer, CallstackRow, EventRow, QueryError};
 use serde_json::Value as Json;
 
 /// The layout version of the parts this crate writes (`pt_snap.format` in their metadata).
@@ -58,7 +58,12 @@ pub enum Table {
 }
 
 impl Table {
-    pub const ALL: [Table; 4] = [Table::Events, Table::Blocks, Table::Callstacks, Table::Summary];
+    pub const ALL: [Table; 4] = [
+        Table::Events,
+        Table::Blocks,
+        Table::Callstacks,
+        Table::Summary,
+    ];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -344,7 +349,9 @@ pub fn blocks_part(analyzer: &Analyzer, info: &PartInfo) -> Result<Built, Export
         for chunk in lifetimes.chunks(BATCH_ROWS) {
             let n = chunk.len();
             let col = |f: &dyn Fn(&pt_snap_query::Lifetime) -> i64| -> ArrayRef {
-                Arc::new(arrow_array::Int64Array::from_iter_values(chunk.iter().map(f)))
+                Arc::new(arrow_array::Int64Array::from_iter_values(
+                    chunk.iter().map(f),
+                ))
             };
             let mut state = StringBuilder::with_capacity(n, n * 16);
             for b in chunk {
@@ -414,8 +421,9 @@ pub fn callstacks_part(analyzer: &Analyzer, info: &PartInfo) -> Result<Built, Ex
             Arc::new(frames.finish()),
         ])
     };
-    analyzer.for_each_callstack(&mut |cid, t, fs: &[FrameRow]| {
-        id.append_value(cid);
+    analyzer.for_each_callstack(&mut |row: &CallstackRow| {
+        let (t, fs) = (row.text, row.frames);
+        id.append_value(row.id);
         text.append_option(t);
         normalized.append_option(t.map(normalized_text));
         for f in fs {
@@ -434,7 +442,6 @@ pub fn callstacks_part(analyzer: &Analyzer, info: &PartInfo) -> Result<Built, Ex
         return Err(e);
     }
     flush(&mut id, &mut text, &mut normalized, &mut frames)?;
-    drop(flush);
     part.finish()
 }
 
@@ -458,7 +465,8 @@ pub fn summary_part(rows: &[Json], info: &PartInfo) -> Result<Built, ExportError
                 rows.iter().map(|r| value(r, name).as_i64()),
             )),
             DataType::Utf8 => Arc::new(arrow_array::StringArray::from_iter(
-                rows.iter().map(|r| value(r, name).as_str().map(str::to_owned)),
+                rows.iter()
+                    .map(|r| value(r, name).as_str().map(str::to_owned)),
             )),
             DataType::Boolean => {
                 let mut b = BooleanBuilder::new();

@@ -56,6 +56,14 @@ pub struct FrameRow {
     pub line: i64,
 }
 
+/// One callstack: its id, its text (`None` where the file leaves it NULL) and its frames.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CallstackRow<'a> {
+    pub id: i64,
+    pub text: Option<&'a str>,
+    pub frames: &'a [FrameRow],
+}
+
 impl Analyzer {
     /// Every event of `device` in id order, one call of `f` each.
     pub fn for_each_event(
@@ -108,10 +116,7 @@ impl Analyzer {
     /// Every callstack in id order with its text and its frames by position (position 0
     /// first: the innermost frame); none on layout v1, which has no callstack table. A stack
     /// whose frames the database does not have (no `frame` tables) has an empty list.
-    pub fn for_each_callstack(
-        &self,
-        f: &mut dyn FnMut(i64, Option<&str>, &[FrameRow]),
-    ) -> Result<(), QueryError> {
+    pub fn for_each_callstack(&self, f: &mut dyn FnMut(&CallstackRow)) -> Result<(), QueryError> {
         if !matches!(self.layout(), Ok(CallstackLayout::V2)) {
             return Ok(());
         }
@@ -140,7 +145,11 @@ impl Analyzer {
             let id: i64 = r.get(0).map_err(failed)?;
             if current.as_ref().is_some_and(|(c, _)| *c != id) {
                 let (c, text) = current.take().expect("checked");
-                f(c, text.as_deref(), &frames);
+                f(&CallstackRow {
+                    id: c,
+                    text: text.as_deref(),
+                    frames: &frames,
+                });
                 frames.clear();
             }
             if current.is_none() {
@@ -150,13 +159,20 @@ impl Analyzer {
             if let Some(name) = name {
                 frames.push(FrameRow {
                     name,
-                    filename: r.get::<_, Option<String>>(3).map_err(failed)?.unwrap_or_default(),
+                    filename: r
+                        .get::<_, Option<String>>(3)
+                        .map_err(failed)?
+                        .unwrap_or_default(),
                     line: r.get::<_, Option<i64>>(4).map_err(failed)?.unwrap_or(0),
                 });
             }
         }
         if let Some((c, text)) = current {
-            f(c, text.as_deref(), &frames);
+            f(&CallstackRow {
+                id: c,
+                text: text.as_deref(),
+                frames: &frames,
+            });
         }
         Ok(())
     }

@@ -808,10 +808,7 @@ impl RanksReport {
         let m = &self.medians;
         vec![
             ("metric", json!(self.metric.name())),
-            (
-                "ranks",
-                Json::Array(self.rows_json()),
-            ),
+            ("ranks", Json::Array(self.rows_json())),
             (
                 "median",
                 json!({

@@ -140,7 +140,9 @@ fn check_job(job: &str) -> CliResult<String> {
         Ok(job.to_owned())
     } else {
         Err(CliError::invalid_parameter(
-            format!("Invalid job name {job:?}: use letters, digits, '.', '_' and '-' (not first '.')."),
+            format!(
+                "Invalid job name {job:?}: use letters, digits, '.', '_' and '-' (not first '.')."
+            ),
             "Pass --job NAME with a name that is also a valid directory name.",
         ))
     }
@@ -352,10 +354,7 @@ fn json_fields<'a>(
             json!(Table::ALL.iter().map(|t| t.name()).collect::<Vec<_>>()),
         ),
         ("files", Json::Array(files)),
-        (
-            "written",
-            json!(count(&|o| o.error.is_none() && !o.kept)),
-        ),
+        ("written", json!(count(&|o| o.error.is_none() && !o.kept))),
         ("kept", json!(count(&|o| o.error.is_none() && o.kept))),
         ("failed", json!(count(&|o| o.error.is_some()))),
         ("rank_note", json!(rank_note)),

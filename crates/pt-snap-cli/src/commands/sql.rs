@@ -19,7 +19,10 @@ pub fn run(args: &SqlArgs) -> CliResult {
             None => {
                 let names: Vec<&str> = QUERIES.iter().map(|q| q.name).collect();
                 return Err(CliError::invalid_parameter(
-                    format!("Unknown query {name:?}; the named queries are: {}.", names.join(", ")),
+                    format!(
+                        "Unknown query {name:?}; the named queries are: {}.",
+                        names.join(", ")
+                    ),
                     "List them with 'pt-snap sql DIR --query list', or pass SQL instead.",
                 ));
             }
@@ -34,9 +37,7 @@ pub fn run(args: &SqlArgs) -> CliResult {
         let rows: Vec<Json> = answer
             .rows
             .into_iter()
-            .map(|r| {
-                Json::Object(answer.columns.iter().cloned().zip(r).collect())
-            })
+            .map(|r| Json::Object(answer.columns.iter().cloned().zip(r).collect()))
             .collect();
         output::print_json(&envelope::success([
             ("dir", json!(dir.display().to_string())),
