@@ -9,6 +9,8 @@
 //! * `split`: `split --slices N` (pickle or JSON slices).
 //! * `ranks`: `ranks -j <cores>` on N generated rank snapshots against N sequential
 //!   `import`s (ours only: the reference has no `ranks`).
+//! * `parquet`: the Parquet export against reading the same rows, and `pt-snap sql`'s named
+//!   queries on N generated ranks (ours only).
 //!
 //! ```sh
 //! cargo build --release -p pt-snap-cli -p pt-snap-bench
@@ -17,9 +19,11 @@
 //! target/release/pt-snap-bench dataset-import --snapshot big.pickle --reference .oracle/bin/pt-snap
 //! target/release/pt-snap-bench split --snapshot big.pickle --reference .oracle/bin/pt-snap
 //! target/release/pt-snap-bench ranks --files 64 --mb 20 --dir /tmp/ranks-job
+//! target/release/pt-snap-bench parquet --db bench-1m.pickle.db --ranks 256 --events 100000
 //! ```
 
 mod dataset;
+mod parquet;
 mod queries;
 mod ranks;
 mod split;
@@ -43,6 +47,9 @@ enum Bench {
     Split(split::Args),
     /// `ranks -j <cores>` on generated rank snapshots against sequential imports.
     Ranks(ranks::Args),
+    /// The Parquet export against reading the same rows; `pt-snap sql`'s named queries
+    /// across generated ranks.
+    Parquet(parquet::Args),
 }
 
 #[derive(Parser)]
@@ -230,6 +237,7 @@ fn main() {
         Bench::DatasetImport(args) => dataset::bench(args),
         Bench::Split(args) => split::bench(args),
         Bench::Ranks(args) => ranks::bench(args),
+        Bench::Parquet(args) => parquet::bench(args),
     }
 }
 

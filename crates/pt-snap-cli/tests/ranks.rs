@@ -482,8 +482,12 @@ fn capabilities_list_the_command_contract_after_the_reference_keys() {
         .iter()
         .map(|c| c["name"].as_str().unwrap())
         .collect();
-    assert_eq!(names, ["diff", "ranks", "report oom"], "sorted by name");
-    let ranks = &commands[1];
+    assert_eq!(
+        names,
+        ["diff", "export", "ranks", "report oom", "sql"],
+        "sorted by name"
+    );
+    let ranks = &commands[2];
     let fields: Vec<&str> = ranks["output_schema"]
         .as_array()
         .unwrap()

@@ -71,6 +71,10 @@ mod tests {
     fn every_command_contract_names_its_arguments_and_only_those() {
         let cli = crate::cli::Cli::command();
         for contract in pt_snap_report::commands::all() {
+            // `sql` is in the default build only (the CLI's `sql` feature).
+            if cfg!(not(feature = "sql")) && contract.name == "sql" {
+                continue;
+            }
             let mut command = &cli;
             for word in contract.name.split(' ') {
                 command = command
