@@ -189,9 +189,10 @@ fn build_dataset(args: &Args, ours: &Path, dataset: &Path, ranks: u32) {
         })
         .collect();
     for batch in missing.chunks(16) {
+        let work = &work;
         std::thread::scope(|s| {
             for chunk in batch.chunks(batch.len().div_ceil(cores)) {
-                s.spawn(|| {
+                s.spawn(move || {
                     for &rank in chunk {
                         let mut cfg = pt_snap_gen::Config::small(args.seed);
                         cfg.events_per_device = args.events;
