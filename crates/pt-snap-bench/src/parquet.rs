@@ -209,7 +209,7 @@ fn build_dataset(args: &Args, ours: &Path, dataset: &Path, ranks: u32) {
         });
         let status = Command::new(ours)
             .arg("export")
-            .arg(&work)
+            .arg(work)
             .arg("-o")
             .arg(dataset)
             .args(["--job", "bench", "--json"])
@@ -217,7 +217,7 @@ fn build_dataset(args: &Args, ours: &Path, dataset: &Path, ranks: u32) {
             .status()
             .unwrap();
         assert!(status.success());
-        for e in fs::read_dir(&work).unwrap().flatten() {
+        for e in fs::read_dir(work).unwrap().flatten() {
             fs::remove_file(e.path()).unwrap();
         }
         eprintln!("exported ranks up to {}", batch.last().unwrap());
