@@ -125,14 +125,21 @@ fn export_vs_read(db: &Path, ours: &Path, runs: usize) {
         let e = pt_snap_parquet::events_part(&analyzer, &info).unwrap();
         let b = pt_snap_parquet::blocks_part(&analyzer, &info).unwrap();
         let c = pt_snap_parquet::callstacks_part(&analyzer, &info).unwrap();
-        (e.bytes.len() + b.bytes.len() + c.bytes.len(), e.rows + b.rows + c.rows)
+        (
+            e.bytes.len() + b.bytes.len() + c.bytes.len(),
+            e.rows + b.rows + c.rows,
+        )
     });
     assert_eq!(bytes.1, rows, "the parts hold every row read");
     let scratch = tempfile::tempdir().unwrap();
     let out = scratch.path().join("ds");
     let export = |_: ()| {
         let mut c = Command::new(ours);
-        c.arg("export").arg(db).arg("-o").arg(&out).args(["--rank", "0", "--json"]);
+        c.arg("export")
+            .arg(db)
+            .arg("-o")
+            .arg(&out)
+            .args(["--rank", "0", "--json"]);
         c
     };
     let mut fresh: Option<Measure> = None;
@@ -244,12 +251,17 @@ fn queries(args: &Args, ours: &Path) {
     for &n in &sizes {
         let started = Instant::now();
         build_dataset(args, ours, &dataset, n);
-        eprintln!("dataset of {n} ranks ready in {:.0} s", started.elapsed().as_secs_f64());
+        eprintln!(
+            "dataset of {n} ranks ready in {:.0} s",
+            started.elapsed().as_secs_f64()
+        );
         let mb = dir_size(&dataset) as f64 / 1e6;
         for query in ["peak_by_rank", "top_sites_across_ranks"] {
             let m = best_process(args.runs, || {
                 let mut c = Command::new(ours);
-                c.arg("sql").arg(&dataset).args(["--query", query, "--json"]);
+                c.arg("sql")
+                    .arg(&dataset)
+                    .args(["--query", query, "--json"]);
                 c
             });
             println!(
