@@ -352,7 +352,7 @@
       ]);
     });
     var table = el('table', { class: 'pd-table pd-groups', 'data-testid': 'pd-groups' }, [
-      el('thead', null, [el('tr', null, ['#', 'Status', 'Change', 'A', 'B', 'Blocks A → B', 'Where allocated (callee ← caller)', ''].map(function (h, i) {
+      el('thead', null, [el('tr', null, ['#', 'Status', 'Change', 'A', 'B', 'Blocks A → B', 'Where allocated (your code → torch call)', ''].map(function (h, i) {
         return el('th', { class: i >= 3 && i <= 5 ? 'pd-n' : null, scope: 'col', text: h });
       }))]),
       el('tbody', null, rows)

@@ -1,7 +1,7 @@
 //! `pt-snap diff` (issue 14): what changed between two runs. For each side, the three peaks
 //! and what was live at the chosen metric's peak — the `report peak-memory` composition with
 //! every group kept — regrouped by a call stack normalised so that the same code matches
-//! across machines ([`normalize`]); the two sides' groups matched by that key; and both
+//! across machines ([`crate::stack`]); the two sides' groups matched by that key; and both
 //! counter timelines on one axis, the event ordinal.
 //!
 //! [`measure`] asks one [`Source`] (plus a timeline the caller draws, as the timeline is
@@ -17,7 +17,6 @@
 //! `active_bytes_at_event` beside the peaks; a database whose groups do not add up to the
 //! counter (a lenient replay, a hand-made file) shows the shortfall as `unattributed_bytes`.
 
-mod normalize;
 mod page;
 
 use std::collections::BTreeMap;
@@ -27,8 +26,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value as Json};
 
 use crate::peak::{peak_memory, Metric, PeakRequest, Peaks};
+pub use crate::stack::{normalize_path, normalize_stack, parse_line, Frame};
 use crate::units::{grouped, human_bytes, signed_human_bytes};
-pub use normalize::{normalize_path, normalize_stack, parse_line, Frame};
 pub use page::PageData;
 
 /// Timeline buckets per side on the page: about one per pixel of its chart.
@@ -82,32 +81,11 @@ impl StackKey {
         }
     }
 
-    /// Where the memory was allocated, in at most `frames` frames, callee ← caller: the
-    /// innermost Python frame (often the library function that allocated) and then the
-    /// innermost frames of the user's own Python code; without Python frames, the innermost
-    /// frames. Real stacks are dozens of interpreter and dispatcher frames deep.
-    pub fn site(&self, frames: usize) -> String {
-        let all = self.frames();
-        if all.is_empty() {
-            return self.text();
-        }
-        let mut picked: Vec<&Frame> = Vec::new();
-        for f in all.iter().rev() {
-            if picked.len() == frames {
-                break;
-            }
-            if f.is_python() && (picked.is_empty() || !f.library) {
-                picked.push(f);
-            }
-        }
-        if picked.is_empty() {
-            picked = all.iter().rev().take(frames).collect();
-        }
-        picked
-            .iter()
-            .map(|f| f.label())
-            .collect::<Vec<_>>()
-            .join(" ← ")
+    /// Where the memory was allocated, in one line ([`crate::stack::label`]): the user's
+    /// innermost frame and the torch call below it; a bracketed name for memory without a
+    /// stack.
+    pub fn site(&self) -> String {
+        crate::stack::label(self.frames()).unwrap_or_else(|| self.text())
     }
 }
 
@@ -570,7 +548,7 @@ impl Diff {
                 .max()
                 .unwrap_or(0);
             out.push(format!(
-                "  {:>4}  {:<7}  {:>12} {:<10}  {:>11}  {:>11}  {:>13}  where allocated (callee ← caller)",
+                "  {:>4}  {:<7}  {:>12} {:<10}  {:>11}  {:>11}  {:>13}  where allocated (your code → torch call)",
                 "#", "status", "change", "", "A", "B", "blocks A→B"
             ));
             for (i, g) in shown.iter().enumerate() {
@@ -584,8 +562,8 @@ impl Diff {
                     human_bytes(g.b.bytes as f64),
                     format!("{}→{}", g.a.blocks, g.b.blocks),
                     match g.key.frames().len() {
-                        0 => g.key.site(3),
-                        n => format!("{}  [{n} frames]", g.key.site(3)),
+                        0 => g.key.site(),
+                        n => format!("{}  [{n} frames]", g.key.site()),
                     }
                 ));
             }
@@ -664,7 +642,7 @@ fn group_json(g: &GroupDiff) -> Json {
         "count_a": g.a.blocks,
         "count_b": g.b.blocks,
         "kind": g.key.kind(),
-        "site": g.key.site(3),
+        "site": g.key.site(),
         "frames": frames,
     })
 }

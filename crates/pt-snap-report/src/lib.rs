@@ -14,9 +14,13 @@ pub mod diff;
 pub mod oom;
 mod peak;
 pub mod ranks;
+pub mod stack;
 mod tree;
 pub mod units;
 
 pub use oom::{oom_report, OomReport, OomRequest};
 pub use peak::{peak_memory, AttributionParams, Metric, Peak, PeakReport, PeakRequest, Peaks};
-pub use tree::{flamegraph_page, memory_tree, IncompleteTree, MemoryTree, Node, TreeRequest};
+pub use stack::Stacks;
+pub use tree::{
+    flamegraph_page, memory_tree, python_view, IncompleteTree, MemoryTree, Node, TreeRequest,
+};

@@ -1070,35 +1070,26 @@ fn file_name(path: &str) -> &str {
     path.rsplit(['/', '\\']).next().unwrap_or(path)
 }
 
-/// A one-cell label of where a group was allocated, for the table only: its innermost frame
-/// in a Python file outside installed packages (the user's code), else its innermost Python
-/// frame, else its innermost frame; the category for groups without a callstack.
+/// A one-cell label of where a group was allocated: [`crate::stack::label`] of its frames
+/// (the user's innermost frame and the torch call below it); the callstack text's label on
+/// layout v1, and the category for groups without a callstack.
 pub fn site(g: &TopGroup) -> String {
-    let label = |f: &Frame| format!("{} ({}:{})", f.name, file_name(&f.filename), f.line);
-    let Some(frames) = g.frames.as_ref().filter(|f| !f.is_empty()) else {
-        return match g.category.as_str() {
-            "dynamic_live_at_event" => g
-                .callstack
-                .lines()
-                .last()
-                .unwrap_or("[missing callstack]")
-                .to_owned(),
-            other => other.to_owned(),
-        };
-    };
-    let python = |f: &&Frame| f.filename.ends_with(".py");
-    let installed = |f: &&Frame| {
-        ["site-packages", "dist-packages", "/lib/python"]
-            .iter()
-            .any(|p| f.filename.contains(p))
-    };
-    frames
+    let frames: Vec<crate::stack::Frame> = g
+        .frames
         .iter()
-        .find(|f| python(f) && !installed(f))
-        .or_else(|| frames.iter().find(python))
-        .or(frames.first())
-        .map(label)
-        .unwrap_or_default()
+        .flatten()
+        .rev()
+        .map(|f| crate::stack::Frame::new(&f.filename, Some(f.line), &f.name))
+        .collect();
+    crate::stack::label(&frames)
+        .or_else(|| match g.category.as_str() {
+            "dynamic_live_at_event" => crate::stack::label_text(&g.callstack),
+            _ => None,
+        })
+        .unwrap_or_else(|| match g.category.as_str() {
+            "dynamic_live_at_event" => "[missing callstack]".to_owned(),
+            other => other.to_owned(),
+        })
 }
 
 #[cfg(test)]
