@@ -12,7 +12,7 @@ pub mod protocol;
 use pt_snap_db::SnapshotDb;
 use pt_snap_query::{registry, Analyzer, Interrupt, QueryError, QueryRequest, TimelineRequest};
 use pt_snap_report::diff::{self, DiffRequest};
-use pt_snap_report::{memory_tree, peak_memory, PeakRequest, TreeRequest};
+use pt_snap_report::{memory_tree, peak_memory, stack, PeakRequest, TreeRequest};
 use rusqlite::Connection;
 use serde_json::Value as Json;
 
@@ -254,6 +254,11 @@ impl Engine {
             return Ok(None);
         };
         let num = |k: &str| row.get(k).and_then(Json::as_i64).unwrap_or(0);
+        let callstack = row
+            .get("callstack")
+            .and_then(Json::as_str)
+            .filter(|s| !s.is_empty())
+            .map(str::to_owned);
         let code = num("action");
         let action = pt_snap_db::schema::ACTIONS
             .iter()
@@ -267,11 +272,8 @@ impl Engine {
             allocated: num("allocated"),
             active: num("active"),
             reserved: num("reserved"),
-            callstack: row
-                .get("callstack")
-                .and_then(Json::as_str)
-                .filter(|s| !s.is_empty())
-                .map(str::to_owned),
+            label: callstack.as_deref().and_then(stack::label_text),
+            callstack,
         }))
     }
 
@@ -296,6 +298,23 @@ impl Engine {
             .iter()
             .map(|g| {
                 let int = |k: &str| g.get(k).and_then(Json::as_i64).unwrap_or(0);
+                let callstack = g
+                    .get("callstack")
+                    .and_then(Json::as_str)
+                    .unwrap_or("")
+                    .to_owned();
+                let category = g
+                    .get("category")
+                    .and_then(Json::as_str)
+                    .unwrap_or("")
+                    .to_owned();
+                let label = match category.as_str() {
+                    "dynamic_live_at_event" if !callstack.starts_with('[') => {
+                        stack::label_text(&callstack)
+                    }
+                    _ => None,
+                }
+                .unwrap_or_else(|| callstack.lines().next().unwrap_or("").to_owned());
                 CallstackGroup {
                     size_bytes: int("size_bytes"),
                     requested_bytes: int("requested_bytes"),
@@ -303,16 +322,9 @@ impl Engine {
                     percent_of_active_blocks: g
                         .get("percent_of_active_blocks")
                         .and_then(Json::as_f64),
-                    category: g
-                        .get("category")
-                        .and_then(Json::as_str)
-                        .unwrap_or("")
-                        .to_owned(),
-                    callstack: g
-                        .get("callstack")
-                        .and_then(Json::as_str)
-                        .unwrap_or("")
-                        .to_owned(),
+                    category,
+                    callstack,
+                    label,
                 }
             })
             .collect();

@@ -136,6 +136,8 @@ pub struct EventInfo {
     pub active: i64,
     pub reserved: i64,
     pub callstack: Option<String>,
+    /// Where the stack allocated, in one line (`pt_snap_report::stack::label`).
+    pub label: Option<String>,
 }
 
 /// `report peak-memory` as the page shows it.
@@ -164,6 +166,10 @@ pub struct CallstackGroup {
     pub percent_of_active_blocks: Option<f64>,
     pub category: String,
     pub callstack: String,
+    /// Where the group allocated, in one line (`pt_snap_report::stack::label`): the user's
+    /// innermost frame and the torch call below it; the callstack text for memory without
+    /// a stack.
+    pub label: String,
 }
 
 /// A page of rows (a template's answer or a console statement's).

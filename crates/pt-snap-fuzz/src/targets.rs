@@ -329,9 +329,10 @@ pub fn import_query(data: &[u8]) -> String {
         match pt_snap_report::memory_tree(&analyzer, &tree) {
             Ok(tree) => {
                 let _ = tree.to_json(None);
-                match (tree.to_text(), tree.to_html()) {
-                    (Ok(_), Ok(_)) => {}
-                    (Err(e), _) | (_, Err(e)) => {
+                let python = tree.to_text_stacks(pt_snap_report::Stacks::Python);
+                match (tree.to_text(), tree.to_html(None), python) {
+                    (Ok(_), Ok(_), Ok(_)) => {}
+                    (Err(e), _, _) | (_, Err(e), _) | (_, _, Err(e)) => {
                         outcome.push_str(&format!(" | memory-tree: {}", short(&e)))
                     }
                 }

@@ -305,7 +305,7 @@ pub fn label(frames: &[Frame]) -> Option<String> {
         .iter()
         .rposition(|f| f.origin == Origin::Torch)
         .map(|i| format!("{}:{}", below[i].file, below[i].function))
-        .or_else(|| below.iter().find_map(|f| binding(f)))
+        .or_else(|| below.iter().find_map(binding))
         .or_else(|| below.iter().find_map(|f| aten_op(&f.function)));
     Some(match (place, call) {
         (Some(p), Some(c)) => format!("{p} → {c}"),

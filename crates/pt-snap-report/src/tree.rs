@@ -480,6 +480,79 @@ mod tests {
         }
     }
 
+    /// `tests/browser/fixtures/fold_merge.json`'s rows as nodes.
+    fn fold_merge() -> Vec<Node> {
+        let data: Json = serde_json::from_str(include_str!(
+            "../../../tests/browser/fixtures/fold_merge.json"
+        ))
+        .unwrap();
+        let int = |r: &Json, k: &str| r[k].as_i64().unwrap();
+        data["nodes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| Node {
+                node_id: r["node_id"].as_str().unwrap().into(),
+                parent_id: r["parent_id"].as_str().map(Into::into),
+                depth: int(r, "depth"),
+                label: r["label"].as_str().unwrap_or_default().into(),
+                size_bytes: int(r, "size_bytes"),
+                self_bytes: int(r, "self_bytes"),
+                requested_bytes: int(r, "requested_bytes"),
+                self_requested_bytes: int(r, "self_requested_bytes"),
+                block_count: int(r, "block_count"),
+                self_block_count: int(r, "self_block_count"),
+                filename: r["filename"].as_str().map(Into::into),
+            })
+            .collect()
+    }
+
+    /// The Python view of fold_merge.json, worked out by hand — the same tree the
+    /// flamegraph's "Python frames" view draws (tests/browser/flamegraph.test.mjs,
+    /// FOLD_MERGE_PYTHON): every native frame under `main` folds into it (PyObject_Call's
+    /// 512, PyMethod_New's 64 and the C extension's 16 self bytes), the two `forward`
+    /// frames merge and take all the native frames below them; `_start` stays, as its 32
+    /// self bytes would otherwise belong to no frame, and so does `app.py`'s `<module>`
+    /// below it.
+    #[test]
+    fn the_python_view_folds_native_frames_around_python_ones() {
+        let nodes = fold_merge();
+        check_complete(&nodes).unwrap();
+        let (view, folded) = python_view(&nodes);
+        check_complete(&view).unwrap();
+        assert_eq!(folded, 13);
+        let got: Vec<(&str, Option<&str>, i64, i64, i64, i64)> = view
+            .iter()
+            .map(|n| {
+                let (id, parent) = (n.node_id.as_str(), n.parent_id.as_deref());
+                (
+                    id,
+                    parent,
+                    n.size_bytes,
+                    n.self_bytes,
+                    n.block_count,
+                    n.self_block_count,
+                )
+            })
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("root", None, 120400, 0, 17, 0),
+                ("static", Some("root"), 100000, 100000, 3, 3),
+                ("frame/1", Some("root"), 16368, 592, 12, 3),
+                ("frame/20", Some("root"), 4032, 32, 2, 1),
+                ("frame/1/3/5", Some("frame/1"), 15744, 15744, 8, 8),
+                ("frame/1/14", Some("frame/1"), 32, 32, 1, 1),
+                ("frame/20/21", Some("frame/20"), 4000, 4000, 1, 1),
+            ]
+        );
+        // The view of the view is itself: nothing more folds (`_start` still stays).
+        let (again, none) = python_view(&view);
+        assert_eq!(none, 0);
+        assert_eq!(again.len(), view.len());
+    }
+
     #[test]
     fn inserted_text_is_not_filled_again() {
         assert_eq!(
