@@ -62,7 +62,13 @@ const frameSel = (id) => `[data-testid="fg-frame"][data-node-id=${JSON.stringify
 const getState = (page) => page.evaluate(() => window.ptSnapFlamegraphView.getState());
 const getTree = (page) => page.evaluate(() => window.ptSnapFlamegraphView.getTree());
 
+// The checks that fold test the noise fold alone: the Python frames view goes off first.
 async function setFold(page, on) {
+  const py = page.locator('[data-testid="fg-python"]');
+  if ((await py.count()) && (await py.isChecked())) {
+    await py.uncheck();
+    await poll(async () => (await getState(page)).pythonFrames === false, 'the Python frames view off');
+  }
   const ctl = page.locator('[data-testid="fg-fold"]');
   if (!(await ctl.count())) return false;
   if (on) await ctl.check();
