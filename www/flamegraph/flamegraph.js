@@ -136,10 +136,12 @@
   var NOISE = [
     {
       group: 'interpreter', text: 'CPython interpreter / process entry',
-      // Only unsymbolised C frames ("??" or no file) and CPython's own sources
-      // (`…/python-3.12.3/Modules/main.c`, `Python/ceval.c`): a C file with such a name
-      // elsewhere is someone's extension module, and that is worth seeing.
-      file: /^(\?\?)?$|(^|[\\/])(Python|Modules|Objects|Programs|Parser)[\\/][\w.-]+\.c$/,
+      // Only unsymbolised C frames ("??" or no file): a C file with such a name is someone's
+      // extension module, and that is worth seeing. A frame of CPython's own sources
+      // (`…/python-3.12.3/Objects/call.c`, `Python/generated_cases.c.h`, symbolised
+      // captures) is the interpreter whatever its name (`pyrun_file`, `slot_nb_add`).
+      file: /^(\?\?)?$/,
+      source: /(^|[\\/])(Python|Objects|Modules|Include|Parser|Programs)[\\/]([\w.-]+[\\/])*[\w.-]+\.(c|h)$/,
       name: /^_{0,2}Py[A-Z_]|^_start$|^__libc_|^Py_RunMain|^Py_BytesMain|^pymain_|^method_vectorcall|^cfunction_|^slot_tp_|^vectorcall_|^start_thread$|^__clone\d*$/
     },
     {
@@ -163,7 +165,7 @@
     if (/\.py$/i.test(file)) return null;
     for (var i = 0; i < NOISE.length; i++) {
       var n = NOISE[i];
-      if (n.name.test(name) && (!n.file || n.file.test(file))) return n;
+      if ((n.name.test(name) && (!n.file || n.file.test(file))) || (n.source && n.source.test(file))) return n;
     }
     return null;
   }
@@ -754,7 +756,8 @@
     if (this.pythonFoldable) {
       this.pyToggle = el('input', { type: 'checkbox', class: 'fg-toggle-input', 'data-testid': 'fg-python' });
       this.pyToggle.checked = this.pythonFrames;
-      items.push(el('label', {
+      // First: the view a person reading a stacks='all' capture starts from.
+      items.unshift(el('label', {
         class: 'fg-toggle', title: 'In every stack that has Python frames, show only those: the native frames ' +
           'between them (CPython, the dispatcher), above the first (the process entry) and below the innermost ' +
           '(the operator\u2019s C++ down to the allocator) fold away, their bytes counted in the nearest Python ' +

@@ -346,20 +346,31 @@ pub fn stack_details(label: String, text: String) -> impl IntoView {
     }
 }
 
-/// A stack's frames: its Python frames, and every frame one more click away — or every
-/// frame at once when the stack has no native frames (or no Python ones) to tell apart.
+/// A stack's frames: its Python frames as `function (file:line)` with the paths cut as
+/// `diff` cuts them and the user's own frames in bold, and every frame as captured one more
+/// click away — or every frame at once when the stack has no native frames (or no Python
+/// ones) to tell apart.
 pub fn stack_body(text: String) -> AnyView {
-    let (python, native) = pt_snap_report::stack::python_lines(&text);
-    let total = python.len() + native;
+    use pt_snap_report::stack::{normalize_stack, Origin};
+    let frames = normalize_stack(&text);
+    let python: Vec<_> = frames.iter().filter(|f| f.is_python()).collect();
+    let native = frames.len() - python.len();
     if python.is_empty() || native == 0 {
         return view! { <pre data-testid="stack-text">{text}</pre> }.into_any();
     }
-    let python = python.join("\n");
+    let items = python
+        .iter()
+        .map(|f| {
+            let user = f.origin == Origin::User;
+            view! { <li class:user=user>{f.label()}</li> }
+        })
+        .collect_view();
+    let total = frames.len();
     view! {
-        <p class="muted small">{format!("Python frames, outermost first ({native} native frames hidden):")}</p>
-        <pre data-testid="stack-python">{python}</pre>
+        <p class="muted small">{format!("Python frames, outermost first; your code in bold ({native} native frames hidden):")}</p>
+        <ol class="py-frames" data-testid="stack-python">{items}</ol>
         <details class="all-frames">
-            <summary class="small">{format!("All {total} frames")}</summary>
+            <summary class="small">{format!("All {total} frames, as captured")}</summary>
             <pre data-testid="stack-text">{text}</pre>
         </details>
     }
