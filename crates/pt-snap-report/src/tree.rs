@@ -521,7 +521,8 @@ mod tests {
         let (view, folded) = python_view(&nodes);
         check_complete(&view).unwrap();
         assert_eq!(folded, 13);
-        let got: Vec<(&str, Option<&str>, i64, i64, i64, i64)> = view
+        type Row<'a> = (&'a str, Option<&'a str>, i64, i64, i64, i64);
+        let got: Vec<Row> = view
             .iter()
             .map(|n| {
                 let (id, parent) = (n.node_id.as_str(), n.parent_id.as_deref());
