@@ -589,6 +589,109 @@ async function engineStates(p, file, shotName = null) {
   return seen;
 }
 
+await check('allocation timeline: blocks stacked on the timeline\'s axis; hover names a block, click selects it in every view; zoom moves both', async () => {
+  const p = await ctx.newPage();
+  watch(p);
+  await p.goto(url);
+  await p.setInputFiles('[data-testid=file-input]', path.join(out, 'fixture.pkl'));
+  await p.waitForSelector('[data-testid=engine-state][data-value=ready]', { timeout: 60000 });
+  const chart = '[data-testid=allocations-chart]';
+  await p.waitForSelector(`${chart}[data-bands]`, { timeout: 60000 });
+  // By category first (the default): the legend, and the top band's category and rule.
+  await p.waitForSelector('[data-testid=allocations-categories]');
+  await p.locator(chart).scrollIntoViewIfNeeded();
+  const topPixel = await p.evaluate((sel) => {
+    const c = document.querySelector(sel);
+    const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+    const r = c.getBoundingClientRect();
+    const x = Math.floor(c.width / 2);
+    for (let y = 0; y < c.height; y++) {
+      if (d[(y * c.width + x) * 4 + 3] === 255) return { x: r.left + (x + 0.5) * r.width / c.width, y: r.top + (y + 2.5) * r.height / c.height };
+    }
+    return null;
+  }, chart);
+  ok(topPixel, 'something is drawn');
+  await p.mouse.move(topPixel.x, topPixel.y);
+  await p.waitForFunction(() => /block -?\d+ · (parameter|gradient|optimizer_state|activation|temporary|communication|cache\/workspace|unknown) \[[^\]]+\]/.test(document.querySelector('[data-testid=allocations-readout]').textContent));
+  await shot('26-allocations-category', p);
+  await p.selectOption('[data-testid=allocations-colour]', 'site');
+  await p.waitForSelector('[data-testid=allocations-categories]', { state: 'detached' });
+  await p.waitForSelector(`${chart}[data-colour=site]`);
+  const live = Number(await p.getAttribute(chart, 'data-live'));
+  const bands = Number(await p.getAttribute(chart, 'data-bands'));
+  ok(bands > 0 && bands <= 500 && live >= bands, `kept ${bands} of ${live}`);
+  eq(await p.getAttribute(chart, 'data-window'), await p.getAttribute('[data-testid=timeline]', 'data-window'), 'both charts show the same events');
+  // A pixel of a kept block (coloured, not the folded band's grey), in page coordinates.
+  const bandPixel = () => p.evaluate((sel) => {
+    const c = document.querySelector(sel);
+    const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+    const r = c.getBoundingClientRect();
+    for (let x = Math.floor(c.width / 2); x < c.width; x += 3) {
+      for (let y = c.height - 1; y >= 0; y--) {
+        const i = (y * c.width + x) * 4;
+        if (d[i + 3] === 255 && !(d[i] === 190 && d[i + 1] === 196) && !(d[i] === 20 && d[i + 1] === 24)) {
+          return { x: r.left + (x + 0.5) * r.width / c.width, y: r.top + (y - 2.5) * r.height / c.height };
+        }
+      }
+    }
+    return null;
+  }, chart);
+  await p.locator(chart).scrollIntoViewIfNeeded();
+  const at = await bandPixel();
+  ok(at, 'a kept block is drawn');
+  await p.mouse.move(at.x, at.y);
+  await p.waitForFunction(() => /block -?\d+ · /.test(document.querySelector('[data-testid=allocations-readout]').textContent));
+  const readout = await p.textContent('[data-testid=allocations-readout]');
+  ok(/allocated (at event \d+|before the trace) · freed (at event \d+|never) · /.test(readout), `the readout names the block: ${readout}`);
+  await shot('26-allocations-site', p);
+  await p.mouse.click(at.x, at.y);
+  await p.waitForSelector(`${chart}[data-selected]`);
+  const alloc = /allocated at event (\d+)/.exec(readout);
+  if (alloc) {
+    // Its allocation event is the page's selected event: in the URL and the event readout.
+    await p.waitForFunction((e) => location.hash.includes(`event=${e}`), alloc[1]);
+  }
+  // Zoom on the allocation chart moves the counter timeline too, and back.
+  const before = await p.getAttribute(chart, 'data-window');
+  await p.mouse.move(at.x, at.y);
+  await p.mouse.wheel(0, -400);
+  await p.waitForFunction(([sel, w]) => { const now = document.querySelector(sel).dataset.window; return now && now !== w; }, [chart, before], { timeout: 30000 });
+  await p.waitForFunction((sel) => document.querySelector(sel).dataset.window === document.querySelector('[data-testid=timeline]').dataset.window, chart, { timeout: 30000 });
+  await p.click('[data-testid=timeline-reset]');
+  await p.waitForFunction(([sel, w]) => document.querySelector(sel).dataset.window === w, [chart, before], { timeout: 30000 });
+  await p.selectOption('[data-testid=allocations-detail]', '100');
+  await p.waitForFunction((sel) => Number(document.querySelector(sel).dataset.bands) <= 100, chart, { timeout: 30000 });
+  await shot('27-allocations', p);
+  await p.close();
+});
+
+await check('an OOM file: the banner with report oom\'s verdict, and the OOM view explaining every event', async () => {
+  const want = read('expected-oom.json');
+  const p = await ctx.newPage();
+  watch(p);
+  await p.goto(url);
+  await p.setInputFiles('[data-testid=file-input]', path.join(out, 'oom.pkl'));
+  await p.waitForSelector('[data-testid=oom-banner]', { timeout: 60000 });
+  const first = want.events[0];
+  eq(await p.getAttribute('[data-testid=oom-banner]', 'data-verdict'), first.verdict, 'the banner\'s verdict');
+  ok((await p.textContent('[data-testid=oom-banner]')).includes(`event ${first.event_id}`), 'the banner names the event');
+  await shot('28-oom-banner', p);
+  await p.click('[data-testid=oom-explain]');
+  await p.waitForSelector('[data-testid=oom-event]');
+  const events = await p.$$eval('[data-testid=oom-event]', (es) => es.map((e) => [e.dataset.device, e.dataset.event, e.dataset.verdict]));
+  eq(JSON.stringify(events), JSON.stringify(want.events.map((e) => [String(e.device), String(e.event_id), e.verdict])), 'every OOM, with the CLI\'s verdict');
+  const verdict = await p.textContent('[data-testid=oom-event] >> nth=0 >> [data-testid=oom-verdict]');
+  ok(verdict.includes(first.arithmetic), `the arithmetic: ${verdict}`);
+  const cats = await p.$$eval('[data-testid=oom-event] >> nth=0 >> [data-testid=oom-categories] tr', (rs) => rs.length);
+  eq(cats, first.categories.length, 'the categories');
+  await shot('29-oom-view', p);
+  // A file without an OOM has neither banner nor tab.
+  await p.setInputFiles('[data-testid=file-input]', path.join(out, 'fixture.pkl'));
+  await p.waitForSelector('[data-testid=engine-state][data-value=ready]', { timeout: 60000 });
+  await p.waitForFunction(() => !document.querySelector('[data-testid=oom-banner]') && !document.querySelector('[data-testid=tab-oom]'));
+  await p.close();
+});
+
 await check("peaks first: the replay's peaks show before the database is ready, and are memory_peak's", async () => {
   const want = read('expected-fresh-peak.json').rows[0];
   const { states, peaks: shown } = await engineStates(page, path.join(out, 'fresh.pickle'), '21-peaks-first');

@@ -87,6 +87,10 @@ done
 cp "$out/hostile.pkl" "$out/job/rank4.pickle"
 rm -f "$out"/job/*.db
 target/debug/pt-snap ranks "$out"/job/rank*.pickle --json > "$out/expected-ranks.json" 2> "$out/expected-ranks-stderr.json" && { echo "ranks passed a file that is no snapshot" >&2; exit 1; }
+# An OOM on each of two devices: the banner and the OOM view must say what report oom says.
+cp fixtures/synthetic/synth_small_2dev_oom.pkl "$out/oom.pkl"
+rm -f "$out/oom.pkl.db"
+target/debug/pt-snap report oom "$out/oom.pkl" --json > "$out/expected-oom.json"
 # The Compare view's default pair (the first rank and the outlier), every group listed.
 target/debug/pt-snap diff "$out/job/rank0.pickle" "$out/job/rank2.pickle" -n 0 --json > "$out/expected-diff.json"
 # The 1M-event benchmark snapshot (~109 MB): no main-thread task over 100 ms from its drop

@@ -231,6 +231,9 @@ pub struct OomArgs {
     /// frames only (python).
     #[arg(long, value_enum, default_value = "all")]
     pub stacks: StacksArg,
+    /// Memory-category rules replacing the built-in ones (TOML; see docs/categories.md).
+    #[arg(long, value_name = "RULES.toml")]
+    pub categories: Option<PathBuf>,
     /// Print the JSON envelope.
     #[arg(long)]
     pub json: bool,
@@ -261,6 +264,13 @@ impl From<MetricArg> for pt_snap_report::Metric {
             MetricArg::Reserved => Self::Reserved,
         }
     }
+}
+
+/// `report peak-memory --by`: what the live memory at the peak is grouped by.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum GroupBy {
+    Callstack,
+    Category,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -317,6 +327,14 @@ pub struct PeakMemoryArgs {
     /// Last real event ID in peak range.
     #[arg(long, allow_negative_numbers = true)]
     pub end_id: Option<i64>,
+    /// Group live memory at the peak by allocation callstack, or by memory category (a
+    /// heuristic from the callstacks; see docs/categories.md).
+    #[arg(long, value_enum, default_value = "callstack")]
+    pub by: GroupBy,
+    /// Memory-category rules replacing the built-in ones, with --by category (TOML; see
+    /// docs/categories.md).
+    #[arg(long, value_name = "RULES.toml")]
+    pub categories: Option<PathBuf>,
     /// One report-wide deadline in seconds; <=0 disables.
     #[arg(long, allow_negative_numbers = true)]
     pub timeout: Option<f64>,

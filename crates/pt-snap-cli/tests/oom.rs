@@ -1,6 +1,7 @@
-//! `pt-snap report oom` on the OOM fixtures: its free-space figures and verdict are checked
-//! against the replay's own state at each OOM event (pt-snap-replay's `Replayer`, straight
-//! from the decoded snapshot, not through the database and its templates).
+//! `pt-snap report oom` on the OOM fixtures: its free-space figures, verdict and memory
+//! categories are checked against the replay's own state at each OOM event (pt-snap-replay's
+//! `Replayer`, straight from the decoded snapshot, not through the database and its
+//! templates).
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -33,16 +34,26 @@ fn report(fixture: &Path, dir: &Path) -> Value {
     v
 }
 
-/// Free bytes inside the replayed segments at trace position `position` of `device`, by
-/// stream, and the largest free run of each stream: computed from the replay's state.
-fn replayed_free(fixture: &Path, device: usize, position: usize) -> Vec<(i64, i64, i64)> {
-    let bytes = std::fs::read(fixture).unwrap();
-    let snapshot = pt_snap_model::decode(&bytes[..], &mut |_| {}).unwrap();
-    let mut r = Replayer::new(&snapshot, device).unwrap();
+/// The replay's state of `device` right after trace position `position`.
+fn replayed_at(snapshot: &pt_snap_model::Snapshot, device: usize, position: usize) -> Replayer<'_> {
+    let mut r = Replayer::new(snapshot, device).unwrap();
     // After undoing every later event the state is the one right after the OOM event.
     while r.remaining() > position + 1 {
         r.undo_last().unwrap().unwrap();
     }
+    r
+}
+
+fn decode(fixture: &Path) -> pt_snap_model::Snapshot {
+    let bytes = std::fs::read(fixture).unwrap();
+    pt_snap_model::decode(&bytes[..], &mut |_| {}).unwrap()
+}
+
+/// Free bytes inside the replayed segments at trace position `position` of `device`, by
+/// stream, and the largest free run of each stream: computed from the replay's state.
+fn replayed_free(fixture: &Path, device: usize, position: usize) -> Vec<(i64, i64, i64)> {
+    let snapshot = decode(fixture);
+    let r = replayed_at(&snapshot, device, position);
     let mut by_stream: Vec<(i64, i64, i64)> = Vec::new();
     for s in r.segments() {
         let mut cursor = s.address;
@@ -148,10 +159,111 @@ fn the_synthetic_oom_is_capacity_with_its_device_free() {
         assert_eq!(e["requested_bytes"], 1_i64 << 40);
         assert_eq!(e["verdict"], "capacity");
     }
+    assert_eq!(v["category_rules"], "builtin");
     let text = pt_snap(&["report", "oom", "synth_small_2dev_oom.pkl"], &dir);
     let text = String::from_utf8(text.stdout).unwrap();
     assert!(text.contains("Verdict: capacity"), "{text}");
-    assert!(text.contains("not available yet"), "{text}");
+    // The synthetic frames match no built-in rule; the pre-trace block has no stack.
+    assert!(
+        text.contains("Live by category:\n  A heuristic from allocation callstacks"),
+        "{text}"
+    );
+    assert!(text.contains("[no-rule-matched]"), "{text}");
+    assert!(text.contains("[no-allocation-event]"), "{text}");
+}
+
+/// The categories at each OOM add up exactly to the blocks live in the replayed state
+/// (allocated and pending-free), bytes and blocks.
+#[test]
+fn categories_add_up_to_the_replayed_live_blocks() {
+    for fixture in fixtures() {
+        let dir = tempfile_dir(&fixture);
+        let v = report(&fixture, &dir);
+        let snapshot = decode(&fixture);
+        for e in v["events"].as_array().unwrap() {
+            let device = e["device"].as_u64().unwrap() as usize;
+            let position = e["event_id"].as_u64().unwrap() as usize;
+            let r = replayed_at(&snapshot, device, position);
+            let live: Vec<i64> = r
+                .segments()
+                .flat_map(|s| {
+                    s.blocks()
+                        .filter(|b| b.state != BlockState::Inactive)
+                        .map(|b| b.size)
+                        .collect::<Vec<_>>()
+                })
+                .collect();
+            let rows = e["categories"].as_array().unwrap();
+            let sum = |k: &str| rows.iter().map(|r| r[k].as_i64().unwrap()).sum::<i64>();
+            assert_eq!(
+                sum("bytes"),
+                live.iter().sum::<i64>(),
+                "{}",
+                fixture.display()
+            );
+            assert_eq!(sum("blocks"), live.len() as i64, "{}", fixture.display());
+            assert!(!rows.is_empty());
+            for row in rows {
+                assert!(!row["rule"].as_str().unwrap().is_empty(), "{row}");
+            }
+        }
+    }
+}
+
+/// `--categories`: the file's rules replace the built-in ones, and every row names its rule.
+#[test]
+fn a_rules_file_replaces_the_builtin_categories() {
+    let fixture = pt_snap_testkit::repo_root().join("fixtures/synthetic/synth_small_2dev_oom.pkl");
+    let dir = tempfile_dir(&fixture);
+    std::fs::copy(&fixture, dir.join("oom.pkl")).unwrap();
+    std::fs::write(
+        dir.join("rules.toml"),
+        "[[rule]]\nname = \"fn-b\"\ncategory = \"activation\"\nfile = 'synthetic_B\\.py$'\n",
+    )
+    .unwrap();
+    let out = pt_snap(
+        &[
+            "report",
+            "oom",
+            "oom.pkl",
+            "--categories",
+            "rules.toml",
+            "--json",
+        ],
+        &dir,
+    );
+    assert!(out.status.success(), "{out:?}");
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["category_rules"], "custom");
+    let rows = &v["events"][0]["categories"];
+    // synthetic_B.py's block (2 KiB) by the file's rule; the rest matches none.
+    assert_eq!(rows[0]["category"], "activation");
+    assert_eq!(rows[0]["rule"], "fn-b");
+    assert_eq!(rows[0]["bytes"], 2048);
+    std::fs::write(
+        dir.join("bad.toml"),
+        "[[rule]]\nname = 'x'\ncategory = 'weights'\nfile = 'a'\n",
+    )
+    .unwrap();
+    let out = pt_snap(
+        &[
+            "report",
+            "oom",
+            "oom.pkl",
+            "--categories",
+            "bad.toml",
+            "--json",
+        ],
+        &dir,
+    );
+    assert_eq!(out.status.code(), Some(1));
+    let err: Value = serde_json::from_slice(&out.stderr).unwrap();
+    assert_eq!(err["error"]["code"], "INVALID_PARAMETER");
+    let message = err["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("bad.toml") && message.contains("unknown category 'weights'"),
+        "{message}"
+    );
 }
 
 #[test]

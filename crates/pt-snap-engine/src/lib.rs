@@ -10,9 +10,19 @@ pub mod preview;
 pub mod protocol;
 
 use pt_snap_db::SnapshotDb;
-use pt_snap_query::{registry, Analyzer, Interrupt, QueryError, QueryRequest, TimelineRequest};
+use pt_snap_query::{
+    registry, Analyzer, Interrupt, Lifetime, QueryError, QueryRequest, TimelineRequest,
+};
+use std::cell::{OnceCell, RefCell};
+use std::collections::HashMap;
+use std::rc::Rc;
+
+use pt_snap_query::category::{CategoryRules, MEMORY_CATEGORIES, NO_ALLOCATION_EVENT, NO_FRAMES};
+use pt_snap_report::allocations::{allocations, AllocationRequest, Colour};
 use pt_snap_report::diff::{self, DiffRequest};
-use pt_snap_report::{memory_tree, peak_memory, stack, PeakRequest, TreeRequest};
+use pt_snap_report::{
+    memory_tree, oom_report, peak_memory, stack, Grouping, OomRequest, PeakRequest, TreeRequest,
+};
 use rusqlite::Connection;
 use serde_json::Value as Json;
 
@@ -29,6 +39,14 @@ pub struct Origin {
     pub cache_hit: bool,
 }
 
+/// Bounds of an allocation timeline question: a column per pixel of a wide screen at most,
+/// and as many kept blocks as a picture can tell apart.
+const MAX_COLUMNS: usize = 4096;
+const MAX_TOP: usize = 5000;
+
+/// Callstack groups and largest blocks per OOM: `report oom`'s default.
+const OOM_TOP: i64 = 10;
+
 /// Why a question stopped early, told by the caller's interrupt: the clock or a newer question.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Stop {
@@ -40,6 +58,63 @@ pub enum Stop {
 pub struct Engine {
     analyzer: Analyzer,
     overview: Overview,
+    /// One device's block lifetimes, read once for the allocation timeline: every window
+    /// is cut from them without another scan of the table.
+    blocks: RefCell<Option<Rc<DeviceBlocks>>>,
+}
+
+/// A device's blocks, and (once asked for) their stacks' categories.
+struct DeviceBlocks {
+    device: i64,
+    lifetimes: Vec<Lifetime>,
+    categories: OnceCell<BlockCategories>,
+}
+
+/// Each stack's category under the built-in rules, judged once per distinct stack.
+struct BlockCategories {
+    by_stack: HashMap<i64, (u16, String)>,
+}
+
+impl DeviceBlocks {
+    fn categories(&self, a: &Analyzer) -> Result<&BlockCategories, Refusal> {
+        if let Some(c) = self.categories.get() {
+            return Ok(c);
+        }
+        let mut ids: Vec<i64> = self.lifetimes.iter().filter_map(|b| b.callstack).collect();
+        ids.sort_unstable();
+        ids.dedup();
+        let rules = CategoryRules::builtin();
+        let by_stack = a
+            .callstack_texts(&ids)?
+            .into_iter()
+            .map(|(id, text)| {
+                let c = rules.categorise_text(Some(&text));
+                (id, (category_index(c.category), c.rule.to_owned()))
+            })
+            .collect();
+        Ok(self.categories.get_or_init(|| BlockCategories { by_stack }))
+    }
+}
+
+impl BlockCategories {
+    /// A block's category (an index of `MEMORY_CATEGORIES`) and the rule that chose it.
+    fn of(&self, b: &Lifetime) -> (u16, &str) {
+        if b.alloc == -1 {
+            return (category_index("unknown"), NO_ALLOCATION_EVENT);
+        }
+        match b.callstack.and_then(|id| self.by_stack.get(&id)) {
+            Some((k, rule)) => (*k, rule),
+            None => (category_index("unknown"), NO_FRAMES),
+        }
+    }
+}
+
+fn category_index(name: &str) -> u16 {
+    let unknown = MEMORY_CATEGORIES.len() - 1;
+    MEMORY_CATEGORIES
+        .iter()
+        .position(|c| *c == name)
+        .unwrap_or(unknown) as u16
 }
 
 impl Engine {
@@ -98,7 +173,11 @@ impl Engine {
             storage: origin.storage,
             cache_hit: origin.cache_hit,
         };
-        Ok(Engine { analyzer, overview })
+        Ok(Engine {
+            analyzer,
+            overview,
+            blocks: Default::default(),
+        })
     }
 
     pub fn overview(&self) -> &Overview {
@@ -152,6 +231,28 @@ impl Engine {
             Query::Peaks { device } => Answer::Peaks(self.peaks(*device)?),
             Query::RankSummary { metric } => {
                 Answer::RankSummary(pt_snap_report::ranks::summarize(a, None, *metric)?)
+            }
+            Query::Allocations {
+                device,
+                window,
+                columns,
+                top,
+                colour,
+            } => Answer::Allocations(self.allocations(*device, *window, *columns, *top, *colour)?),
+            Query::Oom => {
+                let request = OomRequest {
+                    device: None,
+                    top_n: OOM_TOP,
+                    category_rules: Default::default(),
+                };
+                let db = a.db();
+                let report = oom_report(a, &request, &|d| {
+                    let d = usize::try_from(d)
+                        .map_err(|_| QueryError::DeviceNotFound(d.to_string()))?;
+                    db.oom_device_free(d)
+                        .map_err(|e| QueryError::ReadFailed(e.to_string()))
+                })?;
+                Answer::Oom(Box::new(report))
             }
             Query::DiffSide {
                 device,
@@ -277,6 +378,84 @@ impl Engine {
         }))
     }
 
+    fn allocations(
+        &self,
+        device: i64,
+        window: Option<(i64, i64)>,
+        columns: usize,
+        top: usize,
+        colour: Colour,
+    ) -> Result<AllocationView, Refusal> {
+        let a = &self.analyzer;
+        let cached = self
+            .blocks
+            .borrow()
+            .as_ref()
+            .filter(|d| d.device == device)
+            .map(Rc::clone);
+        let device_blocks = match cached {
+            Some(d) => d,
+            None => {
+                let (_, lifetimes) = a.lifetimes(Some(device))?;
+                let d = Rc::new(DeviceBlocks {
+                    device,
+                    lifetimes,
+                    categories: Default::default(),
+                });
+                *self.blocks.borrow_mut() = Some(Rc::clone(&d));
+                d
+            }
+        };
+        let bounds = self
+            .overview
+            .bounds
+            .iter()
+            .find(|(d, _)| *d == device)
+            .and_then(|(_, b)| *b);
+        let req = AllocationRequest {
+            window,
+            columns: columns.min(MAX_COLUMNS),
+            top: top.min(MAX_TOP),
+        };
+        let blocks = &device_blocks.lifetimes;
+        let (allocations, rules) = match colour {
+            Colour::Site => (
+                allocations(blocks, bounds, &req, vec!["other blocks".into()], |_| 0),
+                Vec::new(),
+            ),
+            Colour::Category => {
+                let categories = device_blocks.categories(a)?;
+                let keys = MEMORY_CATEGORIES.iter().map(|c| (*c).to_owned()).collect();
+                let view = allocations(blocks, bounds, &req, keys, |b| categories.of(b).0);
+                let mut rules: Vec<(i64, String)> = view
+                    .bands
+                    .iter()
+                    .map(|b| (b.block.block, categories.of(&b.block).1.to_owned()))
+                    .collect();
+                rules.sort_unstable();
+                (view, rules)
+            }
+        };
+        let mut ids: Vec<i64> = allocations
+            .bands
+            .iter()
+            .filter_map(|b| b.block.callstack)
+            .collect();
+        ids.sort_unstable();
+        ids.dedup();
+        let sites = a
+            .callstack_texts(&ids)?
+            .into_iter()
+            .filter(|(_, text)| !text.trim().is_empty())
+            .map(|(id, text)| (id, stack::label_text(&text).unwrap_or_default()))
+            .collect();
+        Ok(AllocationView {
+            allocations,
+            sites,
+            rules,
+        })
+    }
+
     fn peak_report(
         &self,
         device: i64,
@@ -291,6 +470,7 @@ impl Engine {
             stack_bytes: -1,
             start_id: None,
             end_id: None,
+            by: Grouping::Callstack,
         };
         let r = peak_memory(&self.analyzer, &req)?;
         let groups = r

@@ -98,6 +98,17 @@ pub enum Query {
     /// Every device's row of `pt-snap ranks`: the peaks, the allocator gap at the reserved
     /// peak, the OOM events and the largest callstack group at `metric`'s peak.
     RankSummary { metric: Metric },
+    /// The allocation timeline over a window: the `top` largest blocks live there kept
+    /// exactly, the rest folded, in `columns` columns.
+    Allocations {
+        device: i64,
+        window: Option<(i64, i64)>,
+        columns: usize,
+        top: usize,
+        colour: pt_snap_report::allocations::Colour,
+    },
+    /// `report oom`: every `oom` event of the file explained (none: the file has no OOM).
+    Oom,
     /// One side of `pt-snap diff`: the peaks, every block live at `metric`'s peak by
     /// normalised stack, and the timeline in `buckets` buckets. The page compares two.
     DiffSide {
@@ -113,6 +124,8 @@ pub enum Answer {
     Peaks(Peaks),
     RankSummary(Vec<pt_snap_report::ranks::DeviceSummary>),
     DiffSide(Box<pt_snap_report::diff::Side>),
+    Allocations(AllocationView),
+    Oom(Box<pt_snap_report::OomReport>),
     Timeline(Timeline),
     Event(Option<EventInfo>),
     PeakReport(PeakReport),
@@ -170,6 +183,17 @@ pub struct CallstackGroup {
     /// innermost frame and the torch call below it; the callstack text for memory without
     /// a stack.
     pub label: String,
+}
+
+/// The allocation timeline of a window, and where its kept blocks were allocated.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AllocationView {
+    pub allocations: pt_snap_report::allocations::Allocations,
+    /// `(callstack id, where it allocated)` for the kept blocks' stacks.
+    pub sites: Vec<(i64, String)>,
+    /// Coloured by category: `(block id, the rule that chose its category)` for the kept
+    /// blocks, by block id.
+    pub rules: Vec<(i64, String)>,
 }
 
 /// A page of rows (a template's answer or a console statement's).

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use pt_snap_engine::preview::device_preview;
 use pt_snap_engine::*;
 use pt_snap_import::{ImportRequest, ReplayMode};
+use pt_snap_report::allocations::{Colour, Item};
 use rusqlite::Connection;
 use serde_json::json;
 
@@ -341,6 +342,171 @@ fn a_diff_side_crosses_as_text_and_compares_as_the_clis_diff() {
             assert_eq!(page.tree["mode"], json!("diff"));
         }
     }
+}
+
+/// The allocation timeline stacks exactly the live bytes: at one event per column, every
+/// column's stack (kept blocks and folded ones together) is the trace's `active` counter
+/// after that event (a block is live until its free completes), on every fixture and device.
+#[test]
+fn the_allocation_timeline_stacks_the_active_counter() {
+    for path in fixtures() {
+        let Some((previews, engine)) = import(&path) else {
+            continue;
+        };
+        for p in &previews {
+            let Some((first, last)) = p.timeline.bounds else {
+                continue;
+            };
+            let (lo, hi) = (first, last.min(first + 299));
+            let columns = (hi - lo + 1) as usize;
+            let ask = |top, colour| match engine.answer(
+                &Query::Allocations {
+                    device: p.device,
+                    window: Some((lo, hi)),
+                    columns,
+                    top,
+                    colour,
+                },
+                never,
+                60.0,
+            ) {
+                Ok(Answer::Allocations(view)) => view,
+                other => panic!("{}: {other:?}", path.display()),
+            };
+            let Ok(Answer::Timeline(counters)) = engine.answer(
+                &Query::Timeline {
+                    device: p.device,
+                    window: Some((lo, hi)),
+                    buckets: columns,
+                },
+                never,
+                60.0,
+            ) else {
+                panic!("no timeline");
+            };
+            for (top, colour) in [
+                (0, Colour::Site),
+                (7, Colour::Site),
+                (usize::MAX, Colour::Site),
+                (7, Colour::Category),
+            ] {
+                let view = ask(top, colour);
+                let a = &view.allocations;
+                assert!(a.bands.len() <= top);
+                for b in &counters.buckets {
+                    let c = (b.first_id - lo) as usize;
+                    assert_eq!(a.column_events(c), Some((b.first_id, b.first_id)));
+                    let height = a.stack_at(c).last().map_or(0, |s| s.2);
+                    assert_eq!(
+                        height,
+                        b.active.max,
+                        "{} device {} event {} top {top}",
+                        path.display(),
+                        p.device,
+                        b.first_id
+                    );
+                }
+                if colour == Colour::Category {
+                    // By category, a column's bands and folded blocks are the template's
+                    // breakdown at its event.
+                    let c = columns / 2;
+                    let (e, _) = a.column_events(c).unwrap();
+                    let mut drawn = std::collections::BTreeMap::<String, i64>::new();
+                    for (item, from, to) in a.stack_at(c) {
+                        let key = match item {
+                            Item::Rest(k) => k,
+                            Item::Band(i) => a.bands[i].key,
+                        };
+                        *drawn.entry(a.keys[key as usize].clone()).or_default() += to - from;
+                    }
+                    let Ok(Answer::Table(t)) = engine.answer(
+                        &Query::Template {
+                            device: p.device,
+                            template: "category_breakdown_at_event".into(),
+                            params: json!({"event_id": e}).as_object().unwrap().clone(),
+                            max_rows: -1,
+                            exact_total: true,
+                        },
+                        never,
+                        60.0,
+                    ) else {
+                        panic!("no breakdown");
+                    };
+                    let (ci, bi) = (
+                        t.columns.iter().position(|c| c == "category").unwrap(),
+                        t.columns.iter().position(|c| c == "bytes").unwrap(),
+                    );
+                    let mut want = std::collections::BTreeMap::<String, i64>::new();
+                    for r in &t.rows {
+                        *want.entry(r[ci].as_str().unwrap().to_owned()).or_default() +=
+                            r[bi].as_i64().unwrap();
+                    }
+                    want.retain(|_, v| *v != 0);
+                    drawn.retain(|_, v| *v != 0);
+                    assert_eq!(drawn, want, "{} event {e}", path.display());
+                    assert_eq!(view.rules.len(), a.bands.len(), "each kept block's rule");
+                }
+                // Sites label kept blocks' stacks only, each with some text (an empty stack
+                // has none).
+                let kept: std::collections::HashSet<i64> =
+                    a.bands.iter().filter_map(|b| b.block.callstack).collect();
+                for (id, site) in &view.sites {
+                    assert!(kept.contains(id) && !site.is_empty(), "{id}: {site:?}");
+                }
+            }
+        }
+    }
+}
+
+/// The OOM view's answer is `report oom`'s, through the page's text messages; a file without
+/// an OOM answers no events.
+#[test]
+fn the_oom_answer_is_report_ooms() {
+    let mut with_oom = 0;
+    for path in fixtures() {
+        let Some((_, engine)) = import(&path) else {
+            continue;
+        };
+        let answer = engine.answer(&Query::Oom, never, 60.0);
+        if engine.overview().devices.is_empty() {
+            assert_eq!(
+                answer.unwrap_err().code,
+                "DEVICE_NOT_FOUND",
+                "as the CLI says"
+            );
+            continue;
+        }
+        let message = FromWorker::Answer { id: 1, answer };
+        let FromWorker::Answer {
+            answer: Ok(Answer::Oom(report)),
+            ..
+        } = decode::<FromWorker>(&encode(&message)).unwrap()
+        else {
+            panic!("{}: no OOM answer", path.display());
+        };
+        let (_, conn) = import_connection(&path).unwrap();
+        let analyzer =
+            pt_snap_query::Analyzer::new(pt_snap_db::SnapshotDb::from_connection(conn).unwrap())
+                .unwrap();
+        let db = analyzer.db();
+        let direct = pt_snap_report::oom_report(
+            &analyzer,
+            &pt_snap_report::OomRequest {
+                device: None,
+                top_n: 10,
+                category_rules: Default::default(),
+            },
+            &|d| Ok(db.oom_device_free(d as usize).unwrap()),
+        )
+        .unwrap();
+        assert_eq!(*report, direct, "{}", path.display());
+        // Not every "oom" capture recorded the `oom` event (flexgen's did not).
+        if path.ends_with("synth_small_2dev_oom.pkl") {
+            assert_eq!(report.events.len(), 2, "one OOM per device");
+            with_oom += 1;
+        }
+    }
+    assert_eq!(with_oom, 1, "the OOM fixture was explained");
 }
 
 #[test]

@@ -1,10 +1,13 @@
-//! SQL functions the templates use where SQLite has no fast plan of its own.
+//! SQL functions the templates use where SQLite has no fast plan of its own, or no way at
+//! all (regular-expression rules over callstacks).
 
 use std::collections::HashMap;
 
 use pt_snap_db::rusqlite::functions::{Aggregate, Context, FunctionFlags};
 use pt_snap_db::rusqlite::types::ValueRef;
 use pt_snap_db::rusqlite::{self, Connection};
+
+use crate::category::CategoryRules;
 
 /// Registers the functions on a connection.
 pub fn register(conn: &Connection) -> rusqlite::Result<()> {
@@ -13,7 +16,49 @@ pub fn register(conn: &Connection) -> rusqlite::Result<()> {
         2,
         FunctionFlags::SQLITE_UTF8 | FunctionFlags::SQLITE_DETERMINISTIC,
         GroupTotals,
+    )?;
+    conn.create_scalar_function(
+        "pt_snap_memory_category",
+        2,
+        FunctionFlags::SQLITE_UTF8 | FunctionFlags::SQLITE_DETERMINISTIC,
+        memory_category,
     )
+}
+
+/// `pt_snap_memory_category(rules, stack)`: `[category, rule]` (a JSON array) of a rendered
+/// callstack under the rules file `rules` (`''`: the built-in rules); a NULL stack is a
+/// block without an allocation event. The rules are parsed once per statement: SQLite keeps
+/// them as the auxiliary data of their (constant, bound) argument.
+fn memory_category(ctx: &mut Context<'_>) -> rusqlite::Result<String> {
+    enum Parsed {
+        Builtin,
+        Custom(CategoryRules),
+    }
+    let parsed = ctx.get_or_create_aux(0, |v| -> Result<Parsed, String> {
+        match v {
+            ValueRef::Null => Ok(Parsed::Builtin),
+            ValueRef::Text(b"") => Ok(Parsed::Builtin),
+            ValueRef::Text(t) => {
+                CategoryRules::parse(&String::from_utf8_lossy(t)).map(Parsed::Custom)
+            }
+            _ => Err("pt_snap_memory_category: the rules must be text".into()),
+        }
+    })?;
+    let rules = match &*parsed {
+        Parsed::Builtin => CategoryRules::builtin(),
+        Parsed::Custom(r) => r,
+    };
+    let stack = match ctx.get_raw(1) {
+        ValueRef::Null => None,
+        ValueRef::Text(t) => Some(String::from_utf8_lossy(t)),
+        _ => {
+            return Err(rusqlite::Error::UserFunctionError(
+                "pt_snap_memory_category: the stack must be text or NULL".into(),
+            ))
+        }
+    };
+    let c = rules.categorise_text(stack.as_deref());
+    Ok(serde_json::json!([c.category, c.rule]).to_string())
 }
 
 /// `pt_snap_group_totals(key, value)`: a hash GROUP BY. For every distinct integer `key`

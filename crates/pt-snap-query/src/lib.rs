@@ -1,5 +1,6 @@
-//! The query engine: the 13 SnapshotDB templates of pt-snap-cli 0.4.1, their contracts, and
-//! the row-window rules that make their answers honest about completeness.
+//! The query engine: the 13 SnapshotDB templates of pt-snap-cli 0.4.1 and our own
+//! ([`registry::OURS`]), their contracts, and the row-window rules that make their answers
+//! honest about completeness; [`category`], the memory-category rules one of ours applies.
 //!
 //! ```no_run
 //! use pt_snap_query::{Analyzer, QueryRequest};
@@ -21,18 +22,20 @@
 //! ```
 //!
 //! [`registry`] holds every template: its [`Contract`] (parameters, output columns, units,
-//! interpretation limits — data in `contracts/`, word for word the reference's) and its SQL
-//! (`templates/`, built with bound parameters only). [`Analyzer`] opens a database file or
-//! image read-only and runs them; it needs no clock, filesystem or thread, so the same code
-//! answers in the browser. [`Analyzer::timeline`] gives the counters over events,
+//! interpretation limits — data in `contracts/`, word for word the reference's, ours in the
+//! same form) and its SQL (`templates/`, built with bound parameters only). [`Analyzer`]
+//! opens a database file or image read-only and runs them; it needs no clock, filesystem or
+//! thread, so the same code answers in the browser. [`Analyzer::timeline`] gives the counters over events,
 //! downsampled so that no extreme is lost.
 
 #![forbid(unsafe_code)]
 
+pub mod category;
 pub mod contract;
 mod engine;
 mod error;
 mod functions;
+mod lifetimes;
 pub mod params;
 /// Python's spellings, shared with every crate that writes what the reference writes.
 pub use pt_snap_contract::python;
@@ -48,9 +51,10 @@ mod value;
 pub use contract::{Contract, OutputColumn, ParamType, Parameter, WorkLimits, CATEGORIES};
 pub use engine::{Analyzer, Interrupt, QueryOutcome, QueryRequest};
 pub use error::QueryError;
+pub use lifetimes::Lifetime;
 pub use params::{ParamValue, Params};
 pub use pt_snap_db::{rusqlite, CallstackLayout, DeviceBounds, Metadata, OpenError};
 pub use registry::Template;
 pub use source::{metadata_json, ImportMetadata, MetadataStatus, Source};
-pub use timeline::{Downsampler, Extent, Timeline, TimelineBucket, TimelineRequest};
+pub use timeline::{bucket_index, Downsampler, Extent, Timeline, TimelineBucket, TimelineRequest};
 pub use value::Value;

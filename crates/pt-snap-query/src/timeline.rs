@@ -139,16 +139,25 @@ impl Analyzer {
     }
 }
 
+/// The bucket of event `id` when `buckets` divide the inclusive `window` evenly, as
+/// [`Downsampler`] divides it; `None` outside the window.
+pub fn bucket_index(window: (i64, i64), buckets: usize, id: i64) -> Option<usize> {
+    let span = (window.1 as i128 - window.0 as i128 + 1).max(1);
+    let index = (id as i128 - window.0 as i128) * buckets as i128 / span;
+    (0..buckets as i128)
+        .contains(&index)
+        .then_some(index as usize)
+}
+
 /// Cuts a series of events, given in ascending id order, into at most `buckets` runs of
 /// consecutive ids over a window. The database's timeline reads its rows through this, and
 /// the browser's import feeds it the replay's counters before any row is written, so the
 /// picture shown first is the one the database draws later.
 #[derive(Debug, Clone)]
 pub struct Downsampler {
-    lo: i64,
-    span: i128,
-    n: i128,
-    current: Option<(i128, TimelineBucket)>,
+    window: (i64, i64),
+    n: usize,
+    current: Option<(usize, TimelineBucket)>,
     buckets: Vec<TimelineBucket>,
 }
 
@@ -156,9 +165,8 @@ impl Downsampler {
     /// `window`: the inclusive id range the buckets divide (events outside it are ignored).
     pub fn new(window: (i64, i64), buckets: usize) -> Self {
         Downsampler {
-            lo: window.0,
-            span: (window.1 as i128 - window.0 as i128 + 1).max(1),
-            n: buckets as i128,
+            window,
+            n: buckets,
             current: None,
             buckets: Vec::new(),
         }
@@ -166,10 +174,9 @@ impl Downsampler {
 
     /// The next event, in ascending id order, with its three counters.
     pub fn push(&mut self, id: i64, allocated: i64, active: i64, reserved: i64) {
-        let index = (id as i128 - self.lo as i128) * self.n / self.span;
-        if index < 0 || index >= self.n {
+        let Some(index) = bucket_index(self.window, self.n, id) else {
             return;
-        }
+        };
         match &mut self.current {
             Some((i, b)) if *i == index => {
                 b.last_id = id;

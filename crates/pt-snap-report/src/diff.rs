@@ -25,7 +25,7 @@ use pt_snap_query::{QueryError, Source, Timeline};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value as Json};
 
-use crate::peak::{peak_memory, Metric, PeakRequest, Peaks};
+use crate::peak::{peak_memory, Grouping, Metric, PeakRequest, Peaks};
 pub use crate::stack::{normalize_path, normalize_stack, parse_line, Frame};
 use crate::units::{grouped, human_bytes, signed_human_bytes};
 pub use page::PageData;
@@ -190,6 +190,7 @@ pub fn measure(
             stack_bytes: i64::MAX,
             start_id: None,
             end_id: None,
+            by: Grouping::Callstack,
         },
     )?;
     if report.has_more || report.truncated {

@@ -1,7 +1,8 @@
 //! Reports: compositions of query templates that answer the questions people open a
-//! snapshot for — what was live at the peak ([`peak_memory`]), which code paths hold the
-//! memory at an event ([`memory_tree`], as text, JSON or an interactive flamegraph), and
-//! what changed between two runs ([`diff`]).
+//! snapshot for — what was live at the peak ([`peak_memory`], by callstack or by memory
+//! [`categories`]), which code paths hold the memory at an event ([`memory_tree`], as text,
+//! JSON or an interactive flamegraph), why an allocation failed ([`oom`]), and what changed
+//! between two runs ([`diff`]).
 //!
 //! Reports ask a [`pt_snap_query::Source`] like any query, so they answer the same on a
 //! database and on a sharded dataset, on the command line and in the browser; the deadline
@@ -9,6 +10,8 @@
 
 #![forbid(unsafe_code)]
 
+pub mod allocations;
+pub mod categories;
 pub mod commands;
 pub mod diff;
 pub mod oom;
@@ -19,7 +22,10 @@ mod tree;
 pub mod units;
 
 pub use oom::{oom_report, OomReport, OomRequest};
-pub use peak::{peak_memory, AttributionParams, Metric, Peak, PeakReport, PeakRequest, Peaks};
+pub use peak::{
+    peak_memory, AttributionParams, ByCategory, Grouping, Metric, Peak, PeakReport, PeakRequest,
+    Peaks,
+};
 pub use stack::Stacks;
 pub use tree::{
     flamegraph_page, memory_tree, python_view, IncompleteTree, MemoryTree, Node, TreeRequest,

@@ -3,7 +3,8 @@
 //! Everything is a composition of templates through one [`Source`]: the OOM events and the
 //! counters before them (`event`), the segments reserved at the event (the segment events
 //! up to it, synthetic dump-state ones included, from `event`), the blocks live at it
-//! (`active_blocks_at_event`), and what held the memory (`active_memory_callstack_at_event`).
+//! (`active_blocks_at_event`), and what held the memory (`active_memory_callstack_at_event`,
+//! and by memory category `category_breakdown_at_event`, [`crate::categories`]).
 //! The free space inside reserved segments is the segments minus the live blocks.
 //! `device_free` is not in the reference's tables: the caller passes what our import kept
 //! in `pt_snap_x_oom` (`pt_snap_db::SnapshotDb::oom_device_free`), or nothing.
@@ -23,8 +24,10 @@ use std::collections::BTreeMap;
 
 use crate::stack::Stacks;
 use pt_snap_query::{QueryError, QueryRequest, Source};
+use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value as Json};
 
+use crate::categories::{self, Breakdown, Rules};
 use crate::units::{grouped, human_bytes};
 
 /// `kMinBlockSize`: every request is rounded up to a multiple of it.
@@ -66,7 +69,7 @@ pub fn allocation_size(rounded: i64) -> i64 {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub enum Pool {
     Small,
     Large,
@@ -232,7 +235,7 @@ pub fn free_space(segments: &[Segment], live: &[(i64, i64)]) -> Vec<SegmentFree>
 }
 
 /// Cached free memory of one (pool, stream).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct FreeSummary {
     pub total_bytes: i64,
     pub largest_block_bytes: i64,
@@ -260,7 +263,7 @@ pub fn by_pool_and_stream(
 }
 
 /// Why the allocation failed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Verdict {
     /// The pool and stream's cached free bytes plus `device_free` would have held the
     /// request, but no single free block could.
@@ -384,10 +387,12 @@ pub struct OomRequest {
     pub device: Option<i64>,
     /// Callstack groups and largest blocks shown per event.
     pub top_n: i64,
+    /// The memory-category rules of the breakdown at each event.
+    pub category_rules: Rules,
 }
 
 /// One callstack group live at the event.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Group {
     pub category: String,
     pub size_bytes: i64,
@@ -395,8 +400,18 @@ pub struct Group {
     pub callstack: String,
 }
 
+impl Group {
+    /// Where the group allocated ([`crate::stack::label`]); the bracketed text of memory
+    /// without a stack.
+    pub fn label(&self) -> String {
+        crate::stack::label_text(&self.callstack)
+            .filter(|_| !self.callstack.starts_with('['))
+            .unwrap_or_else(|| self.callstack.lines().next().unwrap_or("").to_owned())
+    }
+}
+
 /// One live block.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LiveBlock {
     pub address: i64,
     pub size: i64,
@@ -405,7 +420,7 @@ pub struct LiveBlock {
 }
 
 /// Counters of one event.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Counters {
     pub event_id: i64,
     pub allocated: i64,
@@ -414,7 +429,7 @@ pub struct Counters {
 }
 
 /// The explanation of one `oom` event.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct OomEvent {
     pub device: i64,
     pub event_id: i64,
@@ -433,14 +448,18 @@ pub struct OomEvent {
     pub verdict: Verdict,
     pub arithmetic: String,
     pub groups: Vec<Group>,
+    /// Everything live at the event by memory category.
+    pub categories: Breakdown,
     pub largest_blocks: Vec<LiveBlock>,
     pub callstack: String,
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct OomReport {
     pub devices: Vec<i64>,
     pub events: Vec<OomEvent>,
+    /// `builtin` or `custom`: the category rules of every breakdown.
+    pub category_rules: String,
 }
 
 fn int(row: &Map<String, Json>, k: &str) -> i64 {
@@ -539,7 +558,11 @@ pub fn oom_report(
             events.push(explain(source, request, device, &oom, kept.as_deref())?);
         }
     }
-    Ok(OomReport { devices, events })
+    Ok(OomReport {
+        devices,
+        events,
+        category_rules: request.category_rules.name().to_owned(),
+    })
 }
 
 fn explain(
@@ -615,6 +638,11 @@ fn explain(
         callstack: text(r, "callstack"),
     })
     .collect();
+    let categories = Breakdown::new(
+        event_id,
+        &request.category_rules,
+        &source.run(&request.category_rules.request(device, event_id))?,
+    );
     // active_blocks_at_event orders by size descending (ties by id).
     let largest_blocks = live_rows
         .iter()
@@ -642,14 +670,11 @@ fn explain(
         verdict,
         arithmetic,
         groups,
+        categories,
         largest_blocks,
         callstack: text(oom, "callstack"),
     })
 }
-
-/// What `report oom` says where the issue asks for categories: they do not exist yet.
-pub const CATEGORIES_NOTE: &str =
-    "memory categories (parameter, gradient, activation, …) are not available yet";
 
 fn hb(n: i64) -> String {
     format!("{} ({} B)", human_bytes(n as f64), grouped(n))
@@ -703,6 +728,7 @@ impl OomReport {
                         "block_count": g.block_count,
                         "callstack": g.callstack,
                     })).collect::<Vec<_>>(),
+                    "categories": e.categories.rows_json(),
                     "largest_blocks": e.largest_blocks.iter().map(|b| json!({
                         "address": b.address,
                         "size": b.size,
@@ -715,9 +741,12 @@ impl OomReport {
         vec![
             ("devices", json!(self.devices)),
             ("oom_events", json!(self.events.len())),
+            ("category_rules", json!(self.category_rules)),
+            (
+                "categories_interpretation",
+                json!(categories::INTERPRETATION),
+            ),
             ("events", Json::Array(events)),
-            ("categories", Json::Null),
-            ("categories_note", json!(CATEGORIES_NOTE)),
         ]
     }
 
@@ -783,9 +812,7 @@ impl OomReport {
             t += &format!("Verdict: {} — {}\n", e.verdict.name(), e.arithmetic);
             t += "Live by callstack group:\n";
             for g in &e.groups {
-                let site = crate::stack::label_text(&g.callstack)
-                    .filter(|_| !g.callstack.starts_with('['))
-                    .unwrap_or_else(|| g.callstack.lines().next().unwrap_or("").to_owned());
+                let site = g.label();
                 t += &format!(
                     "  {:>14}  {:>6} block(s)  {}  {}\n",
                     human_bytes(g.size_bytes as f64),
@@ -794,7 +821,11 @@ impl OomReport {
                     site
                 );
             }
-            t += &format!("Live by category: {CATEGORIES_NOTE}\n");
+            t += "Live by category:\n";
+            for line in e.categories.text("  ") {
+                t += &line;
+                t += "\n";
+            }
             t += "Largest live blocks:\n";
             for b in &e.largest_blocks {
                 t += &format!(

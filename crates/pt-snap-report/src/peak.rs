@@ -1,10 +1,12 @@
 //! `report peak-memory` (spec §8.1): the peaks, the allocator gaps, and what was live at the
-//! chosen metric's peak, grouped by allocation callstack — one composition of two templates.
+//! chosen metric's peak, grouped by allocation callstack — one composition of two templates;
+//! with `--by category` (ours) also by memory category (`category_breakdown_at_event`).
 
 use pt_snap_query::{python, QueryError, QueryOutcome, QueryRequest, Source};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value as Json};
 
+use crate::categories::{self, Breakdown, Rules};
 use crate::stack::{self, Stacks};
 
 /// Which counter's peak to explain.
@@ -44,6 +46,25 @@ impl Metric {
     }
 }
 
+/// How `report peak-memory` groups what was live at the peak.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum Grouping {
+    /// By allocation callstack: the reference's report, unchanged.
+    #[default]
+    Callstack,
+    /// By memory category too, under these rules (ours).
+    Category(Rules),
+}
+
+/// With [`Grouping::Category`]: the live memory at the peak event by category.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ByCategory {
+    /// `builtin` or `custom` ([`Rules::name`]).
+    pub rules: &'static str,
+    /// `None` when there is no peak event.
+    pub at_peak: Option<Breakdown>,
+}
+
 /// The report's inputs, the CLI flags of `report peak-memory`.
 #[derive(Debug, Clone)]
 pub struct PeakRequest {
@@ -56,6 +77,7 @@ pub struct PeakRequest {
     pub stack_bytes: i64,
     pub start_id: Option<i64>,
     pub end_id: Option<i64>,
+    pub by: Grouping,
 }
 
 impl Default for PeakRequest {
@@ -68,6 +90,7 @@ impl Default for PeakRequest {
             stack_bytes: -1,
             start_id: None,
             end_id: None,
+            by: Grouping::Callstack,
         }
     }
 }
@@ -180,6 +203,8 @@ pub struct PeakReport {
     pub scope: Option<Json>,
     /// The composition's deadline, echoed as `timeout_s` (the caller owns the clock).
     pub timeout_s: Option<f64>,
+    /// With [`Grouping::Category`] only.
+    pub categories: Option<ByCategory>,
 }
 
 /// Builds the report on a database or a dataset. The caller installs one deadline for the
@@ -232,6 +257,13 @@ fn compose(
             source_coverage: None,
             scope: gap.scope,
             timeout_s: None,
+            categories: match &req.by {
+                Grouping::Callstack => None,
+                Grouping::Category(rules) => Some(ByCategory {
+                    rules: rules.name(),
+                    at_peak: None,
+                }),
+            },
         });
     };
     let mut params = Map::new();
@@ -255,6 +287,17 @@ fn compose(
     let coverage_percent = active_bytes
         .filter(|a| *a > 0)
         .map(|a| included_bytes as f64 * 100.0 / a as f64);
+    let categories = match &req.by {
+        Grouping::Callstack => None,
+        Grouping::Category(rules) => {
+            let r = rules.request(device, event);
+            let outcome = run(&r.template, r.params, r.device)?;
+            Some(ByCategory {
+                rules: rules.name(),
+                at_peak: Some(Breakdown::new(event, rules, &outcome)),
+            })
+        }
+    };
     Ok(PeakReport {
         device_id: device,
         metric: req.metric,
@@ -278,6 +321,7 @@ fn compose(
             .cloned(),
         scope: gap.scope,
         timeout_s: None,
+        categories,
     })
 }
 
@@ -319,7 +363,7 @@ fn rows(outcome: &QueryOutcome) -> Vec<Map<String, Json>> {
 impl PeakReport {
     /// The report as `--json` prints it (no envelope), keys in the reference's order.
     pub fn to_json(&self) -> Json {
-        json!({
+        let mut out = json!({
             "device_id": self.device_id,
             "metric": self.metric.name(),
             "event_id": self.event_id,
@@ -338,7 +382,23 @@ impl PeakReport {
             "scope": self.scope,
             "timeout_s": self.timeout_s,
             "budget_scope": "report_composition",
-        })
+        });
+        // Ours (docs/compatibility.md): only with `--by category`, after the reference's keys.
+        if let (Some(by), Json::Object(m)) = (&self.categories, &mut out) {
+            m.insert("by".into(), json!("category"));
+            m.insert("category_rules".into(), json!(by.rules));
+            m.insert(
+                "categories_interpretation".into(),
+                json!(categories::INTERPRETATION),
+            );
+            m.insert(
+                "categories".into(),
+                by.at_peak
+                    .as_ref()
+                    .map_or(Json::Array(Vec::new()), Breakdown::rows_json),
+            );
+        }
+        out
     }
 
     /// The human-readable report, line for line the reference's.
@@ -409,6 +469,15 @@ impl PeakReport {
             None => out.push("  No allocator gap data found.".into()),
         }
         out.push(String::new());
+        if let Some(by) = &self.categories {
+            // `--by category`: the categories in place of the callstack groups.
+            out.push("Active memory by category:".into());
+            match &by.at_peak {
+                None => out.push("  Attribution: unavailable (no peak event).".into()),
+                Some(b) => out.extend(b.text("  ")),
+            }
+            return out.join("\n") + "\n";
+        }
         out.push("Active memory by callstack:".into());
         if self.event_id.is_none() {
             out.push("  Attribution: unavailable (no peak event).".into());

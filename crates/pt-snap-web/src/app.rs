@@ -34,6 +34,8 @@ pub struct AppState {
     pub opened: RwSignal<Option<Opened>>,
     pub status: RwSignal<Status>,
     pub device: RwSignal<i64>,
+    /// The events the timelines show (counters and allocations); `None`: all of them.
+    pub window: RwSignal<Option<(i64, i64)>>,
     /// The event the memory tree shows; `None` means the active peak.
     pub event: RwSignal<Option<i64>>,
     pub tab: RwSignal<Tab>,
@@ -190,6 +192,7 @@ pub fn App() -> impl IntoView {
         status: RwSignal::new(Status::Idle),
         device: RwSignal::new(0),
         event: RwSignal::new(None),
+        window: RwSignal::new(None),
         tab: RwSignal::new(Tab::Overview),
         sample: RwSignal::new(false),
         generation: RwSignal::new(0),
@@ -200,6 +203,12 @@ pub fn App() -> impl IntoView {
     };
     provide_context(state);
     client::warm_up();
+    // Another file or device starts with its whole trace in view.
+    Effect::new(move |_| {
+        state.generation();
+        state.device.track();
+        state.window.set(None);
+    });
     // Esc stops whatever the open file's worker is answering.
     let _ = window_event_listener(ev::keydown, move |e: web_sys::KeyboardEvent| {
         if e.key() == "Escape" {
@@ -601,6 +610,8 @@ fn Workspace() -> impl IntoView {
     let state = expect_context::<AppState>();
     let peaks = views::peaks_signal(state);
     provide_context(peaks);
+    let oom = crate::oom::oom_signal(state);
+    provide_context(oom);
     let devices = move || {
         state
             .opened
@@ -619,14 +630,21 @@ fn Workspace() -> impl IntoView {
                 </select>
             </label>
             <nav class="tabs" role="tablist" aria-label="Views">
-                {Tab::ALL.into_iter().map(|t| view! {
+                // The OOM view is offered only where there is an OOM to explain.
+                {Tab::ALL.into_iter().filter(|t| *t != Tab::Oom).map(|t| view! {
                     <button role="tab" class="tab" data-testid=format!("tab-{}", t.key())
                         aria-selected=move || (state.tab.get() == t).to_string()
                         class:waiting=move || t != Tab::Overview && !state.ready()
                         on:click=move |_| state.tab.set(t)>{t.label()}</button>
                 }).collect_view()}
+                <Show when=move || crate::oom::has_oom(oom)>
+                    <button role="tab" class="tab oom" data-testid="tab-oom"
+                        aria-selected=move || (state.tab.get() == Tab::Oom).to_string()
+                        on:click=move |_| state.tab.set(Tab::Oom)>{Tab::Oom.label()}</button>
+                </Show>
             </nav>
         </div>
+        <crate::oom::OomBanner/>
         <views::PeakCards peaks=peaks/>
         <div class="view">
             {move || (state.tab.get() != Tab::Overview && !state.ready()).then(|| view! {
@@ -643,6 +661,7 @@ fn Workspace() -> impl IntoView {
                 Tab::Lifetimes => view! { <lists::LifetimesView/> }.into_any(),
                 Tab::Templates => view! { <views::TemplatesView/> }.into_any(),
                 Tab::Sql => view! { <views::SqlView/> }.into_any(),
+                Tab::Oom => view! { <crate::oom::OomView/> }.into_any(),
             }}
         </div>
     }

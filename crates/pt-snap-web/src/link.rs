@@ -10,10 +10,11 @@ pub enum Tab {
     Lifetimes,
     Templates,
     Sql,
+    Oom,
 }
 
 impl Tab {
-    pub const ALL: [Tab; 8] = [
+    pub const ALL: [Tab; 9] = [
         Tab::Overview,
         Tab::Peak,
         Tab::Tree,
@@ -22,6 +23,7 @@ impl Tab {
         Tab::Lifetimes,
         Tab::Templates,
         Tab::Sql,
+        Tab::Oom,
     ];
 
     pub fn key(self) -> &'static str {
@@ -34,6 +36,7 @@ impl Tab {
             Tab::Lifetimes => "lifetimes",
             Tab::Templates => "templates",
             Tab::Sql => "sql",
+            Tab::Oom => "oom",
         }
     }
 
@@ -47,6 +50,7 @@ impl Tab {
             Tab::Lifetimes => "Freed lifetimes",
             Tab::Templates => "Templates",
             Tab::Sql => "SQL",
+            Tab::Oom => "OOM",
         }
     }
 

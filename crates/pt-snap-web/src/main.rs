@@ -5,6 +5,8 @@
 fn main() {}
 
 #[cfg(target_arch = "wasm32")]
+mod allocations;
+#[cfg(target_arch = "wasm32")]
 mod app;
 #[cfg(target_arch = "wasm32")]
 mod client;
@@ -23,6 +25,8 @@ mod job;
 mod link;
 #[cfg(target_arch = "wasm32")]
 mod oneshot;
+#[cfg(target_arch = "wasm32")]
+mod oom;
 #[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
 mod opened;
 #[cfg(target_arch = "wasm32")]

@@ -14,9 +14,9 @@ use crate::client::Reply;
 use crate::fmt;
 use crate::views::PeaksReply;
 
-const W: f64 = 1000.0;
+pub(crate) const W: f64 = 1000.0;
 const H: f64 = 240.0;
-const PAD: f64 = 6.0;
+pub(crate) const PAD: f64 = 6.0;
 /// About one bucket per drawn pixel of a wide screen (also the import preview's count).
 pub const BUCKETS: usize = 1000;
 /// Zooming stops at this many events across the plot.
@@ -101,18 +101,14 @@ fn element(e: &web_sys::Event) -> Option<web_sys::Element> {
     e.current_target()?.dyn_into().ok()
 }
 
-/// `window` is the visible id range, `None` for all events; it is kept per device and file.
+/// `AppState::window` is the visible id range, `None` for all events; it is kept per device
+/// and file, and the allocation timeline below follows it.
 /// The `<svg>` stays in place while its contents follow the window, so keyboard focus and a
 /// drag in progress survive every redraw.
 #[component]
 pub fn TimelinePanel(peaks: PeaksReply) -> impl IntoView {
     let state = expect_context::<AppState>();
-    let window = RwSignal::new(None::<(i64, i64)>);
-    Effect::new(move |_| {
-        state.generation();
-        state.device.track();
-        window.set(None);
-    });
+    let window = state.window;
     // The whole trace comes from the replay's preview where there is one; a zoomed window
     // is asked of the database. While a window is being answered the last picture stays.
     let previewed = Memo::new(move |_| {
@@ -470,7 +466,13 @@ fn drawn(s: &Reply<Timeline>) -> Option<&Timeline> {
 }
 
 /// Moves the window to `[start, start + width]` kept inside `[first, last]`.
-fn set_window(window: RwSignal<Option<(i64, i64)>>, first: i64, last: i64, start: i64, width: i64) {
+pub(crate) fn set_window(
+    window: RwSignal<Option<(i64, i64)>>,
+    first: i64,
+    last: i64,
+    start: i64,
+    width: i64,
+) {
     let width = width.clamp(0, last - first);
     let start = start.clamp(first, last - width);
     let next = (start, start + width);

@@ -186,6 +186,7 @@ pub fn Overview(peaks: PeaksReply) -> impl IntoView {
         <Show when=move || drawn.get() == Some(state.generation())
             fallback=|| coming("Drawing the timeline…")>
             <crate::timeline::TimelinePanel peaks=peaks/>
+            <crate::allocations::AllocationPanel/>
         </Show>
         <section class="panel two">
             <div>

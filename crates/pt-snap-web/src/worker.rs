@@ -97,12 +97,9 @@ mod imp {
                         import(&file, replay, buckets, shown_sha256).await
                     })
                 }
-                Ok(ToWorker::Open) => {
-                    with_file(
-                        file,
-                        |file| async move { open_db(&file).map(Outcome::Open) },
-                    )
-                }
+                Ok(ToWorker::Open) => with_file(file, |file| async move {
+                    open_db(&file).map(|e| Outcome::Open(Box::new(e)))
+                }),
                 Ok(ToWorker::Reopen {
                     sha256,
                     warnings,
@@ -111,7 +108,7 @@ mod imp {
                     finish(
                         reopen(&sha256, warnings, cache_hit)
                             .await
-                            .map(Outcome::Open),
+                            .map(|e| Outcome::Open(Box::new(e))),
                     )
                 }),
                 Ok(ToWorker::Ask {
@@ -140,7 +137,7 @@ mod imp {
     /// What opening a file ends in.
     enum Outcome {
         /// The database, open here.
-        Open(Engine),
+        Open(Box<Engine>),
         /// The database, complete in OPFS and let go of (see the module's note).
         Stored {
             sha256: String,
@@ -170,7 +167,7 @@ mod imp {
         match outcome {
             Ok(Outcome::Open(engine)) => {
                 let overview = engine.overview().clone();
-                ENGINE.with(|e| *e.borrow_mut() = Some(engine));
+                ENGINE.with(|e| *e.borrow_mut() = Some(*engine));
                 post(&FromWorker::Opened(overview));
             }
             Ok(Outcome::Stored { sha256, warnings }) => {
@@ -285,7 +282,7 @@ mod imp {
                             if engine.overview().lenient_issues.is_some()
                                 == (replay == ReplayMode::Lenient) =>
                         {
-                            return Ok(Outcome::Open(engine));
+                            return Ok(Outcome::Open(Box::new(engine)));
                         }
                         Ok(engine) => {
                             drop(engine);
@@ -417,7 +414,7 @@ mod imp {
                     cache_hit: false,
                 },
             )
-            .map(Outcome::Open);
+            .map(|e| Outcome::Open(Box::new(e)));
         };
         drop(conn);
         let entry = Entry {

@@ -1,14 +1,21 @@
-//! `pt-snap report peak-memory` and `pt-snap report memory-tree`.
+//! `pt-snap report peak-memory`, `pt-snap report memory-tree` and `pt-snap report oom`.
+
+use std::path::Path;
 
 use pt_snap_contract::{envelope, ErrorCode};
 use pt_snap_import::ReplayMode;
+use pt_snap_query::category::CategoryRules;
 use pt_snap_query::{QueryError, Source};
+use pt_snap_report::categories::Rules;
 use pt_snap_report::{
-    memory_tree, oom_report, peak_memory, Metric, OomRequest, PeakRequest, Stacks, TreeRequest,
+    memory_tree, oom_report, peak_memory, Grouping, Metric, OomRequest, PeakRequest, Stacks,
+    TreeRequest,
 };
 
 use crate::budget::Deadline;
-use crate::cli::{MemoryTreeArgs, OomArgs, PeakMemoryArgs, ReportCommand, StacksArg, TreeFormat};
+use crate::cli::{
+    GroupBy, MemoryTreeArgs, OomArgs, PeakMemoryArgs, ReportCommand, StacksArg, TreeFormat,
+};
 use crate::commands::diff::Input;
 use crate::commands::metadata::LenientReplay;
 use crate::error::{CliError, CliResult};
@@ -35,6 +42,25 @@ pub fn run(command: &ReportCommand) -> CliResult {
     }
 }
 
+/// `--categories RULES.toml`: the file's rules, checked before anything is opened (the
+/// built-in rules without the flag).
+fn category_rules(path: Option<&Path>) -> CliResult<Rules> {
+    const HINT: &str = "See docs/categories.md for the rules' form; the built-in rules are \
+                        crates/pt-snap-query/categories/builtin.toml.";
+    let Some(path) = path else {
+        return Ok(Rules::default());
+    };
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        CliError::invalid_parameter(
+            format!("Cannot read the --categories file {}: {e}", path.display()),
+            HINT,
+        )
+    })?;
+    CategoryRules::parse(&text)
+        .map_err(|e| CliError::invalid_parameter(format!("{}: {e}", path.display()), HINT))?;
+    Ok(Rules(Some(text)))
+}
+
 /// `report oom`: a database or a snapshot (through the reuse cache), or the focus.
 fn oom(a: &OomArgs) -> CliResult {
     text_only_stacks(Some(a.stacks), a.json)?;
@@ -50,6 +76,7 @@ fn oom(a: &OomArgs) -> CliResult {
             "Pass -n with how many callstack groups and blocks to show.",
         ));
     }
+    let category_rules = category_rules(a.categories.as_deref())?;
     let (path, device) = match &a.path {
         Some(p) => (p.clone(), a.device),
         None => {
@@ -61,6 +88,7 @@ fn oom(a: &OomArgs) -> CliResult {
     let request = OomRequest {
         device,
         top_n: a.top,
+        category_rules,
     };
     let db = input.analyzer.db();
     let report = oom_report(&input.analyzer, &request, &|d| {
@@ -89,6 +117,16 @@ fn oom(a: &OomArgs) -> CliResult {
 fn peak(a: &PeakMemoryArgs) -> CliResult {
     let prefixed = |e: CliError| e.with_text_prefix(REPORT_PREFIX);
     text_only_stacks(Some(a.stacks), a.json).map_err(prefixed)?;
+    let by = match a.by {
+        GroupBy::Callstack if a.categories.is_some() => {
+            return Err(CliError::invalid_parameter(
+                "--categories applies to --by category.",
+                "Add --by category, or leave out --categories.",
+            ))
+        }
+        GroupBy::Callstack => Grouping::Callstack,
+        GroupBy::Category => Grouping::Category(category_rules(a.categories.as_deref())?),
+    };
     let limits = a.limits.resolve().map_err(prefixed)?;
     // One deadline (and on a dataset one work budget) for the whole composition.
     let deadline = Deadline::start(a.timeout).map_err(prefixed)?;
@@ -101,10 +139,25 @@ fn peak(a: &PeakMemoryArgs) -> CliResult {
         stack_bytes: a.stack_bytes,
         start_id: a.start_id,
         end_id: a.end_id,
+        by,
     };
     let absolute = focus::absolute(&resolved.db_path)?;
     let (source, lenient) =
         match source::dataset(&absolute, limits, &deadline, None).map_err(prefixed)? {
+            // The dataset engine does not answer our category template: said plainly,
+            // before any query runs.
+            Some(_) if matches!(request.by, Grouping::Category(_)) => {
+                return Err(prefixed(
+                    CliError::new(
+                        ErrorCode::QueryFailed,
+                        "--by category is not available on a sharded dataset.",
+                    )
+                    .with_hint(Some(
+                        "Import the snapshot as one database (pt-snap import SNAPSHOT, the \
+                         default single-db format), or leave out --by category.",
+                    )),
+                ));
+            }
             Some(dataset) => (dataset, None),
             None => {
                 let (analyzer, _) = source::database(&resolved, &deadline).map_err(|e| {

@@ -204,6 +204,15 @@ pub fn compare(case: &Case, ours: &Output) -> Result<(), String> {
         let mut got: Value = serde_json::from_str(&ours.stdout)
             .map_err(|e| format!("stdout is not JSON ({e}): {:.300}", ours.stdout))?;
         let mut want = case.stdout_json.clone();
+        // Divergence (docs/compatibility.md): listings and `capabilities` show our own
+        // templates too.
+        if let Some(Value::Array(templates)) = got.get_mut("templates") {
+            templates.retain(|t| {
+                !t["name"]
+                    .as_str()
+                    .is_some_and(|n| pt_snap_query::registry::OURS.contains(&n))
+            });
+        }
         // Divergence (docs/compatibility.md): `capabilities --json` lists our own commands'
         // contracts under `commands`, after every key of the reference.
         if case.args.first().map(String::as_str) == Some("capabilities") {
@@ -232,21 +241,48 @@ pub fn compare(case: &Case, ours: &Output) -> Result<(), String> {
         return json_diff(&want, &got, "$");
     }
     if let Some(text) = &case.stdout_text {
-        if ours.stdout != *text {
+        let ours_stdout = if case.args.iter().any(|a| a == "--list" || a == "--category") {
+            without_our_templates(&ours.stdout)
+        } else {
+            ours.stdout.clone()
+        };
+        if ours_stdout != *text {
             let line = text
                 .lines()
-                .zip(ours.stdout.lines())
+                .zip(ours_stdout.lines())
                 .position(|(a, b)| a != b)
-                .unwrap_or(text.lines().count().min(ours.stdout.lines().count()));
+                .unwrap_or(text.lines().count().min(ours_stdout.lines().count()));
             return Err(format!(
                 "text differs at line {line}:\n  reference: {:?}\n  ours:      {:?}",
                 text.lines().nth(line),
-                ours.stdout.lines().nth(line)
+                ours_stdout.lines().nth(line)
             ));
         }
     }
     let _ = &case.stderr_text;
     Ok(())
+}
+
+/// A `query --list` text without the templates we add (each is a `  name` line and an
+/// indented description line): the reference lists only its own.
+pub fn without_our_templates(listing: &str) -> String {
+    let mut out = String::new();
+    let mut skip_description = false;
+    for line in listing.split_inclusive('\n') {
+        if std::mem::take(&mut skip_description) {
+            continue;
+        }
+        let ours = line
+            .trim_end_matches('\n')
+            .strip_prefix("  ")
+            .is_some_and(|n| pt_snap_query::registry::OURS.contains(&n));
+        if ours {
+            skip_description = true;
+            continue;
+        }
+        out.push_str(line);
+    }
+    out
 }
 
 /// Messages about `--params` syntax: Python's json module words them its own way, and it

@@ -1,10 +1,11 @@
-//! The SQL of the 13 templates, one function per template, grouped like the reference's
-//! template directories. Each returns the statement without its row window: the engine
+//! The SQL of the templates (the reference's 13 and our own), one function per template,
+//! grouped like the reference's template directories (ours: `category`). Each returns the statement without its row window: the engine
 //! appends `LIMIT`/`OFFSET`, so paging, the `has_more` probe and `--exact-total` counting
 //! work the same way for every template.
 
 pub mod basic;
 pub mod business;
+pub mod category;
 pub mod statistical;
 
 use pt_snap_db::CallstackLayout;
