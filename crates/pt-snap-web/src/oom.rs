@@ -162,9 +162,14 @@ fn event_card(e: OomEvent) -> impl IntoView {
                 }).collect_view()}
                 </tbody>
             </table>
-            <details class="oom-stack stack"><summary>"The failing request's stack: "
-                <span data-testid="oom-request-label">{pt_snap_report::stack::label_text(&e.callstack).unwrap_or_else(|| "none recorded".to_owned())}</span></summary>
-                {stack_body(e.callstack.clone())}</details>
+            {match pt_snap_report::stack::label_text(&e.callstack) {
+                Some(label) => view! {
+                    <details class="oom-stack stack"><summary>"The failing request's stack: "
+                        <span data-testid="oom-request-label">{label}</span></summary>
+                        {stack_body(e.callstack.clone())}</details>
+                }.into_any(),
+                None => view! { <p class="muted small" data-testid="oom-request-label">"The failing request's stack: none recorded."</p> }.into_any(),
+            }}
         </section>
     }
 }
