@@ -26,8 +26,8 @@ use std::path::PathBuf;
 
 use pt_snap_dataset::read::Dataset;
 use pt_snap_query::{
-    DeviceBounds, ImportMetadata, Interrupt, QueryError, QueryOutcome, QueryRequest, Source,
-    WorkLimits,
+    DeviceBounds, ImportMetadata, Interrupt, NoTimes, QueryError, QueryOutcome, QueryRequest,
+    Source, Times, WorkLimits,
 };
 use serde_json::Value as Json;
 
@@ -100,5 +100,17 @@ impl Source for DatasetSource {
 
     fn overview(&self) -> Option<Json> {
         Some(self.dataset.to_json())
+    }
+
+    /// Shards carry no times (the reference's formats have none, and our dataset writer
+    /// adds none): every device of a dataset answers [`NoTimes::Dataset`].
+    fn event_times(&self, device: i64, _ids: &[i64]) -> Result<Times, QueryError> {
+        let ids = self.dataset.device_ids();
+        if !ids.contains(&device) {
+            return Err(QueryError::DeviceNotFound(format!(
+                "Device {device} not found. Available: {ids:?}"
+            )));
+        }
+        Ok(Err(NoTimes::Dataset))
     }
 }
