@@ -244,9 +244,13 @@ impl Engine {
                     metric: *metric,
                 };
                 let side = diff::measure(a, &req, |device| {
-                    a.timeline(&TimelineRequest {
+                    let req = TimelineRequest {
                         device: Some(device),
                         ..TimelineRequest::new(*buckets)
+                    };
+                    Ok(diff::Timelines {
+                        by_event: a.timeline(&req)?,
+                        by_time: a.time_timeline(&req)?,
                     })
                 })?;
                 Answer::DiffSide(Box::new(side))

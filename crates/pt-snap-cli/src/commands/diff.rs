@@ -6,7 +6,7 @@ use std::path::Path;
 use pt_snap_contract::{envelope, publish, python};
 use pt_snap_import::ReplayMode;
 use pt_snap_query::{Analyzer, TimelineRequest};
-use pt_snap_report::diff::{measure, Diff, DiffRequest, PAGE_BUCKETS};
+use pt_snap_report::diff::{measure, Diff, DiffRequest, Timelines, PAGE_BUCKETS};
 use pt_snap_report::Metric;
 use serde_json::{json, Map, Value};
 
@@ -55,9 +55,13 @@ pub fn run(args: &DiffArgs) -> CliResult {
     let side = |input: &Input| {
         input.analyzer.set_interrupt(deadline.interrupt());
         measure(&input.analyzer, &request, |device| {
-            input.analyzer.timeline(&TimelineRequest {
+            let req = TimelineRequest {
                 device: Some(device),
                 ..TimelineRequest::new(buckets)
+            };
+            Ok(Timelines {
+                by_event: input.analyzer.timeline(&req)?,
+                by_time: input.analyzer.time_timeline(&req)?,
             })
         })
         .map_err(|e| CliError::query(e, Some(&deadline), "Error: "))
