@@ -4,7 +4,8 @@
 //! at any zoom. One ordered range scan over the trace's primary key, no sort, no temp table:
 //! it stays linear for millions of events and cheaper the narrower the window.
 
-use pt_snap_db::rusqlite::{self, OptionalExtension};
+use pt_snap_db::rusqlite;
+use pt_snap_db::rusqlite::types::ValueRef;
 use pt_snap_db::NoTimes;
 use serde::{Deserialize, Serialize};
 
@@ -372,11 +373,25 @@ impl Analyzer {
     /// [`Analyzer::timeline`]'s), from `pt_snap_x_event_time_<d>`: the origin is the time of
     /// the device's first real event with one, whatever the window.
     pub fn time_timeline(&self, req: &TimelineRequest) -> Result<TimeTimeline, QueryError> {
+        Ok(self.series(req, false)?.1)
+    }
+
+    /// [`Analyzer::timeline`] and [`Analyzer::time_timeline`] of the same request, equal to
+    /// theirs, from one pass over the device's events and times.
+    pub fn timelines(&self, req: &TimelineRequest) -> Result<(Timeline, TimeTimeline), QueryError> {
+        let (by_event, by_time) = self.series(req, true)?;
+        Ok((by_event.expect("asked for"), by_time))
+    }
+
+    fn series(
+        &self,
+        req: &TimelineRequest,
+        ordinal: bool,
+    ) -> Result<(Option<Timeline>, TimeTimeline), QueryError> {
         let device = self.resolve_device(req.device)?;
         let db = self.db();
-        let conn = db.conn();
         let failed = |e: rusqlite::Error| self.execution_error(e);
-        let mut out = TimeTimeline {
+        let mut by_time = TimeTimeline {
             device_id: device,
             unknown: None,
             origin_us: None,
@@ -384,55 +399,136 @@ impl Analyzer {
             span: None,
             buckets: Vec::new(),
         };
-        if let Err(why) = db.times_available(device).map_err(failed)? {
-            out.unknown = Some(why);
-            return Ok(out);
-        }
-        let times = format!("pt_snap_x_event_time_{device}");
-        // A value that is no integer (a hand-made file) is no time.
-        let is_time = "typeof(time_us) = 'integer'";
-        out.origin_us = conn
-            .query_row(
-                &format!(
-                    "SELECT time_us FROM {times} WHERE event_id >= 0 AND {is_time} \
-                     ORDER BY event_id LIMIT 1"
-                ),
-                [],
-                |r| r.get(0),
-            )
-            .optional()
-            .map_err(failed)?;
-        let (Some(origin), Some((first, last))) =
-            (out.origin_us, db.device_bounds(device).map_err(failed)?)
-        else {
-            return Ok(out);
+        by_time.origin_us = match db.times_available(device).map_err(failed)? {
+            Err(why) => {
+                by_time.unknown = Some(why);
+                None
+            }
+            Ok(()) => self.first_time(device)?,
+        };
+        let Some(origin) = by_time.origin_us else {
+            // Nothing to place against time.
+            let by_event = if ordinal {
+                Some(self.timeline(req)?)
+            } else {
+                None
+            };
+            return Ok((by_event, by_time));
+        };
+        let bounds = db.device_bounds(device).map_err(failed)?;
+        let mut by_event = Timeline {
+            device_id: device,
+            bounds,
+            window: None,
+            buckets: Vec::new(),
+        };
+        let Some((first, last)) = bounds else {
+            return Ok((ordinal.then_some(by_event), by_time));
         };
         let lo = req.start_id.map_or(first, |s| s.max(first));
         let hi = req.end_id.map_or(last, |e| e.min(last));
         if lo > hi {
-            return Ok(out);
+            return Ok((ordinal.then_some(by_event), by_time));
+        }
+        let mut events = None;
+        if ordinal && req.buckets > 0 {
+            by_event.window = Some((lo, hi));
+            events = Some(Downsampler::new((lo, hi), req.buckets));
         }
         let since = |t: i64| t.saturating_sub(origin);
-        let (min, max, count): (Option<i64>, Option<i64>, i64) = conn
-            .query_row(
-                &format!(
-                    "SELECT min(time_us), max(time_us), count(*) FROM {times} \
-                     WHERE event_id >= ?1 AND event_id <= ?2 AND {is_time}"
-                ),
-                [lo, hi],
-                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
-            )
-            .map_err(failed)?;
-        out.timed_events = count;
-        let (Some(min), Some(max)) = (min, max) else {
-            return Ok(out);
+        // The buckets divide the window's range of times. In every trace PyTorch writes,
+        // that is from its first event's time to its last's: guessed so, checked during the
+        // pass, and the time axis drawn again over the range seen if the guess was wrong.
+        let guess = self.time_ends(device, lo, hi)?;
+        let guessed = guess.map(|(a, b)| (since(a.min(b)), since(a.max(b))));
+        let mut times = guessed.map(|span| TimeDownsampler::new(span, req.buckets));
+        let mut seen: Option<(i64, i64)> = None;
+        let mut count = 0;
+        self.merge(device, lo, hi, &mut |event, time| {
+            if let (Some((id, [allocated, active, reserved])), Some(events)) =
+                (event, events.as_mut())
+            {
+                events.push(id, allocated, active, reserved);
+            }
+            let Some(t) = time else { return };
+            count += 1;
+            seen = Some(seen.map_or((t, t), |(a, b)| (a.min(t), b.max(t))));
+            if let (Some((id, counters)), Some(times)) = (event, times.as_mut()) {
+                times.push(since(t), id, counters);
+            }
+        })?;
+        by_event.buckets = events.map_or_else(Vec::new, Downsampler::finish);
+        by_time.timed_events = count;
+        let Some((min, max)) = seen else {
+            return Ok((ordinal.then_some(by_event), by_time));
         };
         let span = (since(min), since(max));
-        out.span = Some(span);
-        if req.buckets == 0 {
-            return Ok(out);
+        by_time.span = Some(span);
+        if guessed != Some(span) {
+            let mut again = TimeDownsampler::new(span, req.buckets);
+            self.merge(device, lo, hi, &mut |event, time| {
+                if let (Some((id, counters)), Some(t)) = (event, time) {
+                    again.push(since(t), id, counters);
+                }
+            })?;
+            times = Some(again);
         }
-        // Both tables in id order, side by side: two scans instead of a lookup per event.
+        by_time.buckets = times.map_or_else(Vec::new, TimeDownsampler::finish);
+        Ok((ordinal.then_some(by_event), by_time))
+    }
+
+    /// The `time_us` of `device`'s first real event that has one.
+    fn first_time(&self, device: i64) -> Result<Option<i64>, QueryError> {
+        let failed = |e: rusqlite::Error| self.execution_error(e);
+        let mut stmt = (self.db().conn())
+            .prepare(&format!(
+                "SELECT time_us FROM pt_snap_x_event_time_{device} WHERE event_id >= 0 \
+                 ORDER BY event_id"
+            ))
+            .map_err(failed)?;
+        let mut rows = stmt.query([]).map_err(failed)?;
+        while let Some(r) = rows.next().map_err(failed)? {
+            if let Some(t) = integer(r.get_ref(0).map_err(failed)?) {
+                return Ok(Some(t));
+            }
+        }
+        Ok(None)
+    }
+
+    /// The times of the first and the last event of the window that have a row, when both
+    /// are integers.
+    fn time_ends(&self, device: i64, lo: i64, hi: i64) -> Result<Option<(i64, i64)>, QueryError> {
+        let failed = |e: rusqlite::Error| self.execution_error(e);
+        let end = |order: &str| -> Result<Option<i64>, QueryError> {
+            let sql = format!(
+                "SELECT time_us FROM pt_snap_x_event_time_{device} \
+                 WHERE event_id >= ?1 AND event_id <= ?2 ORDER BY event_id {order} LIMIT 1"
+            );
+            let mut stmt = self.db().conn().prepare(&sql).map_err(failed)?;
+            let mut rows = stmt.query([lo, hi]).map_err(failed)?;
+            Ok(match rows.next().map_err(failed)? {
+                Some(r) => integer(r.get_ref(0).map_err(failed)?),
+                None => None,
+            })
+        };
+        Ok(end("ASC")?.zip(end("DESC")?))
+    }
+
+    /// Steps `device`'s trace and its time table side by side over the ids `lo..=hi`, both in
+    /// id order (two scans instead of a lookup per event): `visit` gets each event's id and
+    /// counters (one the trace did not record counts as zero, as in the other timeline) with
+    /// its time, and `None` with the time of a row no event of the window has. A value that
+    /// is no integer (a hand-made file) is no time: checked on the values read, since
+    /// `typeof()` on every row in SQL costs more than the scan.
+    fn merge(
+        &self,
+        device: i64,
+        lo: i64,
+        hi: i64,
+        visit: &mut dyn FnMut(Option<Event>, Option<i64>),
+    ) -> Result<(), QueryError> {
+        let conn = self.db().conn();
+        let failed = |e: rusqlite::Error| self.execution_error(e);
         let mut trace = conn
             .prepare(&format!(
                 "SELECT id, allocated, active, reserved FROM trace_entry_{device} \
@@ -441,39 +537,56 @@ impl Analyzer {
             .map_err(failed)?;
         let mut timed = conn
             .prepare(&format!(
-                "SELECT event_id, time_us FROM {times} \
-                 WHERE event_id >= ?1 AND event_id <= ?2 AND {is_time} ORDER BY event_id"
+                "SELECT event_id, time_us FROM pt_snap_x_event_time_{device} \
+                 WHERE event_id >= ?1 AND event_id <= ?2 ORDER BY event_id"
             ))
             .map_err(failed)?;
         let mut events = trace.query([lo, hi]).map_err(failed)?;
         let mut stamps = timed.query([lo, hi]).map_err(failed)?;
-        let mut series = TimeDownsampler::new(span, req.buckets);
-        // A counter the trace did not record counts as zero, as in the other timeline.
-        let mut next_event = || -> Result<Option<(i64, [i64; 3])>, QueryError> {
-            let Some(e) = events.next().map_err(failed)? else {
+        let mut next_stamp = || -> Result<Option<(i64, Option<i64>)>, QueryError> {
+            let Some(s) = stamps.next().map_err(failed)? else {
                 return Ok(None);
             };
+            let id = s.get(0).map_err(failed)?;
+            Ok(Some((id, integer(s.get_ref(1).map_err(failed)?))))
+        };
+        let mut stamp = next_stamp()?;
+        while let Some(e) = events.next().map_err(failed)? {
+            let id: i64 = e.get(0).map_err(failed)?;
             let value = |i: usize| -> Result<i64, QueryError> {
                 Ok(e.get::<_, Option<i64>>(i).map_err(failed)?.unwrap_or(0))
             };
-            Ok(Some((
-                e.get(0).map_err(failed)?,
-                [value(1)?, value(2)?, value(3)?],
-            )))
-        };
-        let mut event = next_event()?;
-        while let Some(s) = stamps.next().map_err(failed)? {
-            let (id, time): (i64, i64) = (s.get(0).map_err(failed)?, s.get(1).map_err(failed)?);
-            while event.is_some_and(|(e, _)| e < id) {
-                event = next_event()?;
+            let counters = [value(1)?, value(2)?, value(3)?];
+            let mut time = None;
+            while let Some((at, t)) = stamp {
+                if at > id {
+                    break;
+                }
+                match (at == id, t) {
+                    (true, t) => time = t,
+                    (false, Some(t)) => visit(None, Some(t)),
+                    (false, None) => {}
+                }
+                stamp = next_stamp()?;
             }
-            match event {
-                Some((e, counters)) if e == id => series.push(since(time), id, counters),
-                Some(_) => {}
-                None => break,
-            }
+            visit(Some((id, counters)), time);
         }
-        out.buckets = series.finish();
-        Ok(out)
+        while let Some((_, t)) = stamp {
+            if t.is_some() {
+                visit(None, t);
+            }
+            stamp = next_stamp()?;
+        }
+        Ok(())
+    }
+}
+
+/// An event's id and its allocated, active and reserved counters.
+type Event = (i64, [i64; 3]);
+
+fn integer(v: ValueRef<'_>) -> Option<i64> {
+    match v {
+        ValueRef::Integer(t) => Some(t),
+        _ => None,
     }
 }

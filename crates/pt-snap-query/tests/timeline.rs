@@ -211,6 +211,17 @@ fn time_buckets_hold_the_extremes_of_the_events_of_their_span() {
             })
             .unwrap();
         assert_eq!((t.unknown, t.origin_us), (None, Some(T0)));
+        // Both in one pass are each alone.
+        let req = TimelineRequest {
+            device: None,
+            start_id: start,
+            end_id: end,
+            buckets,
+        };
+        assert_eq!(
+            a.timelines(&req).unwrap(),
+            (a.timeline(&req).unwrap(), t.clone())
+        );
         let window: Vec<&[i64; 5]> = timed
             .iter()
             .filter(|e| start.is_none_or(|s| e[0] >= s) && end.is_none_or(|x| e[0] <= x))
@@ -273,6 +284,8 @@ fn without_times_the_time_axis_says_why() {
         (t.unknown, t.buckets.len()),
         (Some(NoTimes::NotInDatabase), 0)
     );
+    let req = TimelineRequest::new(10);
+    assert_eq!(a.timelines(&req).unwrap(), (a.timeline(&req).unwrap(), t));
     assert_eq!(a.event_times(0, &[1]).unwrap(), Err(NoTimes::NotInDatabase));
     // Ours of a trace without time_us: the table, empty.
     let (_dir, a, _) = with_times(|_| None);

@@ -18,10 +18,8 @@ fn side(a: &Analyzer, metric: Metric) -> Side {
                 device: Some(device),
                 ..TimelineRequest::new(100)
             };
-            Ok(Timelines {
-                by_event: a.timeline(&req)?,
-                by_time: a.time_timeline(&req)?,
-            })
+            let (by_event, by_time) = a.timelines(&req)?;
+            Ok(Timelines { by_event, by_time })
         },
     )
     .unwrap()

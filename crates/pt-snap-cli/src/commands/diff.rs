@@ -59,10 +59,8 @@ pub fn run(args: &DiffArgs) -> CliResult {
                 device: Some(device),
                 ..TimelineRequest::new(buckets)
             };
-            Ok(Timelines {
-                by_event: input.analyzer.timeline(&req)?,
-                by_time: input.analyzer.time_timeline(&req)?,
-            })
+            let (by_event, by_time) = input.analyzer.timelines(&req)?;
+            Ok(Timelines { by_event, by_time })
         })
         .map_err(|e| CliError::query(e, Some(&deadline), "Error: "))
     };
