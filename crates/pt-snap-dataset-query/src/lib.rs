@@ -114,3 +114,29 @@ impl Source for DatasetSource {
         Ok(Err(NoTimes::Dataset))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use pt_snap_query::{NoTimes, Source};
+
+    /// Shards carry no times: a dataset says so for each of its devices, where the same
+    /// snapshot imported as one database answers the trace's `time_us`.
+    #[test]
+    fn a_dataset_has_no_event_times_and_says_why() {
+        let p = crate::testdata::pair(4);
+        for device in [0, 1] {
+            assert_eq!(
+                p.dataset.event_times(device, &[0, 1]).unwrap(),
+                Err(NoTimes::Dataset)
+            );
+            assert_eq!(
+                p.database.event_times(device, &[0, 1, -1]).unwrap(),
+                Ok(vec![Some(1001), Some(1002), None])
+            );
+        }
+        for source in [&p.dataset as &dyn Source, &p.database] {
+            let e = source.event_times(5, &[0]).unwrap_err();
+            assert_eq!(e.code(), "DEVICE_NOT_FOUND", "{e}");
+        }
+    }
+}
