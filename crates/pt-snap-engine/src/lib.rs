@@ -248,10 +248,8 @@ impl Engine {
                         device: Some(device),
                         ..TimelineRequest::new(*buckets)
                     };
-                    Ok(diff::Timelines {
-                        by_event: a.timeline(&req)?,
-                        by_time: a.time_timeline(&req)?,
-                    })
+                    let (by_event, by_time) = a.timelines(&req)?;
+                    Ok(diff::Timelines { by_event, by_time })
                 })?;
                 Answer::DiffSide(Box::new(side))
             }

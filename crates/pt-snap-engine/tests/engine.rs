@@ -329,10 +329,8 @@ fn a_diff_side_crosses_as_text_and_compares_as_the_clis_diff() {
                         device: Some(d),
                         ..pt_snap_query::TimelineRequest::new(PAGE_BUCKETS)
                     };
-                    Ok(pt_snap_report::diff::Timelines {
-                        by_event: other.timeline(&req)?,
-                        by_time: other.time_timeline(&req)?,
-                    })
+                    let (by_event, by_time) = other.timelines(&req)?;
+                    Ok(pt_snap_report::diff::Timelines { by_event, by_time })
                 },
             )
             .unwrap();
