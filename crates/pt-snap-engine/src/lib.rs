@@ -264,10 +264,12 @@ impl Engine {
                     metric: *metric,
                 };
                 let side = diff::measure(a, &req, |device| {
-                    a.timeline(&TimelineRequest {
+                    let req = TimelineRequest {
                         device: Some(device),
                         ..TimelineRequest::new(*buckets)
-                    })
+                    };
+                    let (by_event, by_time) = a.timelines(&req)?;
+                    Ok(diff::Timelines { by_event, by_time })
                 })?;
                 Answer::DiffSide(Box::new(side))
             }

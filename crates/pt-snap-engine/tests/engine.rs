@@ -325,10 +325,12 @@ fn a_diff_side_crosses_as_text_and_compares_as_the_clis_diff() {
                     metric,
                 },
                 |d| {
-                    other.timeline(&pt_snap_query::TimelineRequest {
+                    let req = pt_snap_query::TimelineRequest {
                         device: Some(d),
                         ..pt_snap_query::TimelineRequest::new(PAGE_BUCKETS)
-                    })
+                    };
+                    let (by_event, by_time) = other.timelines(&req)?;
+                    Ok(pt_snap_report::diff::Timelines { by_event, by_time })
                 },
             )
             .unwrap();

@@ -48,7 +48,7 @@ pub static TARGETS: &[Target] = &[
     Target {
         name: "import_query",
         about: "decode → pt_snap_import into an in-memory SQLite → every query template \
-                (required event ids: first, last, peak, -1), the timeline, and both reports \
+                (required event ids: first, last, peak, -1), both timelines, their times, and both reports \
                 (peak-memory per metric, memory-tree as text/JSON/HTML) on up to two devices",
         run: import_query,
         seed_suffixes: PICKLES,
@@ -302,6 +302,12 @@ pub fn import_query(data: &[u8]) -> String {
         timeline.device = Some(device);
         if let Err(e) = analyzer.timeline(&timeline) {
             outcome.push_str(&format!(" | timeline: {}", short(&e)));
+        }
+        if let Err(e) = analyzer.time_timeline(&timeline) {
+            outcome.push_str(&format!(" | time timeline: {}", short(&e)));
+        }
+        if let Err(e) = pt_snap_query::Source::event_times(&analyzer, device, &events) {
+            outcome.push_str(&format!(" | event times: {}", short(&e)));
         }
         for metric in [Metric::Active, Metric::Allocated, Metric::Reserved] {
             let req = PeakRequest {
