@@ -685,6 +685,18 @@ await check('an OOM file: the banner with report oom\'s verdict, and the OOM vie
   const cats = await p.$$eval('[data-testid=oom-event] >> nth=0 >> [data-testid=oom-categories] tr', (rs) => rs.length);
   eq(cats, first.categories.length, 'the categories');
   await shot('29-oom-view', p);
+  // The user's rules, as --categories reads them: the CLI's breakdown with them.
+  const custom = read('expected-oom-custom.json').events[0].categories;
+  await p.setInputFiles('[data-testid=oom-event] >> nth=0 >> [data-testid=rules-input]', path.join(out, 'all-temporary.toml'));
+  await p.waitForFunction(() => document.querySelector('[data-testid=rules-name]')?.textContent === 'all-temporary.toml');
+  await p.waitForFunction((n) => {
+    const rows = [...document.querySelectorAll('[data-testid=oom-event] [data-testid=oom-categories] tr')].slice(0, n);
+    return rows.length === n && rows.some((r) => r.textContent.includes('temporary') && r.textContent.includes('[everything]'));
+  }, custom.length, { timeout: 30000 });
+  const customRows = await p.$$eval('[data-testid=oom-event] >> nth=0 >> [data-testid=oom-categories] tr', (rs) => rs.map((r) => r.cells[0].textContent + ' ' + r.cells[1].textContent));
+  eq(customRows.join('|'), custom.map((c) => `${c.category} [${c.rule}]`).join('|'), 'the CLI\'s --categories breakdown');
+  await p.click('[data-testid=rules-builtin]');
+  await p.waitForFunction(() => document.querySelector('[data-testid=rules-name]')?.textContent === 'built-in');
   // A file without an OOM has neither banner nor tab.
   await p.setInputFiles('[data-testid=file-input]', path.join(out, 'fixture.pkl'));
   await p.waitForSelector('[data-testid=engine-state][data-value=ready]', { timeout: 60000 });

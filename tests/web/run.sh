@@ -91,6 +91,9 @@ target/debug/pt-snap ranks "$out"/job/rank*.pickle --json > "$out/expected-ranks
 cp fixtures/synthetic/synth_small_2dev_oom.pkl "$out/oom.pkl"
 rm -f "$out/oom.pkl.db"
 target/debug/pt-snap report oom "$out/oom.pkl" --json > "$out/expected-oom.json"
+# Rules of one's own, in the form --categories reads: everything is temporary.
+printf '[[rule]]\nname = "everything"\ncategory = "temporary"\nfile = "."\n' > "$out/all-temporary.toml"
+target/debug/pt-snap report oom "$out/oom.pkl" --categories "$out/all-temporary.toml" --json > "$out/expected-oom-custom.json"
 # The Compare view's default pair (the first rank and the outlier), every group listed.
 target/debug/pt-snap diff "$out/job/rank0.pickle" "$out/job/rank2.pickle" -n 0 --json > "$out/expected-diff.json"
 # The 1M-event benchmark snapshot (~109 MB): no main-thread task over 100 ms from its drop

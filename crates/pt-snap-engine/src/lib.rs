@@ -13,7 +13,7 @@ use pt_snap_db::SnapshotDb;
 use pt_snap_query::{
     registry, Analyzer, Interrupt, Lifetime, QueryError, QueryRequest, TimelineRequest,
 };
-use std::cell::{OnceCell, RefCell};
+use std::cell::RefCell;
 use std::collections::HashMap;
 use std::rc::Rc;
 
@@ -63,36 +63,61 @@ pub struct Engine {
     blocks: RefCell<Option<Rc<DeviceBlocks>>>,
 }
 
-/// A device's blocks, and (once asked for) their stacks' categories.
+/// A device's blocks, and (once asked for) their stacks' categories under the last rules
+/// asked for.
 struct DeviceBlocks {
     device: i64,
     lifetimes: Vec<Lifetime>,
-    categories: OnceCell<BlockCategories>,
+    categories: RefCell<Option<Rc<BlockCategories>>>,
 }
 
-/// Each stack's category under the built-in rules, judged once per distinct stack.
+/// Each stack's category under one set of rules (`None`: the built-in ones), judged once
+/// per distinct stack.
 struct BlockCategories {
+    rules: Option<String>,
     by_stack: HashMap<i64, (u16, String)>,
 }
 
 impl DeviceBlocks {
-    fn categories(&self, a: &Analyzer) -> Result<&BlockCategories, Refusal> {
-        if let Some(c) = self.categories.get() {
-            return Ok(c);
+    fn categories(
+        &self,
+        a: &Analyzer,
+        rules: Option<&str>,
+    ) -> Result<Rc<BlockCategories>, Refusal> {
+        if let Some(c) = self
+            .categories
+            .borrow()
+            .as_ref()
+            .filter(|c| c.rules.as_deref() == rules)
+        {
+            return Ok(Rc::clone(c));
         }
+        let custom;
+        let judge = match rules {
+            None => CategoryRules::builtin(),
+            Some(text) => {
+                custom = CategoryRules::parse(text)
+                    .map_err(|e| Refusal::Other(EngineError::new("INVALID_PARAMETER", e)))?;
+                &custom
+            }
+        };
         let mut ids: Vec<i64> = self.lifetimes.iter().filter_map(|b| b.callstack).collect();
         ids.sort_unstable();
         ids.dedup();
-        let rules = CategoryRules::builtin();
         let by_stack = a
             .callstack_texts(&ids)?
             .into_iter()
             .map(|(id, text)| {
-                let c = rules.categorise_text(Some(&text));
+                let c = judge.categorise_text(Some(&text));
                 (id, (category_index(c.category), c.rule.to_owned()))
             })
             .collect();
-        Ok(self.categories.get_or_init(|| BlockCategories { by_stack }))
+        let judged = Rc::new(BlockCategories {
+            rules: rules.map(str::to_owned),
+            by_stack,
+        });
+        *self.categories.borrow_mut() = Some(Rc::clone(&judged));
+        Ok(judged)
     }
 }
 
@@ -238,12 +263,19 @@ impl Engine {
                 columns,
                 top,
                 colour,
-            } => Answer::Allocations(self.allocations(*device, *window, *columns, *top, *colour)?),
-            Query::Oom => {
+                rules,
+            } => Answer::Allocations(self.allocations(
+                *device,
+                *window,
+                (*columns, *top),
+                *colour,
+                rules.as_deref(),
+            )?),
+            Query::Oom { rules } => {
                 let request = OomRequest {
                     device: None,
                     top_n: OOM_TOP,
-                    category_rules: Default::default(),
+                    category_rules: pt_snap_report::categories::Rules(rules.clone()),
                 };
                 let db = a.db();
                 let report = oom_report(a, &request, &|d| {
@@ -384,9 +416,9 @@ impl Engine {
         &self,
         device: i64,
         window: Option<(i64, i64)>,
-        columns: usize,
-        top: usize,
+        (columns, top): (usize, usize),
         colour: Colour,
+        rules: Option<&str>,
     ) -> Result<AllocationView, Refusal> {
         let a = &self.analyzer;
         let cached = self
@@ -402,7 +434,7 @@ impl Engine {
                 let d = Rc::new(DeviceBlocks {
                     device,
                     lifetimes,
-                    categories: Default::default(),
+                    categories: RefCell::new(None),
                 });
                 *self.blocks.borrow_mut() = Some(Rc::clone(&d));
                 d
@@ -426,7 +458,7 @@ impl Engine {
                 Vec::new(),
             ),
             Colour::Category => {
-                let categories = device_blocks.categories(a)?;
+                let categories = device_blocks.categories(a, rules)?;
                 let keys = MEMORY_CATEGORIES.iter().map(|c| (*c).to_owned()).collect();
                 let view = allocations(blocks, bounds, &req, keys, |b| categories.of(b).0);
                 let mut rules: Vec<(i64, String)> = view

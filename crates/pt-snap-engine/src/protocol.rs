@@ -106,9 +106,13 @@ pub enum Query {
         columns: usize,
         top: usize,
         colour: pt_snap_report::allocations::Colour,
+        /// The category rules (a rules file's TOML, as `--categories` reads it); `None`:
+        /// the built-in ones.
+        rules: Option<String>,
     },
-    /// `report oom`: every `oom` event of the file explained (none: the file has no OOM).
-    Oom,
+    /// `report oom`: every `oom` event of the file explained (none: the file has no OOM),
+    /// its live memory by category under `rules` (a rules file's TOML; `None`: built-in).
+    Oom { rules: Option<String> },
     /// One side of `pt-snap diff`: the peaks, every block live at `metric`'s peak by
     /// normalised stack, and the timeline in `buckets` buckets. The page compares two.
     DiffSide {

@@ -96,6 +96,7 @@ pub fn AllocationPanel() -> impl IntoView {
                 columns: COLUMNS,
                 top: detail.get(),
                 colour: colour.get(),
+                rules: state.category_rules.get().map(|r| r.1),
             })
         },
         |a| match a {
@@ -332,6 +333,7 @@ pub fn AllocationPanel() -> impl IntoView {
                         }).collect_view()}
                     </select>
                 </label>
+                <Show when=move || colour.get() == Colour::Category><crate::oom::RulesPicker/></Show>
                 {move || asked.with(Option::is_none).then(|| view! {
                     <span class="spinner small" role="status" aria-label="Drawing the window" data-testid="allocations-loading"></span>
                 })}

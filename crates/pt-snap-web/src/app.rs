@@ -53,6 +53,9 @@ pub struct AppState {
     pub screen: RwSignal<Screen>,
     /// What the Compare view compares.
     pub compare: RwSignal<crate::compare::Compare>,
+    /// The user's memory-category rules, `(file name, TOML)` as `--categories` reads them;
+    /// `None`: the built-in ones.
+    pub category_rules: RwSignal<Option<(String, String)>>,
 }
 
 /// What fills the page below the header.
@@ -200,6 +203,7 @@ pub fn App() -> impl IntoView {
         job: RwSignal::new(None),
         screen: RwSignal::new(Screen::File),
         compare: RwSignal::new(Default::default()),
+        category_rules: RwSignal::new(None),
     };
     provide_context(state);
     client::warm_up();
