@@ -657,6 +657,14 @@ await check('allocation timeline: blocks stacked on the timeline\'s axis; hover 
   await p.mouse.wheel(0, -400);
   await p.waitForFunction(([sel, w]) => { const now = document.querySelector(sel).dataset.window; return now && now !== w; }, [chart, before], { timeout: 30000 });
   await p.waitForFunction((sel) => document.querySelector(sel).dataset.window === document.querySelector('[data-testid=timeline]').dataset.window, chart, { timeout: 30000 });
+  // A drag on the allocation chart pans both.
+  const zoomed = await p.getAttribute(chart, 'data-window');
+  await p.mouse.move(at.x, at.y);
+  await p.mouse.down();
+  await p.mouse.move(at.x - 150, at.y, { steps: 5 });
+  await p.mouse.up();
+  await p.waitForFunction(([sel, w]) => { const now = document.querySelector(sel).dataset.window; return now && now !== w; }, [chart, zoomed], { timeout: 30000 });
+  await p.waitForFunction((sel) => document.querySelector(sel).dataset.window === document.querySelector('[data-testid=timeline]').dataset.window, chart, { timeout: 30000 });
   await p.click('[data-testid=timeline-reset]');
   await p.waitForFunction(([sel, w]) => document.querySelector(sel).dataset.window === w, [chart, before], { timeout: 30000 });
   await p.selectOption('[data-testid=allocations-detail]', '100');

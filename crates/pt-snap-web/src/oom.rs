@@ -4,11 +4,11 @@
 //! callstack group and by category. Every figure is the report's (`Query::Oom`).
 
 use leptos::prelude::*;
-use wasm_bindgen::JsCast;
 use pt_snap_engine::{Answer, Query};
 use pt_snap_report::oom::{FreeSummary, OomEvent, Verdict};
 use pt_snap_report::units::grouped;
 use pt_snap_report::OomReport;
+use wasm_bindgen::JsCast;
 
 use crate::app::{AppState, Tab};
 use crate::client::Reply;
