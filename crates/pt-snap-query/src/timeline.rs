@@ -144,6 +144,10 @@ impl Analyzer {
 /// The bucket of event `id` when `buckets` divide the inclusive `window` evenly, as
 /// [`Downsampler`] divides it; `None` outside the window.
 pub fn bucket_index(window: (i64, i64), buckets: usize, id: i64) -> Option<usize> {
+    // Below the window the division would truncate towards 0, into the first bucket.
+    if id < window.0 {
+        return None;
+    }
     let span = (window.1 as i128 - window.0 as i128 + 1).max(1);
     let index = (id as i128 - window.0 as i128) * buckets as i128 / span;
     (0..buckets as i128)
