@@ -10,8 +10,9 @@
 // sign of its change (red more in B, blue less, grey same) with a strength that grows with
 // |change|; the tooltip and details give A, B and the change. diff_mode.json's colours and
 // texts are checked exactly. On a full diff page (#diff-data): the totals, the peaks table,
-// both timelines drawn with their peaks and a readout that follows the pointer, one table
-// row per listed group, and "Show" revealing that group's stack in the flamegraph.
+// both timelines drawn with their peaks and a readout that follows the pointer (on the
+// event-ordinal axis, and on the time axis when both sides have times), one table row per
+// listed group, and "Show" revealing that group's stack in the flamegraph.
 // Screenshots: target/browser/<page>-diff.png (light, as opened) and -diff-dark.png.
 import fs from 'node:fs';
 import os from 'node:os';
@@ -62,7 +63,13 @@ const frameSel = (id) => `[data-testid="fg-frame"][data-node-id=${JSON.stringify
 const getState = (page) => page.evaluate(() => window.ptSnapFlamegraphView.getState());
 const getTree = (page) => page.evaluate(() => window.ptSnapFlamegraphView.getTree());
 
+// The checks that fold test the noise fold alone: the Python frames view goes off first.
 async function setFold(page, on) {
+  const py = page.locator('[data-testid="fg-python"]');
+  if ((await py.count()) && (await py.isChecked())) {
+    await py.uncheck();
+    await poll(async () => (await getState(page)).pythonFrames === false, 'the Python frames view off');
+  }
   const ctl = page.locator('[data-testid="fg-fold"]');
   if (!(await ctl.count())) return false;
   if (on) await ctl.check();
@@ -274,6 +281,36 @@ async function testPage(context, file) {
       const bucket = full.timelines.a.buckets.find((b) => b.first <= ord && ord <= b.last);
       if (bucket) expect(text.includes(`A ${await page.evaluate((n) => PtSnapFlamegraph.formatBytes(n), bucket.max)}`), `readout "${text}" lacks A's max`);
       await page.mouse.move(0, 0);
+    });
+
+    const timeAxis = full.timelines.time_axis || {};
+    await step('timelines: the time axis switch, enabled only when both sides have times', async () => {
+      const axisOf = () => page.getAttribute('[data-testid="pd-timeline"] svg', 'data-axis');
+      const disabled = await page.locator('[data-testid="pd-axis-time"]').isDisabled();
+      expect(disabled === !timeAxis.available, `time button disabled=${disabled}, available=${timeAxis.available}`);
+      if (!timeAxis.available) return;
+      await page.click('[data-testid="pd-axis-time"]');
+      await poll(async () => (await axisOf()) === 'time', 'the time axis');
+      const paths = await page.$$eval('[data-testid="pd-timeline"] path.pd-series', (els) => els.map((e) => [e.getAttribute('data-side'), e.getAttribute('d')]));
+      expect(paths.length === 2, `${paths.length} series on the time axis`);
+      for (const [side, d] of paths) {
+        const pts = (d.match(/[ML]/g) || []).length;
+        const buckets = timeAxis[side].buckets.length;
+        expect(pts >= buckets && pts <= 2 * buckets, `${side}: ${pts} points for ${buckets} time buckets`);
+      }
+      for (const side of ['a', 'b']) {
+        expect(await page.locator(`[data-testid="pd-peak-${side}"]`).count() === 1, `no ${side} peak marker on the time axis`);
+      }
+      const box = await page.locator('.pd-hit').boundingBox();
+      await page.mouse.move(box.x + box.width * 0.5, box.y + box.height * 0.5);
+      const text = await poll(async () => {
+        const t = await page.textContent('[data-testid="pd-readout"]');
+        return t.startsWith('Time') ? t : null;
+      }, 'the time readout');
+      expect(/^Time .*: A.* · B/.test(text), `readout "${text}"`);
+      await page.mouse.move(0, 0);
+      await page.click('[data-testid="pd-axis-ordinal"]');
+      await poll(async () => (await axisOf()) === 'ordinal', 'the ordinal axis again');
     });
 
     await step('groups table: one row per listed group; Show reveals its stack', async () => {

@@ -64,8 +64,23 @@ const getTree = (page) => page.evaluate(() => window.ptSnapFlamegraphView.getTre
 const zoomTo = (page, id) => page.evaluate((id) => window.ptSnapFlamegraphView.zoomTo(id), id);
 const SYNTHETIC = ['static', 'preexisting_live_at_event', 'empty_callstack', 'missing'];
 
-// Folding on or off through the checkbox, as a user would.
+// The "Python frames only" view on or off through its checkbox, as a user would.
+async function setPython(page, on) {
+  const ctl = page.locator('[data-testid="fg-python"]');
+  if (!(await ctl.count())) {
+    expect(!on, 'no Python frames checkbox to turn the view on');
+    return;
+  }
+  if (on) await ctl.check();
+  else await ctl.uncheck();
+  await poll(async () => (await getState(page)).pythonFrames === on, `the Python frames view to turn ${on ? 'on' : 'off'}`);
+}
+
+// Folding on or off through the checkbox, as a user would. The checks that fold test the
+// noise fold alone, so the Python frames view (on by default where native frames sit next
+// to Python ones) goes off first.
 async function setFold(page, on) {
+  await setPython(page, false);
   const ctl = page.locator('[data-testid="fg-fold"]');
   if (!(await ctl.count())) {
     expect(!on, 'no fold checkbox to turn folding on');
@@ -118,6 +133,22 @@ const FOLD_MERGE_EXPECTED = [
   { id: 'frame/1/15', parent: 'frame/1', size: 16, self: 16, blocks: 1, selfBlocks: 1, requested: 8, selfRequested: 8, sources: ['frame/1/15'], hidden: 0 },
   { id: 'frame/20/21', parent: 'frame/20', size: 4000, self: 4000, blocks: 1, selfBlocks: 1, requested: 3992, selfRequested: 3992, sources: ['frame/20/21'], hidden: 0 },
   { id: 'frame/1/3/5/7/9', parent: 'frame/1/3/5', size: 12288, self: 12288, blocks: 4, selfBlocks: 4, requested: 12256, selfRequested: 12256, sources: ['frame/1/3/5/7/9', 'frame/1/2/4/6/8/9'], hidden: 2 },
+];
+
+// fold_merge.json in the Python frames view (noise fold off), worked out by hand — the
+// same tree as pt-snap-report's `python_view` (tree.rs,
+// the_python_view_folds_native_frames_around_python_ones): every native frame under `main`
+// folds into it (PyObject_Call's 512, PyMethod_New's 64 and fastops.c's 16 self bytes), the
+// two `forward` frames merge and take every native frame below them; `_start` stays (its
+// 32 self bytes would belong to no frame), and so does app.py's `<module>` below it.
+const FOLD_MERGE_PYTHON = [
+  { id: 'root', parent: null, size: 120400, self: 0, blocks: 17, selfBlocks: 0, sources: ['root'] },
+  { id: 'static', parent: 'root', size: 100000, self: 100000, blocks: 3, selfBlocks: 3, sources: ['static'] },
+  { id: 'frame/1', parent: 'root', size: 16368, self: 592, blocks: 12, selfBlocks: 3, sources: ['frame/1'] },
+  { id: 'frame/20', parent: 'root', size: 4032, self: 32, blocks: 2, selfBlocks: 1, sources: ['frame/20'] },
+  { id: 'frame/1/3/5', parent: 'frame/1', size: 15744, self: 15744, blocks: 8, selfBlocks: 8, sources: ['frame/1/3/5', 'frame/1/2/4'] },
+  { id: 'frame/1/14', parent: 'frame/1', size: 32, self: 32, blocks: 1, selfBlocks: 1, sources: ['frame/1/14'] },
+  { id: 'frame/20/21', parent: 'frame/20', size: 4000, self: 4000, blocks: 1, selfBlocks: 1, sources: ['frame/20/21'] },
 ];
 
 async function testPage(context, file) {
@@ -302,6 +333,103 @@ async function testPage(context, file) {
       expect((await page.textContent('[data-testid="fg-details"]')).includes('hidden when'), 'details do not say the frame folds');
       await page.click('[data-testid="fg-reset"]');
       await setFold(page, true);
+    });
+  }
+
+  // The Python frames view: its checkbox is there and on exactly when a native frame next
+  // to a Python one folds (unless the page asks for it off); under the root only Python
+  // frames, memory without a stack, and stacks without any Python frame remain; nothing is
+  // lost; the search still reaches every frame; off again, the full tree is back.
+  const pythonable = !!(state0 && state0.pythonFoldable > 0);
+  if (state0) {
+    await step('Python frames control: shown and on exactly when a native frame folds', async () => {
+      const ctl = page.locator('[data-testid="fg-python"]');
+      expect(await ctl.count() === (pythonable ? 1 : 0), `Python checkbox count ${await ctl.count()} with ${state0.pythonFoldable} foldable frames`);
+      const want = pythonable && data.python_frames !== false;
+      expect(state0.pythonFrames === want, `Python frames view should default to ${want}`);
+      if (pythonable) expect((await ctl.isChecked()) === (await getState(page)).pythonFrames, 'Python checkbox does not show the view');
+    });
+  }
+  if (pythonable) {
+    for (const fold of [false, true]) {
+      await step(`Python frames view${fold ? ' with noise folded' : ''}: Python frames under the root, nothing lost`, async () => {
+        await setFold(page, fold);
+        await setPython(page, true);
+        const st = await getState(page);
+        expect(st.pythonFrames && st.foldNoise === (fold && st.foldable > 0), `state ${JSON.stringify(st)}`);
+        const tree = await getTree(page);
+        const errs = invariantErrors(tree);
+        expect(errs.length === 0, `Python view breaks inclusive = self + Σ children: ${errs.slice(0, 3).join('; ')}`);
+        expect(tree[0].size === root.size_bytes, `root ${tree[0].size} B != ${root.size_bytes} B`);
+        // A row under the root that is not a Python frame must head a stack without any
+        // (or hold memory itself that no Python frame could take).
+        const kids = new Map();
+        for (const n of nodes) if (n.parent_id != null) kids.set(n.parent_id, [...(kids.get(n.parent_id) || []), n]);
+        const isPy = await page.evaluate((rows) => rows.map((r) => PtSnapFlamegraph.isPython(r)), nodes);
+        const pyById = new Map(nodes.map((n, i) => [n.node_id, isPy[i]]));
+        const anyPython = (id) => pyById.get(id) || (kids.get(id) || []).some((c) => anyPython(c.node_id));
+        const tById = new Map(tree.map((t) => [t.id, t]));
+        for (const id of tree[0].children) {
+          const t = tById.get(id);
+          if (SYNTHETIC.includes(id) || t.python) continue;
+          expect(!t.sources.some(anyPython) || t.self > 0, `${id} (${t.label}) under the root is native, above Python frames`);
+        }
+        // No native frame between two Python frames.
+        for (const t of tree) {
+          if (t.python || !t.parent || SYNTHETIC.includes(t.id) || t.id === tree[0].id) continue;
+          let a = tById.get(t.parent), pyAbove = false;
+          for (; a; a = tById.get(a.parent)) if (a.python) { pyAbove = true; break; }
+          expect(!pyAbove, `${t.id} (${t.label}) is native below a Python frame`);
+        }
+        // Every row is in the tree, or folded away.
+        const seen = new Set(tree.flatMap((t) => t.sources));
+        const lost = nodes.filter((n) => !seen.has(n.node_id)).length;
+        expect(fold || lost === st.pythonFoldable, `${lost} rows missing from the tree, ${st.pythonFoldable} folded`);
+      });
+    }
+    await step('Python frames view: a folded native frame is found, and picking it shows it', async () => {
+      await setFold(page, false);
+      await setPython(page, true);
+      const tree = await getTree(page);
+      const seen = new Set(tree.flatMap((t) => t.sources));
+      const target = nodes.find((n) => !seen.has(n.node_id) && n.name && n.name.length > 3);
+      expect(target, 'no folded frame');
+      await page.fill('[data-testid="fg-search"]', target.name);
+      const sel = `[data-testid="fg-search-results"] button[data-node-id=${JSON.stringify(target.node_id)}]`;
+      await page.waitForSelector(sel);
+      expect((await page.getAttribute(sel, 'data-folded')) === 'true', 'folded result is not marked data-folded');
+      await page.click(sel);
+      await poll(async () => (await page.locator(frameSel(target.node_id)).count()) === 1, 'the picked frame to be drawn');
+      const st = await getState(page);
+      expect(!st.pythonFrames && !(await page.locator('[data-testid="fg-python"]').isChecked()), 'picking a folded result left the Python view on');
+      expect((await page.textContent('[data-testid="fg-details"]')).includes('Python frames only'), 'details do not say the frame folds in the Python view');
+      await page.fill('[data-testid="fg-search"]', '');
+      await page.click('[data-testid="fg-reset"]');
+    });
+    await step('Python frames view off: the full tree again', async () => {
+      await setFold(page, false);
+      const st = await getState(page);
+      expect(!st.pythonFrames && st.nodes === st.fullNodes, `view off: ${st.nodes} nodes of ${st.fullNodes}`);
+    });
+  }
+
+  if (name === 'fold_merge') {
+    await step('fold fixture: the Python frames view exactly as the report\u2019s (FOLD_MERGE_PYTHON)', async () => {
+      await setFold(page, false);
+      await setPython(page, true);
+      const tree = await getTree(page);
+      const got = tree.map((t) => ({ id: t.id, parent: t.parent, size: t.size, self: t.self, blocks: t.blocks, selfBlocks: t.selfBlocks, sources: t.sources }));
+      const key = (x) => JSON.stringify(x);
+      expect(key(got) === key(FOLD_MERGE_PYTHON), `got ${key(got)}\nwant ${key(FOLD_MERGE_PYTHON)}`);
+      expect((await getState(page)).pythonFoldable === 13, `expected 13 folded frames, got ${(await getState(page)).pythonFoldable}`);
+      // CPython's own C sources are interpreter frames too (symbolised captures).
+      const noise = await page.evaluate(() => [
+        PtSnapFlamegraph.noiseOf({ filename: '/usr/local/src/conda/python-3.12.3/Modules/main.c', name: 'Py_BytesMain' }),
+        PtSnapFlamegraph.noiseOf({ filename: '/home/u/ext/fastops.c', name: 'PyObject_FastCall' }),
+        PtSnapFlamegraph.isPython({ filename: '<frozen runpy>' }), PtSnapFlamegraph.isPython({ filename: '??' }),
+      ]);
+      expect(key(noise) === key(['interpreter', null, true, false]), `classified ${key(noise)}`);
+      await setPython(page, false);
     });
   }
 

@@ -185,6 +185,65 @@ await check('peak report lists callstack groups', async () => {
   await shot('06-peak');
 });
 
+await check("stacks='all' capture: peak groups named by user code, the flamegraph's rows under the root Python frames", async () => {
+  // What a person must never read as a group's name: the unwinder, CPython's C, the entry.
+  const runtime = /torch::unwind|CapturedTraceback|Py_BytesMain|_PyEval|pyrun_file|_start|\?\?/;
+  const want = fs.readFileSync(path.join(out, 'expected-cs336-peak.txt'), 'utf8')
+    .split('\n').filter((l) => l.startsWith('      where: ')).map((l) => l.slice('      where: '.length));
+  ok(want.length >= 10, `the CLI named ${want.length} groups`);
+  const p = await ctx.newPage();
+  watch(p);
+  await p.goto(url);
+  await p.waitForSelector('[data-testid=file-input]', { state: 'attached' });
+  await p.setInputFiles('[data-testid=file-input]', path.join(out, 'cs336.pickle'));
+  await p.waitForFunction(() => document.querySelector('.opened strong')?.textContent === 'cs336.pickle', null, { timeout: 120000 });
+  await p.waitForSelector('[data-testid=peak-reserved]', { timeout: 120000 });
+  await p.click('[data-testid=tab-peak]');
+  await p.waitForSelector('table.groups tbody tr', { timeout: 120000 });
+  const rows = await p.$$eval('table.groups tbody tr', (trs) => trs.map((tr) => ({
+    category: tr.children[4].textContent, label: tr.querySelector('[data-testid=stack-label]')?.textContent ?? '',
+  })));
+  const labels = rows.filter((r) => r.category === 'dynamic_live_at_event').map((r) => r.label);
+  eq(JSON.stringify(labels), JSON.stringify(want), 'labels: the CLI\'s --stacks python');
+  for (const l of labels) ok(!runtime.test(l), `a group labelled by a runtime frame: ${l}`);
+  ok(labels.some((l) => /^forward \(adapters\.py:\d+\) → /.test(l)), `no label names the model's forward: ${labels.join(' | ')}`);
+  ok(new Set(labels).size > labels.length / 2, `labels do not tell groups apart: ${labels.join(' | ')}`);
+  // Opened, a group shows its Python frames first, every frame one click further.
+  const first = rows.findIndex((r) => r.category === 'dynamic_live_at_event');
+  const tr = p.locator('table.groups tbody tr').nth(first);
+  await tr.locator('summary[data-testid=stack-label]').click();
+  const python = await tr.locator('[data-testid=stack-python] li').allTextContents();
+  ok(python.length > 0 && python.every((l) => /\(.*\.py:\d+\)$/.test(l)), `native frames among the Python ones: ${python.join(' | ')}`);
+  ok(python[0] === '<module> (benchmarking_script.py:169)', `outermost Python frame: ${python[0]}`);
+  await shot('30-cs336-peak', p);
+  // The memory tree at the peak opens in the Python frames view.
+  await p.click('[data-testid=tab-tree]');
+  await p.waitForSelector('[data-testid=flamegraph] .fg-graph [data-testid=fg-frame]', { timeout: 120000 });
+  ok(await p.isChecked('[data-testid=flamegraph] [data-testid=fg-python]'), 'the Python frames view is not on');
+  const top = () => p.$$eval('[data-testid=flamegraph] [data-testid=fg-frame][aria-level="2"]',
+    (els) => els.map((e) => ({ id: e.dataset.nodeId, label: e.getAttribute('aria-label') })));
+  const under = await top();
+  ok(under.length > 0, 'nothing under the root');
+  for (const f of under) {
+    if (['static', 'preexisting_live_at_event', 'empty_callstack', 'missing'].includes(f.id)) continue;
+    ok(/\.py:\d+:/.test(f.label), `a row under the root is no Python frame: ${f.label}`);
+  }
+  await shot('31-cs336-tree-python', p);
+  const topIsPython = () => p.evaluate(() => [...document.querySelectorAll('[data-testid=flamegraph] [data-testid=fg-frame][aria-level="2"]')]
+    .every((e) => /\.py:\d+:/.test(e.getAttribute('aria-label')) || ['static', 'preexisting_live_at_event'].includes(e.dataset.nodeId)));
+  // The noise fold alone takes CPython's frames away too (this capture names their sources).
+  await p.uncheck('[data-testid=flamegraph] [data-testid=fg-python]');
+  await p.waitForFunction(() => !document.querySelector('[data-testid=flamegraph] [data-testid=fg-python]').checked);
+  ok(await topIsPython(), 'the noise fold leaves CPython frames on top');
+  // Both off: the process entry is back on top.
+  await p.uncheck('[data-testid=flamegraph] [data-testid=fg-fold]');
+  await p.waitForFunction(() => [...document.querySelectorAll('[data-testid=flamegraph] [data-testid=fg-frame][aria-level="2"]')]
+    .some((e) => /_start/.test(e.getAttribute('aria-label'))));
+  ok(!(await topIsPython()), 'unfolded, the process entry is not on top');
+  await shot('32-cs336-tree-all-frames', p);
+  await p.close();
+});
+
 await check('active blocks at the selected event: the CLI total, pages, stacks', async () => {
   const event = expected.peak_active_event_id;
   await page.evaluate((e) => { location.hash = `#device=0&event=${e}&view=blocks`; }, event);
@@ -598,6 +657,14 @@ await check('allocation timeline: blocks stacked on the timeline\'s axis; hover 
   await p.mouse.wheel(0, -400);
   await p.waitForFunction(([sel, w]) => { const now = document.querySelector(sel).dataset.window; return now && now !== w; }, [chart, before], { timeout: 30000 });
   await p.waitForFunction((sel) => document.querySelector(sel).dataset.window === document.querySelector('[data-testid=timeline]').dataset.window, chart, { timeout: 30000 });
+  // A drag on the allocation chart pans both.
+  const zoomed = await p.getAttribute(chart, 'data-window');
+  await p.mouse.move(at.x, at.y);
+  await p.mouse.down();
+  await p.mouse.move(at.x - 150, at.y, { steps: 5 });
+  await p.mouse.up();
+  await p.waitForFunction(([sel, w]) => { const now = document.querySelector(sel).dataset.window; return now && now !== w; }, [chart, zoomed], { timeout: 30000 });
+  await p.waitForFunction((sel) => document.querySelector(sel).dataset.window === document.querySelector('[data-testid=timeline]').dataset.window, chart, { timeout: 30000 });
   await p.click('[data-testid=timeline-reset]');
   await p.waitForFunction(([sel, w]) => document.querySelector(sel).dataset.window === w, [chart, before], { timeout: 30000 });
   await p.selectOption('[data-testid=allocations-detail]', '100');
@@ -626,6 +693,18 @@ await check('an OOM file: the banner with report oom\'s verdict, and the OOM vie
   const cats = await p.$$eval('[data-testid=oom-event] >> nth=0 >> [data-testid=oom-categories] tr', (rs) => rs.length);
   eq(cats, first.categories.length, 'the categories');
   await shot('29-oom-view', p);
+  // The user's rules, as --categories reads them: the CLI's breakdown with them.
+  const custom = read('expected-oom-custom.json').events[0].categories;
+  await p.setInputFiles('[data-testid=oom-event] >> nth=0 >> [data-testid=rules-input]', path.join(out, 'all-temporary.toml'));
+  await p.waitForFunction(() => document.querySelector('[data-testid=rules-name]')?.textContent === 'all-temporary.toml');
+  await p.waitForFunction((n) => {
+    const rows = [...document.querySelectorAll('[data-testid=oom-event] [data-testid=oom-categories] tr')].slice(0, n);
+    return rows.length === n && rows.some((r) => r.textContent.includes('temporary') && r.textContent.includes('[everything]'));
+  }, custom.length, { timeout: 30000 });
+  const customRows = await p.$$eval('[data-testid=oom-event] >> nth=0 >> [data-testid=oom-categories] tr', (rs) => rs.map((r) => r.cells[0].textContent + ' ' + r.cells[1].textContent));
+  eq(customRows.join('|'), custom.map((c) => `${c.category} [${c.rule}]`).join('|'), 'the CLI\'s --categories breakdown');
+  await p.click('[data-testid=rules-builtin]');
+  await p.waitForFunction(() => document.querySelector('[data-testid=rules-name]')?.textContent === 'built-in');
   // A file without an OOM has neither banner nor tab.
   await p.setInputFiles('[data-testid=file-input]', path.join(out, 'fixture.pkl'));
   await p.waitForSelector('[data-testid=engine-state][data-value=ready]', { timeout: 60000 });

@@ -25,6 +25,12 @@ target/debug/pt-snap import "$out/sample.pkl" --no-focus --json >/dev/null
 for d in 0 1; do
   target/debug/pt-snap query "$out/sample.pkl.db" --device $d --template-use memory_peak --json > "$out/expected-sample-peak-$d.json"
 done
+# A capture with C++ frames (stacks='all', CS336): the peak report's labels and the tree's
+# Python frames view against the CLI's --stacks python.
+cp fixtures/real/cuda_cs336_nothanmin__memory_snapshot.pickle "$out/cs336.pickle"
+rm -f "$out/cs336.pickle.db"
+target/debug/pt-snap import "$out/cs336.pickle" --no-focus --json >/dev/null
+target/debug/pt-snap report peak-memory "$out/cs336.pickle.db" --stacks python > "$out/expected-cs336-peak.txt"
 # A pickle asking for os.system: refused, never run.
 printf '\x80\x02cos\nsystem\nq\x00X\x02\x00\x00\x00idq\x01\x85q\x02Rq\x03.' > "$out/hostile.pkl"
 target/debug/pt-snap import "$out/hostile.pkl" --no-focus --json 2> "$out/expected-hostile.json" >/dev/null && { echo "hostile pickle was accepted" >&2; exit 1; }
@@ -85,6 +91,9 @@ target/debug/pt-snap ranks "$out"/job/rank*.pickle --json > "$out/expected-ranks
 cp fixtures/synthetic/synth_small_2dev_oom.pkl "$out/oom.pkl"
 rm -f "$out/oom.pkl.db"
 target/debug/pt-snap report oom "$out/oom.pkl" --json > "$out/expected-oom.json"
+# Rules of one's own, in the form --categories reads: everything is temporary.
+printf '[[rule]]\nname = "everything"\ncategory = "temporary"\nfile = "."\n' > "$out/all-temporary.toml"
+target/debug/pt-snap report oom "$out/oom.pkl" --categories "$out/all-temporary.toml" --json > "$out/expected-oom-custom.json"
 # The Compare view's default pair (the first rank and the outlier), every group listed.
 target/debug/pt-snap diff "$out/job/rank0.pickle" "$out/job/rank2.pickle" -n 0 --json > "$out/expected-diff.json"
 # The 1M-event benchmark snapshot (~109 MB): no main-thread task over 100 ms from its drop

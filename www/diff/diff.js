@@ -10,6 +10,8 @@
  *   view.flamegraph   // the PtSnapFlamegraph view
  *   view.showGroup(i) // reveal the i-th shown group's stack in the flamegraph
  *   view.destroy()    // stop observing resizes and end the flamegraph
+ *   view.timeline.setAxis('time') // the timelines against time since each side's first
+ *                                 // event ('ordinal': by event ordinal, the default)
  *
  * Plain JS, no dependency, no network; a classic script defining globalThis.PtSnapDiff.
  */
@@ -177,7 +179,7 @@
     return 10 * p * unit;
   }
 
-  // A series' points in ordinal order: each bucket's minimum and maximum where they occur.
+  // A series' points in axis order: each bucket's minimum and maximum where they occur.
   function points(series) {
     var out = [];
     (series.buckets || []).forEach(function (b) {
@@ -189,40 +191,127 @@
     return out;
   }
 
-  function bucketAt(series, ordinal) {
+  // The bucket holding `at`, or {gap: [last before, first after]} between two buckets.
+  function bucketAt(series, at) {
     var bs = series.buckets || [], lo = 0, hi = bs.length - 1;
     while (lo <= hi) {
       var mid = (lo + hi) >> 1;
-      if (bs[mid].last < ordinal) lo = mid + 1;
-      else if (bs[mid].first > ordinal) hi = mid - 1;
+      if (bs[mid].last < at) lo = mid + 1;
+      else if (bs[mid].first > at) hi = mid - 1;
       else return bs[mid];
     }
-    return null;
+    return lo > 0 && lo < bs.length ? { gap: [bs[lo - 1].last, bs[lo].first] } : null;
   }
+
+  // A duration in microseconds, as the text report writes it: 12.345 s, 3 min 05.250 s.
+  function duration(us) {
+    if (typeof us !== 'number' || !isFinite(us)) return 'n/a';
+    var sign = us < 0 ? '-' : '', a = Math.abs(us);
+    if (a < 1000) return sign + (a / 1e6).toFixed(6) + ' s';
+    var s = Math.floor(a / 1e6), ms = Math.floor((a % 1e6) / 1000);
+    var pad = function (n, w) { n = String(n); while (n.length < w) n = '0' + n; return n; };
+    var h = Math.floor(s / 3600), m = Math.floor((s % 3600) / 60), sec = s % 60;
+    if (!h && !m) return sign + sec + '.' + pad(ms, 3) + ' s';
+    if (!h) return sign + m + ' min ' + pad(sec, 2) + '.' + pad(ms, 3) + ' s';
+    return sign + h + ' h ' + pad(m, 2) + ' min ' + pad(sec, 2) + '.' + pad(ms, 3) + ' s';
+  }
+
+  // To the microsecond, for the readout: 0.186042 s (past a minute, as `duration`).
+  function precise(us) {
+    if (typeof us !== 'number' || !isFinite(us) || Math.abs(us) >= 60e6) return duration(us);
+    return (us / 1e6).toFixed(6) + ' s';
+  }
+
+  // A round step of about `raw` microseconds for the time axis, and how its ticks read.
+  var TIME_STEPS = [];
+  (function () {
+    for (var p = 1; p < 1e7; p *= 10) [1, 2, 5].forEach(function (m) { TIME_STEPS.push(m * p); });
+    [10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 10800, 21600, 43200, 86400].forEach(function (sec) { TIME_STEPS.push(sec * 1e6); });
+  })();
+
+  function timeStep(raw) {
+    for (var i = 0; i < TIME_STEPS.length; i++) if (TIME_STEPS[i] >= raw) return TIME_STEPS[i];
+    return TIME_STEPS[TIME_STEPS.length - 1] * Math.ceil(raw / TIME_STEPS[TIME_STEPS.length - 1]);
+  }
+
+  function timeTick(us, step) {
+    var trim = function (v) { return String(Math.round(v * 1000) / 1000); };
+    if (step >= 3600e6) return trim(us / 3600e6) + ' h';
+    if (step >= 60e6) return trim(us / 60e6) + ' min';
+    if (step >= 1e6) return trim(us / 1e6) + ' s';
+    if (step >= 1e3) return trim(us / 1e3) + ' ms';
+    return trim(us) + ' µs';
+  }
+
+  // The two axes the JSON gives: the event ordinal (timelines.a/b) and the time since each
+  // side's first event (timelines.time_axis.a/b, when both sides have times).
+  var AXES = {
+    ordinal: {
+      button: 'Event ordinal',
+      label: 'event ordinal (id − first event id)',
+      series: function (tl, k) { return tl[k] || {}; },
+      peak: function (series) { return series.peak_ordinal; },
+      range: function (series) { return [0, num(series.events) - 1]; },
+      tick: function (v) { return exact(v); },
+      step: function (raw) {
+        var mag = Math.pow(10, Math.floor(Math.log10(Math.max(1, raw))));
+        return [1, 2, 5, 10].map(function (m) { return m * mag; }).filter(function (v) { return v >= raw; })[0] || mag;
+      },
+      at: function (v) { return 'Ordinal ' + exact(v); },
+      span: function (b) { return b.first !== b.last ? ' over ordinals ' + exact(b.first) + '–' + exact(b.last) : ''; },
+      between: function (a, b) { return 'between ordinals ' + exact(a) + ' and ' + exact(b); },
+      legend: function (series, name, metric) {
+        return name + ' · ' + metric + ' · ' + exact(num(series.events)) + ' events · peak at ordinal ' + series.peak_ordinal;
+      },
+      round: true
+    },
+    time: {
+      button: 'Time since first event',
+      label: 'time since the side\u2019s first event',
+      series: function (tl, k) { return (tl.time_axis || {})[k] || {}; },
+      peak: function (series) { return series.peak_at; },
+      range: function (series) { return [num(series.start), num(series.end)]; },
+      tick: timeTick,
+      step: timeStep,
+      at: function (v) { return 'Time ' + precise(v); },
+      span: function (b) { return b.first !== b.last ? ' over ' + precise(b.first) + '–' + precise(b.last) : ''; },
+      between: function (a, b) { return 'between ' + precise(a) + ' and ' + precise(b); },
+      legend: function (series, name, metric) {
+        return name + ' · ' + metric + ' · ' + exact(num(series.timed_events)) + ' timed events over ' + duration(num(series.end) - num(series.start)) +
+          ' · peak at ' + duration(series.peak_at);
+      },
+      round: true
+    }
+  };
 
   function Timeline(data) {
     this.data = data;
     this.tl = data.timelines || {};
-    this.sides = [['a', 'A', this.tl.a || {}], ['b', 'B', this.tl.b || {}]];
-    this.maxOrd = Math.max(1, Math.max.apply(null, this.sides.map(function (s) { return num(s[2].events) - 1; })));
-    var maxY = 0;
-    this.sides.forEach(function (s) { (s[2].buckets || []).forEach(function (b) { if (b.max > maxY) maxY = b.max; }); });
-    this.top = niceCeil(maxY);
-    this.pts = this.sides.map(function (s) { return points(s[2]); });
+    this.hasTime = !!(this.tl.time_axis && this.tl.time_axis.available);
     this.chart = el('div', { class: 'pd-chart', 'data-testid': 'pd-timeline' });
-    this.readout = el('p', { class: 'pd-readout', role: 'status', 'data-testid': 'pd-readout', text: 'Point at the chart to read both sides at one ordinal.' });
+    this.readout = el('p', { class: 'pd-readout', role: 'status', 'data-testid': 'pd-readout', text: 'Point at the chart to read both sides at one position.' });
+    this.legend = el('ul', { class: 'pd-legend' });
     var self = this;
+    this.buttons = {};
+    var switcher = el('div', { class: 'pd-axes', role: 'group', 'aria-label': 'Horizontal axis' }, ['ordinal', 'time'].map(function (name) {
+      var b = el('button', { type: 'button', class: 'pd-axis-button', 'data-testid': 'pd-axis-' + name, 'aria-pressed': 'false', text: AXES[name].button });
+      if (name === 'time' && !self.hasTime) {
+        b.disabled = true;
+        b.title = 'No time axis: see the note below.';
+      }
+      b.addEventListener('click', function () { self.setAxis(name); });
+      self.buttons[name] = b;
+      return b;
+    }));
     this.section = el('section', { class: 'pd-block' }, [
       el('h2', { text: 'Timelines on one axis' }),
-      el('ul', { class: 'pd-legend' }, this.sides.map(function (s) {
-        return el('li', null, [el('span', { class: 'pd-line pd-line-' + s[0], 'aria-hidden': 'true' }),
-          s[1] + ' · ' + self.tl.metric + ' · ' + exact(num(s[2].events)) + ' events · peak at ordinal ' + s[2].peak_ordinal]);
-      })),
+      switcher, this.legend,
       this.chart, this.readout,
       el('p', { class: 'pd-muted', text: 'Each line is the ' + this.tl.metric + ' counter, ' + this.tl.axis_note +
-        ' Each bucket of events keeps its minimum and maximum, so no peak is lost.' })
+        ' Each bucket keeps its minimum and maximum, so no peak is lost.' })
     ]);
     this.width = 0;
+    this.setAxis('ordinal', true);
     if (typeof ResizeObserver === 'function') {
       this.resizer = new ResizeObserver(function (entries) {
         var w = Math.round(entries[entries.length - 1].contentRect.width);
@@ -236,15 +325,44 @@
     if (this.resizer) this.resizer.disconnect();
   };
 
+  // Switches the horizontal axis ('ordinal' or 'time'); false when the data has no such axis.
+  Timeline.prototype.setAxis = function (name, quiet) {
+    if (!AXES[name] || (name === 'time' && !this.hasTime)) return false;
+    var axis = AXES[name], tl = this.tl, self = this;
+    this.axisName = name;
+    this.axis = axis;
+    this.sides = [['a', 'A', axis.series(tl, 'a')], ['b', 'B', axis.series(tl, 'b')]];
+    var lo = Infinity, hi = -Infinity;
+    this.sides.forEach(function (s) {
+      var r = axis.range(s[2]);
+      if (r[0] < lo) lo = r[0];
+      if (r[1] > hi) hi = r[1];
+    });
+    if (!isFinite(lo)) lo = 0;
+    if (!(hi > lo)) hi = lo + 1;
+    this.lo = lo;
+    this.hi = hi;
+    var maxY = 0;
+    this.sides.forEach(function (s) { (s[2].buckets || []).forEach(function (b) { if (b.max > maxY) maxY = b.max; }); });
+    this.top = niceCeil(maxY);
+    this.pts = this.sides.map(function (s) { return points(s[2]); });
+    Object.keys(this.buttons).forEach(function (k) { self.buttons[k].setAttribute('aria-pressed', String(k === name)); });
+    this.legend.replaceChildren.apply(this.legend, this.sides.map(function (s) {
+      return el('li', null, [el('span', { class: 'pd-line pd-line-' + s[0], 'aria-hidden': 'true' }), axis.legend(s[2], s[1], tl.metric)]);
+    }));
+    if (!quiet && this.width) this.draw(this.width);
+    return true;
+  };
+
   Timeline.prototype.draw = function (width) {
     this.width = width;
     var W = Math.max(320, width), H = 280, L = 76, R = 24, T = 12, B = 34;
-    var maxOrd = this.maxOrd, top = this.top;
-    var x = function (o) { return L + (o / maxOrd) * (W - L - R); };
+    var lo = this.lo, hi = this.hi, top = this.top, axis = this.axis;
+    var x = function (o) { return L + ((o - lo) / (hi - lo)) * (W - L - R); };
     var y = function (v) { return T + (1 - v / top) * (H - T - B); };
     var s = svg('svg', {
-      width: W, height: H, viewBox: '0 0 ' + W + ' ' + H, class: 'pd-svg', role: 'img',
-      'aria-label': 'The ' + this.tl.metric + ' counter of A and B against event ordinal'
+      width: W, height: H, viewBox: '0 0 ' + W + ' ' + H, class: 'pd-svg', role: 'img', 'data-axis': this.axisName,
+      'aria-label': 'The ' + this.tl.metric + ' counter of A and B against ' + axis.label
     });
     var i, v;
     for (i = 0; i <= 4; i++) {
@@ -252,14 +370,13 @@
       s.appendChild(svg('line', { x1: L, x2: W - R, y1: y(v), y2: y(v), class: 'pd-grid' }));
       s.appendChild(svg('text', { x: L - 6, y: y(v) + 4, 'text-anchor': 'end', class: 'pd-tick' }, human(v)));
     }
-    // Ordinal ticks at a round step (1, 2 or 5 times a power of ten), about six of them.
-    var raw = maxOrd / 6, mag = Math.pow(10, Math.floor(Math.log10(Math.max(1, raw))));
-    var step = [1, 2, 5, 10].map(function (m) { return m * mag; }).filter(function (v) { return v >= raw; })[0] || mag;
-    for (var o = 0; o <= maxOrd; o += step) {
+    // Ticks at a round step, about six of them.
+    var step = axis.step((hi - lo) / 6);
+    for (var o = Math.ceil(lo / step) * step; o <= hi; o += step) {
       s.appendChild(svg('line', { x1: x(o), x2: x(o), y1: H - B, y2: H - B + 4, class: 'pd-axis' }));
-      s.appendChild(svg('text', { x: x(o), y: H - B + 16, 'text-anchor': o === 0 ? 'start' : 'middle', class: 'pd-tick' }, exact(o)));
+      s.appendChild(svg('text', { x: x(o), y: H - B + 16, 'text-anchor': o === lo ? 'start' : 'middle', class: 'pd-tick' }, axis.tick(o, step)));
     }
-    s.appendChild(svg('text', { x: (L + W - R) / 2, y: H - 4, 'text-anchor': 'middle', class: 'pd-tick' }, 'event ordinal (id − first event id)'));
+    s.appendChild(svg('text', { x: (L + W - R) / 2, y: H - 4, 'text-anchor': 'middle', class: 'pd-tick' }, axis.label));
     s.appendChild(svg('line', { x1: L, x2: W - R, y1: H - B, y2: H - B, class: 'pd-axis' }));
     var self = this;
     // B first and A dashed on top: where the runs coincide both stay visible.
@@ -271,12 +388,12 @@
     });
     // Peak markers last, on top of both lines.
     this.sides.forEach(function (side) {
-      var sd = self.data[side[0]] || {}, ord = side[2].peak_ordinal, value = sd.metric_peak_bytes;
-      if (ord == null || value == null) return;
+      var sd = self.data[side[0]] || {}, at = axis.peak(side[2]), value = sd.metric_peak_bytes;
+      if (at == null || value == null) return;
       var g = svg('g', { class: 'pd-peak pd-peak-' + side[0], 'data-testid': 'pd-peak-' + side[0] });
-      g.appendChild(svg('circle', { cx: x(ord), cy: y(value), r: 4.5 }));
-      var right = x(ord) > W - 160;
-      g.appendChild(svg('text', { x: x(ord) + (right ? -8 : 8), y: y(value) + (side[0] === 'a' ? 14 : -6), 'text-anchor': right ? 'end' : 'start' },
+      g.appendChild(svg('circle', { cx: x(at), cy: y(value), r: 4.5 }));
+      var right = x(at) > W - 160;
+      g.appendChild(svg('text', { x: x(at) + (right ? -8 : 8), y: y(value) + (side[0] === 'a' ? 14 : -6), 'text-anchor': right ? 'end' : 'start' },
         side[1] + ' peak ' + human(value)));
       s.appendChild(g);
     });
@@ -288,25 +405,26 @@
     hit.addEventListener('mousemove', function (e) {
       var box = s.getBoundingClientRect();
       var px = ((e.clientX - box.left) / box.width) * W;
-      var ord = Math.max(0, Math.min(maxOrd, Math.round(((px - L) / (W - L - R)) * maxOrd)));
-      cursor.setAttribute('x1', x(ord));
-      cursor.setAttribute('x2', x(ord));
+      var at = Math.max(lo, Math.min(hi, Math.round(lo + ((px - L) / (W - L - R)) * (hi - lo))));
+      cursor.setAttribute('x1', x(at));
+      cursor.setAttribute('x2', x(at));
       cursor.style.display = '';
-      self.read(ord);
+      self.read(at);
     });
     hit.addEventListener('mouseleave', function () { cursor.style.display = 'none'; });
     this.chart.replaceChildren(s);
   };
 
-  // Both sides at one ordinal: the bucket holding it, with its extremes.
-  Timeline.prototype.read = function (ordinal) {
+  // Both sides at one position of the current axis: the bucket holding it, with its extremes.
+  Timeline.prototype.read = function (at) {
+    var axis = this.axis;
     var parts = this.sides.map(function (side) {
-      var b = bucketAt(side[2], ordinal);
+      var b = bucketAt(side[2], at);
       if (!b) return side[1] + ': no event';
-      return side[1] + ' ' + human(b.max) + (b.min !== b.max ? ' (min ' + human(b.min) + ')' : '') +
-        (b.first !== b.last ? ' over ordinals ' + exact(b.first) + '–' + exact(b.last) : '');
+      if (b.gap) return side[1] + ': no event ' + axis.between(b.gap[0], b.gap[1]);
+      return side[1] + ' ' + human(b.max) + (b.min !== b.max ? ' (min ' + human(b.min) + ')' : '') + axis.span(b);
     });
-    this.readout.textContent = 'Ordinal ' + exact(ordinal) + ': ' + parts.join(' · ');
+    this.readout.textContent = axis.at(at) + ': ' + parts.join(' · ');
     return this.readout.textContent;
   };
 
@@ -352,7 +470,7 @@
       ]);
     });
     var table = el('table', { class: 'pd-table pd-groups', 'data-testid': 'pd-groups' }, [
-      el('thead', null, [el('tr', null, ['#', 'Status', 'Change', 'A', 'B', 'Blocks A → B', 'Where allocated (callee ← caller)', ''].map(function (h, i) {
+      el('thead', null, [el('tr', null, ['#', 'Status', 'Change', 'A', 'B', 'Blocks A → B', 'Where allocated (your code → torch call)', ''].map(function (h, i) {
         return el('th', { class: i >= 3 && i <= 5 ? 'pd-n' : null, scope: 'col', text: h });
       }))]),
       el('tbody', null, rows)
@@ -404,7 +522,11 @@
     return {
       element: root,
       flamegraph: fg,
-      timeline: { read: function (ordinal) { return timeline.read(ordinal); } },
+      timeline: {
+        read: function (at) { return timeline.read(at); },
+        setAxis: function (name) { return timeline.setAxis(name); },
+        axis: function () { return timeline.axisName; }
+      },
       showGroup: function (i) {
         var g = (data.groups || [])[i];
         return !!(g && g.node_id && reveal(g.node_id));

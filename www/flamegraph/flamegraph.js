@@ -63,6 +63,7 @@
     minFrameWidth: 1,   // px; narrower frames are not drawn (search and keys still reach them)
     hideSynthetic: false,
     foldNoise: null,    // fold interpreter & dispatcher frames; null = on when there are any
+    pythonFrames: null, // the Python frames view; null = data.python_frames, else on when any fold
     showHeader: true,
     maxResults: 500,
     onSelect: null      // called with the selected row (click, Enter, search result)
@@ -136,8 +137,11 @@
     {
       group: 'interpreter', text: 'CPython interpreter / process entry',
       // Only unsymbolised C frames ("??" or no file): a C file with such a name is someone's
-      // extension module, and that is worth seeing.
+      // extension module, and that is worth seeing. A frame of CPython's own sources
+      // (`…/python-3.12.3/Objects/call.c`, `Python/generated_cases.c.h`, symbolised
+      // captures) is the interpreter whatever its name (`pyrun_file`, `slot_nb_add`).
       file: /^(\?\?)?$/,
+      source: /(^|[\\/])(Python|Objects|Modules|Include|Parser|Programs)[\\/]([\w.-]+[\\/])*[\w.-]+\.(c|h)$/,
       name: /^_{0,2}Py[A-Z_]|^_start$|^__libc_|^Py_RunMain|^Py_BytesMain|^pymain_|^method_vectorcall|^cfunction_|^slot_tp_|^vectorcall_|^start_thread$|^__clone\d*$/
     },
     {
@@ -161,9 +165,36 @@
     if (/\.py$/i.test(file)) return null;
     for (var i = 0; i < NOISE.length; i++) {
       var n = NOISE[i];
-      if (n.name.test(name) && (!n.file || n.file.test(file))) return n;
+      if ((n.name.test(name) && (!n.file || n.file.test(file))) || (n.source && n.source.test(file))) return n;
     }
     return null;
+  }
+
+  // A Python frame: its file is Python source or one of CPython's pseudo-files
+  // (`<frozen runpy>`, `<string>`). Every other frame is native. The same test as the
+  // reports' (pt-snap-report's `stack::is_python_file`).
+  function isPython(row) {
+    var f = row && row.filename != null ? String(row.filename).trim() : '';
+    return /\.pyw?$/i.test(f) || (f.charAt(0) === '<' && f.indexOf('>') > 0);
+  }
+
+  // Per frame of the full tree: `native` (a frame that is not Python), `pyAbove` / `pyBelow`
+  // (a Python frame among its callers / callees). Set once; the Python view folds native
+  // frames with either.
+  function markPython(full) {
+    var nodes = full.nodes, i, n;
+    for (i = 0; i < nodes.length; i++) {
+      n = nodes[i];
+      var frame = n.kind !== 'root' && !n.synthetic;
+      n.py = frame && isPython(n.row);
+      n.native = frame && !n.py;
+      n.pyAbove = !!n.parent && (n.parent.pyAbove || n.parent.py);
+      n.pyBelow = false;
+    }
+    for (i = nodes.length - 1; i > 0; i--) {
+      n = nodes[i];
+      if (n.py || n.pyBelow) n.parent.pyBelow = true;
+    }
   }
 
   // ---------------------------------------------------------------- model
@@ -198,7 +229,8 @@
       var node = {
         id: row.node_id, row: row, index: i, parent: null, children: [], depth: 0,
         size: num(row.size_bytes), kind: '', synthetic: null, short: '', place: '', hay: '', v: 0,
-        sources: null, hidden: 0, noise: null, gone: false, rep: null
+        sources: null, hidden: 0, noise: null, gone: false, rep: null,
+        py: false, native: false, pyAbove: false, pyBelow: false, noiseGone: false, pyGone: false
       };
       byId.set(node.id, node);
       all.push(node);
@@ -268,20 +300,24 @@
     return num(node.row.self_bytes) !== 0 || num(node.row.self_block_count) !== 0;
   }
 
-  // The tree with noise frames folded away, built once beside the full one. Returns
-  // {model, count}: `model` has buildModel's shape, its nodes carry `sources` (the full
-  // nodes they stand for, largest first) and `hidden` (how many folded frames sat between
-  // them and their caller, at most). `count` frames were folded away. Each full node gets
-  // `noise` (its NOISE entry or null), `gone` (folded away) and `rep`: for a kept frame the
-  // node standing for it, for a gone one the node that took its self bytes (the node of
-  // its nearest kept ancestor). Fields rather than maps: this runs on every page load.
-  function foldModel(full, diff) {
+  // The tree with frames folded away, built beside the full one: noise frames when
+  // `view.noise`, native frames next to Python ones when `view.python` (the Python frames
+  // view; both may be on). Returns {model, count}: `model` has buildModel's shape, its
+  // nodes carry `sources` (the full nodes they stand for, largest first) and `hidden` (how
+  // many folded frames sat between them and their caller, at most). `count` frames were
+  // folded away. Each full node gets `noise` (its NOISE entry or null), `gone` (folded
+  // away in this view) and `rep`: for a kept frame the node standing for it, for a gone
+  // one the node that took its self bytes (the node of its nearest kept ancestor). Fields
+  // rather than maps: this runs on every page load and every switch of view, so the fields
+  // always describe the view on screen.
+  function foldModel(full, diff, view) {
     var nodes = full.nodes, count = 0, i, n;
     var sums = diff ? SUMS.concat(DIFF_SUMS) : SUMS, selfSums = diff ? SELF_SUMS.concat(DIFF_SELF_SUMS) : SELF_SUMS;
     if (!full.root) return { model: full, count: 0 };
     for (i = 0; i < nodes.length; i++) {
       n = nodes[i];
       n.noise = n.kind === 'root' || n.synthetic ? null : noiseOf(n.row);
+      n.rep = null;
     }
 
     // Bottom-up (children come after their parent in `nodes`): a noise frame goes unless it
@@ -289,12 +325,18 @@
     // nonzero self), so memory always stays on a frame of the stack that allocated it.
     // Stack-capture frames (`torch::unwind::unwind()` ends nearly every C++ stack) go even
     // then: they record the stack, they do not allocate, so their bytes belong to the
-    // allocator frame that called them. `rep` is borrowed here as "something below is kept".
+    // allocator frame that called them. In the Python view a native frame with a Python
+    // frame above or below it goes: the process entry above the first Python frame, the
+    // interpreter and dispatcher between them, the operator's C++ below the innermost one
+    // (whose bytes that Python frame then holds). `rep` is borrowed here as "something
+    // below is kept".
     for (i = nodes.length - 1; i > 0; i--) {
       n = nodes[i];
       var keptBelow = n.rep === true;
       var capture = !!n.noise && n.noise.group === 'capture';
-      n.gone = !!n.noise && (capture || !(holdsMemory(n) && !keptBelow));
+      var noiseGone = !!view.noise && !!n.noise && (capture || !(holdsMemory(n) && !keptBelow));
+      var pyGone = !!view.python && n.native && (n.pyAbove || n.pyBelow);
+      n.gone = noiseGone || pyGone;
       if (!n.gone || keptBelow) n.parent.rep = true;
     }
     // Top-down: a gone frame's self bytes go to its nearest kept ancestor; if that is the
@@ -453,16 +495,28 @@
     for (var k in DEFAULTS) this.opts[k] = options && options[k] !== undefined ? options[k] : DEFAULTS[k];
     this.container = container;
     this.data = data;
-    // Two trees over the same rows: the full one and the folded one; `model` is the one on
-    // screen. Folding is cheap (one pass), and knowing up front whether anything folds
-    // decides whether the control is shown at all.
+    // Trees over the same rows: the full one and the one folded for the view on screen
+    // (noise folded, the Python frames view, or both); `model` is the one on screen.
+    // Folding is cheap (one pass), and knowing up front what each fold removes decides
+    // whether its control is shown at all.
     this.full = buildModel(data);
     this.diff = data.mode === 'diff';
-    this.folding = foldModel(this.full, this.diff);
-    this.maxDelta = this.diff ? largestDelta([this.full, this.folding.model]) : 0;
-    this.foldable = this.folding.count;
+    markPython(this.full);
+    var self0 = this, views = [{ noise: true }, { python: true }, { noise: true, python: true }];
+    var folded = views.map(function (v, i) {
+      var f = foldModel(self0.full, self0.diff, v);
+      // What each fold alone would do to a frame, for its details in any view.
+      self0.full.nodes.forEach(function (n) { if (i === 0) n.noiseGone = n.gone; else if (i === 1) n.pyGone = n.gone; });
+      return f;
+    });
+    this.maxDelta = this.diff ? largestDelta([this.full].concat(folded.map(function (f) { return f.model; }))) : 0;
+    this.foldable = folded[0].count;
+    this.pythonFoldable = folded[1].count;
     this.foldNoise = this.foldable > 0 && this.opts.foldNoise !== false;
-    this.model = this.foldNoise ? this.folding.model : this.full;
+    var py = this.opts.pythonFrames != null ? this.opts.pythonFrames : data.python_frames;
+    this.pythonFrames = this.pythonFoldable > 0 && py !== false;
+    this.folding = null;
+    this.model = this.viewModel();
     this.uid = 'ptsnap-fg-' + (++uid);
     this.hideSynthetic = !!this.opts.hideSynthetic;
     this.zoom = this.model.root;
@@ -602,6 +656,7 @@
     });
     if (this.toggle) on(this.toggle, 'change', function () { self.setHideSynthetic(self.toggle.checked); });
     if (this.foldToggle) on(this.foldToggle, 'change', function () { self.setFoldNoise(self.foldToggle.checked); });
+    if (this.pyToggle) on(this.pyToggle, 'change', function () { self.setPythonFrames(self.pyToggle.checked); });
 
     // Only a width change needs a redraw; the observer hands us the width, so drawing
     // never has to read layout.
@@ -698,9 +753,25 @@
         this.toggle, ' Leave memory without a call stack out of the flamegraph widths'
       ]));
     }
+    if (this.pythonFoldable) {
+      this.pyToggle = el('input', { type: 'checkbox', class: 'fg-toggle-input', 'data-testid': 'fg-python' });
+      this.pyToggle.checked = this.pythonFrames;
+      // First: the view a person reading a stacks='all' capture starts from.
+      items.unshift(el('label', {
+        class: 'fg-toggle', title: 'In every stack that has Python frames, show only those: the native frames ' +
+          'between them (CPython, the dispatcher), above the first (the process entry) and below the innermost ' +
+          '(the operator\u2019s C++ down to the allocator) fold away, their bytes counted in the nearest Python ' +
+          'frame that called them. Stacks without a Python frame (e.g. autograd\u2019s backward threads) keep ' +
+          'their frames. Search still finds folded frames.'
+      }, [
+        this.pyToggle, ' Python frames only ',
+        el('span', { class: 'fg-num', text: '(' + exact(this.pythonFoldable) + ' native ' +
+          (this.pythonFoldable === 1 ? 'frame folds' : 'frames fold') + ' into the Python frames around them)' })
+      ]));
+    }
     if (this.foldable) {
       var present = new Set();
-      this.full.nodes.forEach(function (n) { if (n.gone) present.add(n.noise); });
+      this.full.nodes.forEach(function (n) { if (n.noiseGone) present.add(n.noise); });
       var groups = NOISE.filter(function (g) { return present.has(g); }).map(function (g) { return g.text; });
       this.foldToggle = el('input', { type: 'checkbox', class: 'fg-toggle-input', 'data-testid': 'fg-fold' });
       this.foldToggle.checked = this.foldNoise;
@@ -952,9 +1023,9 @@
     var node = this.model.byId.get(id);
     if (node && (typeof nodeId === 'string' || node === nodeId)) return node;
     var real = this.full.byId.get(id);
-    if (!real || !this.foldNoise) return null;
+    if (!real || this.model === this.full) return null;
     if (!real.gone) return real.rep;
-    this.setFoldNoise(false, true);
+    this.setView(false, false, true);
     return real;
   };
 
@@ -992,22 +1063,41 @@
     if (!noDraw) this.refresh(false);
   };
 
-  // Switches between the full and the folded tree. The zoom and the keyboard position move
-  // to the node that stands for them in the other tree: the same frame (the largest of a
-  // merged node's frames when unfolding), or for a folded-away frame its nearest kept caller.
+  // The tree of the view the switches ask for: the full one, or one folded for them (the
+  // full nodes' `gone` and `rep` then describe it).
+  Flamegraph.prototype.viewModel = function () {
+    if (!this.foldNoise && !this.pythonFrames) { this.folding = null; return this.full; }
+    this.folding = foldModel(this.full, this.diff, { noise: this.foldNoise, python: this.pythonFrames });
+    return this.folding.model;
+  };
+
   Flamegraph.prototype.setFoldNoise = function (fold, noDraw) {
+    this.setView(fold, this.pythonFrames, noDraw);
+  };
+
+  Flamegraph.prototype.setPythonFrames = function (on, noDraw) {
+    this.setView(this.foldNoise, on, noDraw);
+  };
+
+  // Switches between the full tree and the folded ones. The zoom and the keyboard position
+  // move to the node that stands for them in the other tree: the same frame (the largest of
+  // a merged node's frames when unfolding), or for a folded-away frame its nearest kept
+  // caller.
+  Flamegraph.prototype.setView = function (fold, python, noDraw) {
     fold = !!fold && this.foldable > 0;
+    python = !!python && this.pythonFoldable > 0;
     if (this.foldToggle) this.foldToggle.checked = fold;
-    if (fold === this.foldNoise) return;
-    var folding = this.folding;
-    var map = fold
-      ? function (n) { return n && n.rep; }
-      : function (n) { return n && n.sources ? n.sources[0] : n; };
+    if (this.pyToggle) this.pyToggle.checked = python;
+    if (fold === this.foldNoise && python === this.pythonFrames) return;
+    var toFull = function (n) { return n && n.sources ? n.sources[0] : n; };
     var keep = this.graph.contains(document.activeElement);
-    this.zoom = map(this.zoom);
-    this.current = map(this.current);
+    var zoom = toFull(this.zoom), current = toFull(this.current);
     this.foldNoise = fold;
-    this.model = fold ? folding.model : this.full;
+    this.pythonFrames = python;
+    this.model = this.viewModel();
+    var map = this.model === this.full ? function (n) { return n; } : function (n) { return n && n.rep; };
+    this.zoom = map(zoom);
+    this.current = map(current);
     if (!this.zoom) this.zoom = this.model.root;
     if (!this.current || !this.inView(this.current)) this.current = this.zoom;
     if (this.hover) this.setHover(null);
@@ -1053,7 +1143,7 @@
   // shown as the nodes on screen that stand for them (a merged node once), and hits folded
   // away as themselves, marked "(folded)": picking one unfolds the tree (see reach).
   Flamegraph.prototype.applySearch = function () {
-    var q = this.query, fold = this.foldNoise;
+    var q = this.query, fold = this.model !== this.full;
     var hits = q ? this.full.nodes.filter(function (n) { return n.kind !== 'root' && n.hay.indexOf(q) >= 0; }) : [];
     var hitSet = new Set(hits);
     // Nested hits would count the same bytes twice; only the outermost of each chain counts.
@@ -1174,10 +1264,16 @@
       : node.kind === 'root' ? (this.diff ? 'Every block live at either side\'s peak' : 'Every block live after this event') +
         (this.hideSynthetic ? '; memory without a call stack is left out of the widths.' : '.')
         : null;
-    var noise = !node.noise ? null
-      : node.gone ? 'A ' + node.noise.text + ' frame: hidden when “Fold interpreter & dispatcher frames” is on.'
-        : 'A ' + node.noise.text + ' frame, kept even when folding: it holds memory itself, ' +
+    // What the folds do to this frame (the full node it is, or the first it stands for).
+    var src = node.sources ? node.sources[0] : node;
+    var noise = !src.noise ? null
+      : src.noiseGone ? 'A ' + src.noise.text + ' frame: hidden when “Fold interpreter & dispatcher frames” is on.'
+        : 'A ' + src.noise.text + ' frame, kept even when folding: it holds memory itself, ' +
           ((node.sources ? node : node.rep || node).children.length ? 'which no kept caller could take.' : 'as the innermost frame of its stack.');
+    var python = !src.native ? null
+      : src.pyGone ? 'A native frame: hidden when “Python frames only” is on, its bytes counted in the nearest Python frame that called it.'
+        : src.pyAbove || src.pyBelow ? 'A native frame, kept when “Python frames only” is on: it holds memory itself, which no Python frame could take.'
+          : 'A native frame of a stack without Python frames: kept when “Python frames only” is on.';
     box.replaceChildren.apply(box, [
       el('p', { class: 'fg-details-title' }, [
         this.swatch(node),
@@ -1187,7 +1283,8 @@
       el('dl', null, rows),
       note ? el('p', { class: 'fg-note', text: note })
         : el('p', { class: 'fg-id', text: 'depth ' + node.depth + ' · ' + node.id + (node.sources && node.sources.length > 1 ? ' + ' + (node.sources.length - 1) + ' more' : '') }),
-      noise ? el('p', { class: 'fg-note', text: noise }) : null
+      noise ? el('p', { class: 'fg-note', text: noise }) : null,
+      python ? el('p', { class: 'fg-note', text: python }) : null
     ].filter(Boolean));
   };
 
@@ -1329,11 +1426,12 @@
       search: function (text) { return fg.search(text); },
       setHideSynthetic: function (hide) { fg.setHideSynthetic(hide); },
       setFoldNoise: function (fold) { fg.setFoldNoise(fold); },
+      setPythonFrames: function (on) { fg.setPythonFrames(on); },
       getState: function () {
         return {
           zoom: fg.zoom ? fg.zoom.id : null, current: fg.current ? fg.current.id : null,
           query: fg.query, matches: fg.matches.length, hideSynthetic: fg.hideSynthetic,
-          foldNoise: fg.foldNoise, foldable: fg.foldable, fullNodes: fg.full.nodes.length, diff: fg.diff, maxDelta: fg.maxDelta,
+          foldNoise: fg.foldNoise, foldable: fg.foldable, pythonFrames: fg.pythonFrames, pythonFoldable: fg.pythonFoldable, fullNodes: fg.full.nodes.length, diff: fg.diff, maxDelta: fg.maxDelta,
           nodes: fg.model.nodes.length, drawn: fg.drawnCount || 0, lastRenderMs: fg.lastRenderMs
         };
       },
@@ -1348,7 +1446,7 @@
             requested: num(r.requested_bytes), selfRequested: num(r.self_requested_bytes),
             children: n.children.map(function (c) { return c.id; }),
             sources: (n.sources || [n]).map(function (s) { return s.id; }),
-            hidden: n.hidden || 0, noise: n.noise ? n.noise.group : null,
+            hidden: n.hidden || 0, noise: n.noise ? n.noise.group : null, python: isPython(r) && n.kind !== 'root' && !n.synthetic,
             // Diff mode: both sides' counters (0 otherwise).
             bytesA: num(r.bytes_a), bytesB: num(r.bytes_b), selfA: num(r.self_bytes_a), selfB: num(r.self_bytes_b),
             blocksA: num(r.blocks_a), blocksB: num(r.blocks_b), selfBlocksA: num(r.self_blocks_a), selfBlocksB: num(r.self_blocks_b)
@@ -1360,6 +1458,7 @@
 
   global.PtSnapFlamegraph = {
     version: 1, render: render, classify: classify, formatBytes: human, formatChange: changeText,
-    noiseOf: function (row) { var n = noiseOf(row); return n ? n.group : null; }
+    noiseOf: function (row) { var n = noiseOf(row); return n ? n.group : null; },
+    isPython: isPython
   };
 })(typeof globalThis !== 'undefined' ? globalThis : this);

@@ -284,6 +284,10 @@ pub struct OomArgs {
     /// Callstack groups and largest live blocks shown per OOM event.
     #[arg(short = 'n', long, default_value_t = 10)]
     pub top: i64,
+    /// The stack of each OOM's request in the text: every frame (all), or its Python
+    /// frames only (python).
+    #[arg(long, value_enum, default_value = "all")]
+    pub stacks: StacksArg,
     /// Memory-category rules replacing the built-in ones (TOML; see docs/categories.md).
     #[arg(long, value_name = "RULES.toml")]
     pub categories: Option<PathBuf>,
@@ -327,6 +331,21 @@ pub enum GroupBy {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum StacksArg {
+    All,
+    Python,
+}
+
+impl From<StacksArg> for pt_snap_report::Stacks {
+    fn from(s: StacksArg) -> Self {
+        match s {
+            StacksArg::All => Self::All,
+            StacksArg::Python => Self::Python,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum TreeFormat {
     Text,
     Html,
@@ -355,6 +374,10 @@ pub struct PeakMemoryArgs {
     /// a response byte cap or token budget.
     #[arg(long, default_value_t = -1, allow_negative_numbers = true)]
     pub stack_bytes: i64,
+    /// Stacks in the text: every frame (all, the reference's text), or each group's label
+    /// and its Python frames only (python: what to read in a stacks='all' capture).
+    #[arg(long, value_enum, default_value = "all")]
+    pub stacks: StacksArg,
     /// First real event ID in peak range.
     #[arg(long, allow_negative_numbers = true)]
     pub start_id: Option<i64>,
@@ -401,6 +424,12 @@ pub struct MemoryTreeArgs {
     /// Text breakdown or interactive HTML flamegraph on stdout.
     #[arg(long, value_enum, default_value = "text")]
     pub format: TreeFormat,
+    /// Frames in the tree: every frame (all, the reference's text), or the Python view
+    /// (python: native frames of stacks with Python frames folded into their nearest
+    /// Python caller). With --format html: the flamegraph's "Python frames" switch as the
+    /// page opens (default: on when the tree has native frames) [default: all]
+    #[arg(long, value_enum)]
+    pub stacks: Option<StacksArg>,
     /// Query deadline in seconds; <=0 disables.
     #[arg(long, allow_negative_numbers = true)]
     pub timeout: Option<f64>,

@@ -18,25 +18,46 @@ struct Work {
     root: PathBuf,
 }
 
-/// `a.pickle`: a generated run; `b.pickle`: the same run with one planted site,
-/// `kv_cache` holding 64 MiB (a whole number of 2 MiB pages, so no other block moves).
+/// The runs: `a` plain, `b` with one planted site, `kv_cache` holding 64 MiB (a whole
+/// number of 2 MiB pages, so no other block moves).
+fn config(planted: bool) -> pt_snap_gen::Config {
+    let mut cfg = pt_snap_gen::Config::small(7);
+    cfg.events_per_device = 20_000;
+    if planted {
+        cfg.planted = vec![pt_snap_gen::PlantedSite {
+            name: "kv_cache".into(),
+            bytes: PLANTED,
+        }];
+    }
+    cfg
+}
+
+/// `a.pickle` and `b.pickle` ([`config`]).
 fn work() -> Work {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().canonicalize().unwrap();
     fs::create_dir_all(root.join("home")).unwrap();
-    let mut cfg = pt_snap_gen::Config::small(7);
-    cfg.events_per_device = 20_000;
-    let write = |name: &str, cfg: &pt_snap_gen::Config| {
+    for (name, planted) in [("a.pickle", false), ("b.pickle", true)] {
         let out = BufWriter::new(File::create(root.join(name)).unwrap());
-        pt_snap_gen::generate(cfg, out).unwrap();
-    };
-    write("a.pickle", &cfg);
-    cfg.planted = vec![pt_snap_gen::PlantedSite {
-        name: "kv_cache".into(),
-        bytes: PLANTED,
-    }];
-    write("b.pickle", &cfg);
+        pt_snap_gen::generate(&config(planted), out).unwrap();
+    }
     Work { _dir: dir, root }
+}
+
+/// The `time_us` the generator gives each event of a run, by position (= event id): its
+/// own simulation run again, not what our decoder read from the file.
+fn generator_times(planted: bool) -> Vec<i64> {
+    let cfg = config(planted);
+    let catalog = pt_snap_gen::catalog(&cfg);
+    let mut sim = pt_snap_gen::sim::DeviceSim::new(&catalog, cfg.sim_config(), cfg.seed, 0);
+    for site in catalog.of_role(pt_snap_gen::stacks::Role::Planted) {
+        sim.plant(site);
+    }
+    let budget = cfg.events_per_device + sim.n_events;
+    while sim.n_events < budget {
+        sim.step_op();
+    }
+    sim.out.iter().map(|e| e.time_us as i64).collect()
 }
 
 impl Work {
@@ -226,6 +247,83 @@ fn a_planted_site_is_the_largest_change_and_the_totals_hold() {
     assert!(row.contains("kv_cache (planted.py:10)"), "{row}");
     assert!(text.contains("(3 of "), "{text}");
     assert!(text.contains("= the active counter there"), "{text}");
+}
+
+/// Both timelines on the time axis: each side's own first event is time 0, its peak sits
+/// at its peak event's time_us minus that (as the generator wrote them), and every event is
+/// in exactly one bucket; the ordinal axis is unchanged beside it.
+#[test]
+fn the_time_axis_puts_each_side_against_its_own_first_event() {
+    let w = work();
+    let v = w.diff(&["a.pickle", "b.pickle"]);
+    let t = &v["timelines"]["time_axis"];
+    assert_eq!(t["axis"], "time_since_first_event_us");
+    assert_eq!(t["available"], true);
+    for (side, planted) in [("a", false), ("b", true)] {
+        let times = generator_times(planted);
+        let s = &t[side];
+        assert_eq!(s["times"], "kept");
+        assert_eq!(int(&s["first_event_time_us"]), times[0], "{side}");
+        assert_eq!(int(&s["timed_events"]), times.len() as i64, "{side}");
+        let end = times.iter().max().unwrap() - times[0];
+        assert_eq!((int(&s["start"]), int(&s["end"])), (0, end), "{side}");
+        let peak = int(&v[side]["peak_event_id"]) as usize;
+        assert_eq!(int(&s["peak_time_us"]), times[peak], "{side}");
+        assert_eq!(int(&s["peak_at"]), times[peak] - times[0], "{side}");
+        let buckets = s["buckets"].as_array().unwrap();
+        assert!(!buckets.is_empty() && buckets.len() <= 100, "{side}");
+        // Buckets in time order, and the highest of them is the peak, where it happened.
+        for pair in buckets.windows(2) {
+            assert!(int(&pair[0]["last"]) < int(&pair[1]["first"]), "{side}");
+        }
+        let top = buckets
+            .iter()
+            .max_by_key(|b| (int(&b["max"]), -int(&b["max_at"])))
+            .unwrap();
+        assert_eq!(
+            int(&top["max"]),
+            int(&v[side]["metric_peak_bytes"]),
+            "{side}"
+        );
+        assert_eq!(int(&top["max_at"]), int(&s["peak_at"]), "{side}");
+    }
+    let note = v["timelines"]["axis_note"].as_str().unwrap();
+    assert!(
+        note.contains("by time since each side's first event"),
+        "{note}"
+    );
+
+    // Text: each side's span and where its peak sits on both axes.
+    let out = w.run(&["diff", "a.pickle.db", "b.pickle.db"]);
+    let text = String::from_utf8(out.stdout).unwrap();
+    let line = text.lines().rfind(|l| l.starts_with("  A: ")).unwrap();
+    assert!(
+        line.contains(" events over ") && line.contains(" after its first event"),
+        "{line}"
+    );
+
+    // A side whose database keeps no times (imported before they were kept): the ordinal
+    // axis alone, and why, in every output.
+    fs::copy(w.path("b.pickle.db"), w.path("old.db")).unwrap();
+    rusqlite::Connection::open(w.path("old.db"))
+        .unwrap()
+        .execute_batch("DROP TABLE pt_snap_x_event_time_0")
+        .unwrap();
+    let v = w.diff(&["a.pickle.db", "old.db"]);
+    let t = &v["timelines"]["time_axis"];
+    assert_eq!(t["available"], false);
+    assert_eq!(t["b"]["times"], "not_in_database");
+    assert!(t["b"]["peak_at"].is_null() && t["b"]["buckets"] == serde_json::json!([]));
+    assert_eq!(t["a"]["times"], "kept");
+    let note = v["timelines"]["axis_note"].as_str().unwrap();
+    assert!(
+        note.contains("No time axis: B: the database keeps no event times"),
+        "{note}"
+    );
+    let out = w.run(&["diff", "a.pickle.db", "old.db"]);
+    assert!(String::from_utf8(out.stdout)
+        .unwrap()
+        .contains("No time axis: B: "));
 }
 
 #[test]

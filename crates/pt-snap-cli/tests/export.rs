@@ -167,11 +167,23 @@ fn db_tables(db: &Path) -> [Vec<Value>; 3] {
     let g = |r: &rusqlite::Row, i: usize| r.get::<_, Option<i64>>(i).unwrap();
     let (mut events, mut blocks) = (Vec::new(), Vec::new());
     for d in devices(&conn) {
+        let times: bool = conn
+            .query_row(
+                "SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE name = ?)",
+                [format!("pt_snap_x_event_time_{d}")],
+                |r| r.get(0),
+            )
+            .unwrap();
+        let time = if times {
+            format!("(SELECT time_us FROM pt_snap_x_event_time_{d} x WHERE x.event_id = t.id)")
+        } else {
+            "NULL".to_owned()
+        };
         events.extend(rows(
             &conn,
             &format!(
                 "SELECT id, action, address, size, stream, allocated, active, reserved, \
-                 callstackId FROM trace_entry_{d} ORDER BY id"
+                 callstackId, {time} FROM trace_entry_{d} t ORDER BY id"
             ),
             |r| {
                 json!({
@@ -181,7 +193,7 @@ fn db_tables(db: &Path) -> [Vec<Value>; 3] {
                         rusqlite::types::Value::Text(t) => json!(t),
                         _ => Value::Null,
                     },
-                    "address": g(r, 2), "size": g(r, 3), "stream": g(r, 4), "time_us": null,
+                    "address": g(r, 2), "size": g(r, 3), "stream": g(r, 4), "time_us": g(r, 9),
                     "allocated": g(r, 5), "active": g(r, 6), "reserved": g(r, 7),
                     "callstack_id": g(r, 8),
                 })

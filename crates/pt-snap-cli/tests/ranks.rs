@@ -43,6 +43,31 @@ fn json_of(out: &Output) -> Value {
     document
 }
 
+fn config(rank: u32) -> pt_snap_gen::Config {
+    let mut cfg = pt_snap_gen::Config::small(11);
+    cfg.rank = rank;
+    if rank == LEAKING {
+        cfg.leak_rate = 0.03;
+    }
+    cfg
+}
+
+/// The `time_us` the generator gives each event of a rank's trace, by position (= event
+/// id): its own simulation run again, not what our decoder read from the file.
+fn generator_times(rank: u32) -> Vec<i64> {
+    let cfg = config(rank);
+    let catalog = pt_snap_gen::catalog(&cfg);
+    let mut sim = pt_snap_gen::sim::DeviceSim::new(&catalog, cfg.sim_config(), cfg.seed, 0);
+    for site in catalog.of_role(pt_snap_gen::stacks::Role::Planted) {
+        sim.plant(site);
+    }
+    let budget = cfg.events_per_device + sim.n_events;
+    while sim.n_events < budget {
+        sim.step_op();
+    }
+    sim.out.iter().map(|e| e.time_us as i64).collect()
+}
+
 /// The 8 snapshots of one job (same model, another workload draw per rank; ~2 MB each),
 /// generated once for all tests: `rank<r>.pickle`.
 fn job() -> &'static Path {
@@ -53,13 +78,8 @@ fn job() -> &'static Path {
         let snapshots = root.join("snapshots");
         fs::create_dir(&snapshots).unwrap();
         for rank in 0..RANKS {
-            let mut cfg = pt_snap_gen::Config::small(11);
-            cfg.rank = rank;
-            if rank == LEAKING {
-                cfg.leak_rate = 0.03;
-            }
             let file = fs::File::create(snapshots.join(format!("rank{rank}.pickle"))).unwrap();
-            pt_snap_gen::generate(&cfg, BufWriter::new(file)).unwrap();
+            pt_snap_gen::generate(&config(rank), BufWriter::new(file)).unwrap();
         }
         (dir, root)
     })
@@ -168,7 +188,17 @@ fn the_planted_rank_and_only_it_is_an_outlier() {
         );
         let gap = row["reserved_minus_allocated"].as_i64().unwrap();
         assert!(gap >= 0 && gap <= row["peak_reserved"].as_i64().unwrap());
-        assert!(row["peak_active_time_us"].is_null());
+        // The peaks' times are their trace entries' time_us, as the generator wrote them.
+        let times = generator_times(i as u32);
+        assert_eq!(row["time_us_status"], "kept");
+        for metric in ["allocated", "active", "reserved"] {
+            let event = row[format!("peak_{metric}_event_id")].as_u64().unwrap() as usize;
+            assert_eq!(
+                row[format!("peak_{metric}_time_us")],
+                times[event],
+                "{metric}"
+            );
+        }
     }
     let flagged: Vec<u64> = rows
         .iter()
@@ -257,6 +287,74 @@ fn the_text_table_is_sorted_by_peak_and_marks_the_outlier() {
     assert!(
         text.contains(&format!("\nOutliers (1):\n  rank {LEAKING} device 0 (")),
         "{text}"
+    );
+    // When each rank peaked, as a time of day, and on which date.
+    assert!(lines[header].contains("peak at (UTC)"), "{text}");
+    assert!(
+        text.contains("\npeak at: when the active peak's event was recorded (its time_us), UTC, on 2026-03-05"),
+        "{text}"
+    );
+    let times = generator_times(LEAKING);
+    let leaking: Value = json_of(&pt_snap(
+        &["ranks", root.to_str().unwrap(), "--json"],
+        &root,
+    ));
+    let row = &ranks_of(&leaking)[LEAKING as usize];
+    let at = times[row["peak_active_event_id"].as_u64().unwrap() as usize];
+    let clock = pt_snap_report::units::utc(at).1;
+    assert!(
+        table[0].contains(&format!("  {clock}  ")),
+        "{clock}:\n{text}"
+    );
+}
+
+/// A database imported before times were kept (no `pt_snap_x_event_time_0`; made here by
+/// dropping the table) is reused as it is, as the reference's reuse rules say: its row's
+/// times are null and say why, in both modes; `import --force` adds them.
+#[test]
+fn a_database_without_times_is_reused_and_says_why() {
+    let dir = copies(&[0, 1]);
+    let root = dir.path().canonicalize().unwrap();
+    let first = json_of(&pt_snap(
+        &["ranks", root.to_str().unwrap(), "--json"],
+        &root,
+    ));
+    assert!(ranks_of(&first)
+        .iter()
+        .all(|r| r["time_us_status"] == "kept"));
+    let db = root.join("rank0.pickle.db");
+    rusqlite::Connection::open(&db)
+        .unwrap()
+        .execute_batch("DROP TABLE pt_snap_x_event_time_0")
+        .unwrap();
+    let again = json_of(&pt_snap(
+        &["ranks", root.to_str().unwrap(), "--json"],
+        &root,
+    ));
+    let rows = ranks_of(&again);
+    assert_eq!(rows[0]["reused"], true);
+    assert_eq!(rows[0]["time_us_status"], "not_in_database");
+    for metric in ["allocated", "active", "reserved"] {
+        assert!(rows[0][format!("peak_{metric}_time_us")].is_null());
+        assert!(!rows[0][format!("peak_{metric}_event_id")].is_null());
+    }
+    assert_eq!(rows[1]["time_us_status"], "kept");
+    let text = pt_snap(&["ranks", root.to_str().unwrap()], &root);
+    let text = String::from_utf8(text.stdout).unwrap();
+    assert!(
+        text.contains("\npeak at -: the database keeps no event times (made by pt-snap-cli 0.4.1 or an older pt-snap; `pt-snap import --force SNAPSHOT` adds them) (1 row(s))\n"),
+        "{text}"
+    );
+    let forced = pt_snap(&["import", "rank0.pickle", "--force", "--no-focus"], &root);
+    assert!(forced.status.success(), "{forced:?}");
+    let last = json_of(&pt_snap(
+        &["ranks", root.to_str().unwrap(), "--json"],
+        &root,
+    ));
+    assert_eq!(ranks_of(&last)[0]["time_us_status"], "kept");
+    assert_eq!(
+        ranks_of(&last)[0]["peak_active_time_us"],
+        ranks_of(&first)[0]["peak_active_time_us"]
     );
 }
 

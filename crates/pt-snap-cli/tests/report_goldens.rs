@@ -14,3 +14,9 @@ fn reports_equal_the_reference_on_its_own_databases() {
 fn reports_equal_the_reference_on_our_databases() {
     golden::replay("report", true);
 }
+
+/// `--stacks all`, the default, changes no byte of the reference's text reports.
+#[test]
+fn stacks_all_is_the_reference_text() {
+    golden::replay_with("report", false, &["--stacks", "all"]);
+}

@@ -26,8 +26,8 @@ use std::path::PathBuf;
 
 use pt_snap_dataset::read::Dataset;
 use pt_snap_query::{
-    DeviceBounds, ImportMetadata, Interrupt, QueryError, QueryOutcome, QueryRequest, Source,
-    WorkLimits,
+    DeviceBounds, ImportMetadata, Interrupt, NoTimes, QueryError, QueryOutcome, QueryRequest,
+    Source, Times, WorkLimits,
 };
 use serde_json::Value as Json;
 
@@ -100,5 +100,43 @@ impl Source for DatasetSource {
 
     fn overview(&self) -> Option<Json> {
         Some(self.dataset.to_json())
+    }
+
+    /// Shards carry no times (the reference's formats have none, and our dataset writer
+    /// adds none): every device of a dataset answers [`NoTimes::Dataset`].
+    fn event_times(&self, device: i64, _ids: &[i64]) -> Result<Times, QueryError> {
+        let ids = self.dataset.device_ids();
+        if !ids.contains(&device) {
+            return Err(QueryError::DeviceNotFound(format!(
+                "Device {device} not found. Available: {ids:?}"
+            )));
+        }
+        Ok(Err(NoTimes::Dataset))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use pt_snap_query::{NoTimes, Source};
+
+    /// Shards carry no times: a dataset says so for each of its devices, where the same
+    /// snapshot imported as one database answers the trace's `time_us`.
+    #[test]
+    fn a_dataset_has_no_event_times_and_says_why() {
+        let p = crate::testdata::pair(4);
+        for device in [0, 1] {
+            assert_eq!(
+                p.dataset.event_times(device, &[0, 1]).unwrap(),
+                Err(NoTimes::Dataset)
+            );
+            assert_eq!(
+                p.database.event_times(device, &[0, 1, -1]).unwrap(),
+                Ok(vec![Some(1001), Some(1002), None])
+            );
+        }
+        for source in [&p.dataset as &dyn Source, &p.database] {
+            let e = source.event_times(5, &[0]).unwrap_err();
+            assert_eq!(e.code(), "DEVICE_NOT_FOUND", "{e}");
+        }
     }
 }

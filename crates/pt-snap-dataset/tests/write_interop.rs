@@ -75,6 +75,7 @@ fn snapshot(source: &Value) -> Snapshot {
                     stream: int(&e["stream"]),
                     frames: stack(&e["frames"]),
                     id: None,
+                    time_low: 0,
                 })
                 .collect()
         })

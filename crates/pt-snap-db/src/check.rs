@@ -9,7 +9,8 @@
 //! `dictionary`, `pt_snap_metadata`, the dataset shards' `pt_snap_block_reference`, and our
 //! own `pt_snap_x_*` extension tables — must be, when present, an ordinary rowid table (not
 //! a view, a virtual table or one's shadow table, nor `WITHOUT ROWID`) with every column the
-//! queries read (for `pt_snap_x_*`, any columns), no generated or hidden column, and no
+//! queries read (for `pt_snap_x_*`, any columns, but `event_id` and `time_us` for
+//! `pt_snap_x_event_time_<N>`), no generated or hidden column, and no
 //! trigger. Other objects are the owner's business and are never read: unknown tables,
 //! views and indexes are accepted, and so are indexes on the format's tables.
 //!
@@ -55,6 +56,7 @@ fn required_columns(name: &str) -> Option<&'static [&'static str]> {
         "dictionary" => &["table", "column", "key", "value"],
         "pt_snap_metadata" => &[],
         "pt_snap_block_reference" => &["blockId", "stream", "allocCallstack", "freeCallstack"],
+        _ if device("pt_snap_x_event_time_") => &crate::schema::EVENT_TIME_COLUMNS,
         // Our own extension tables (`pt_snap_x_replay_issues`, …): whatever their columns,
         // a reader that reads them must find plain tables too.
         _ if lower.starts_with("pt_snap_x_") => &[],

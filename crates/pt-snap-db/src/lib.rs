@@ -21,7 +21,7 @@ pub use check::{check_format_objects, is_format_object};
 pub use metadata::{Metadata, MetadataProblem, METADATA_SCHEMA_VERSION};
 pub use reader::{
     file_uri, is_sqlite_file, open_readonly_connection, sqlite_message, CallstackLayout,
-    DeviceBounds, OpenError, SnapshotDb, SQLITE_HEADER,
+    DeviceBounds, NoTimes, OpenError, SnapshotDb, SQLITE_HEADER,
 };
 pub use rusqlite;
 pub use writer::{ActionValue, BlockRecord, TraceRecord, Writer};

@@ -180,6 +180,59 @@ impl SnapshotDb {
         rows.collect::<rusqlite::Result<Vec<_>>>().map(Some)
     }
 
+    /// Whether `device` has event times, or why it has none: no
+    /// [`schema::event_time_table`] (a database of the reference's, or of a pt-snap that did
+    /// not keep times), or an empty one (the trace recorded no `time_us`).
+    ///
+    /// [`schema::event_time_table`]: crate::schema::event_time_table
+    pub fn times_available(&self, device: i64) -> rusqlite::Result<Result<(), NoTimes>> {
+        let table = format!("pt_snap_x_event_time_{device}");
+        let present: bool = self.conn.query_row(
+            "SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?)",
+            [&table],
+            |r| r.get(0),
+        )?;
+        if !present {
+            return Ok(Err(NoTimes::NotInDatabase));
+        }
+        let any: bool =
+            self.conn
+                .query_row(&format!("SELECT EXISTS (SELECT 1 FROM {table})"), [], |r| {
+                    r.get(0)
+                })?;
+        Ok(if any {
+            Ok(())
+        } else {
+            Err(NoTimes::NotInTrace)
+        })
+    }
+
+    /// The `time_us` of the events `ids` of `device` (`None` for an id without one: a
+    /// synthetic event, an entry without `time_us`, an id the trace does not have), or why
+    /// the device has no times ([`SnapshotDb::times_available`]). A value that is no integer
+    /// (a hand-made file) is no time.
+    pub fn event_times(
+        &self,
+        device: i64,
+        ids: &[i64],
+    ) -> rusqlite::Result<Result<Vec<Option<i64>>, NoTimes>> {
+        if let Err(why) = self.times_available(device)? {
+            return Ok(Err(why));
+        }
+        let mut stmt = self.conn.prepare(&format!(
+            "SELECT time_us FROM pt_snap_x_event_time_{device} WHERE event_id = ?"
+        ))?;
+        let mut times = Vec::with_capacity(ids.len());
+        for &id in ids {
+            let mut rows = stmt.query([id])?;
+            times.push(match rows.next()? {
+                Some(r) => r.get_ref(0)?.as_i64().ok(),
+                None => None,
+            });
+        }
+        Ok(Ok(times))
+    }
+
     /// Real-event id bounds of every device.
     pub fn bounds(&self) -> rusqlite::Result<Vec<DeviceBounds>> {
         self.devices
@@ -327,6 +380,45 @@ pub fn file_uri(path: &Path) -> String {
 
 fn schema_error(e: rusqlite::Error) -> OpenError {
     OpenError::SchemaInvalid(sqlite_message(&e))
+}
+
+/// Why a device has no event times (the trace entries' `time_us`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NoTimes {
+    /// The database keeps times, and the trace recorded none (torch_npu, torch before ~2.2).
+    NotInTrace,
+    /// The database keeps no times: made by pt-snap-cli 0.4.1 (its format has none) or by a
+    /// pt-snap that did not keep them; importing the snapshot again with pt-snap
+    /// (`import --force`) adds them.
+    NotInDatabase,
+    /// A sharded dataset: its shards carry no times.
+    Dataset,
+}
+
+impl NoTimes {
+    /// The reason as the JSON outputs spell it.
+    pub fn name(self) -> &'static str {
+        match self {
+            NoTimes::NotInTrace => "not_in_trace",
+            NoTimes::NotInDatabase => "not_in_database",
+            NoTimes::Dataset => "dataset",
+        }
+    }
+
+    /// The reason in a sentence, for text outputs.
+    pub fn sentence(self) -> &'static str {
+        match self {
+            NoTimes::NotInTrace => {
+                "the trace recorded no time_us (torch_npu and torch before ~2.2 record none)"
+            }
+            NoTimes::NotInDatabase => {
+                "the database keeps no event times (made by pt-snap-cli 0.4.1 or an older \
+                 pt-snap; `pt-snap import --force SNAPSHOT` adds them)"
+            }
+            NoTimes::Dataset => "sharded datasets keep no event times",
+        }
+    }
 }
 
 /// `(event_id, device_free)` of one `oom` event, as `pt_snap_x_oom` keeps it.

@@ -165,3 +165,24 @@ pub const CREATE_OOM_TABLE: &str = "CREATE TABLE pt_snap_x_oom (
     event_id INTEGER NOT NULL,
     device_free INTEGER
 )";
+
+/// Our own table, one per imported device: the `time_us` of each trace entry that has one
+/// (epoch microseconds, as PyTorch records them), by the id of its `trace_entry_<d>` row.
+/// The reference's `trace_entry_<d>` drops the time. Written for every device our import
+/// writes, empty when the trace has no `time_us` (torch_npu, torch before ~2.2), so a
+/// device without it keeps no times because the database was made by the reference or by
+/// a pt-snap that did not keep them. Entries without a time, and the synthetic events
+/// (negative ids), have no row.
+pub fn event_time_table(device: usize) -> String {
+    format!("pt_snap_x_event_time_{device}")
+}
+
+pub fn create_event_time_table(device: usize) -> String {
+    format!(
+        "CREATE TABLE pt_snap_x_event_time_{device} (event_id INTEGER PRIMARY KEY, \
+         time_us INTEGER NOT NULL)"
+    )
+}
+
+/// A `pt_snap_x_event_time_<d>` table's columns, in table order.
+pub const EVENT_TIME_COLUMNS: [&str; 2] = ["event_id", "time_us"];

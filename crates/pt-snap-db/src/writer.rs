@@ -80,6 +80,8 @@ pub struct Writer<'c> {
     block: Vec<Statement<'c>>,
     trace_batch: Vec<Statement<'c>>,
     block_batch: Vec<Statement<'c>>,
+    time: Vec<Statement<'c>>,
+    time_batch: Vec<Statement<'c>>,
     callstack: Statement<'c>,
     frame: Statement<'c>,
     callstack_frame: Statement<'c>,
@@ -99,6 +101,8 @@ impl<'c> Writer<'c> {
             ddl += &schema::create_trace_table(d);
             ddl += ";\n";
             ddl += &schema::create_block_table(d);
+            ddl += ";\n";
+            ddl += &schema::create_event_time_table(d);
             ddl += ";\n";
         }
         ddl += schema::CREATE_SHARED_TABLES;
@@ -121,6 +125,16 @@ impl<'c> Writer<'c> {
             })?,
             block_batch: prepare_all(&|d| {
                 format!("INSERT INTO block_{d} VALUES {}", rows(BATCH, BLOCK_ROW))
+            })?,
+            time: prepare_all(&|d| {
+                format!("INSERT INTO {} VALUES (?, ?)", schema::event_time_table(d))
+            })?,
+            time_batch: prepare_all(&|d| {
+                format!(
+                    "INSERT INTO {} VALUES {}",
+                    schema::event_time_table(d),
+                    rows(BATCH, "(?, ?)")
+                )
             })?,
             callstack: conn.prepare("INSERT INTO callstack VALUES (?, ?)")?,
             frame: conn.prepare("INSERT INTO frame VALUES (?, ?, ?, ?)")?,
@@ -195,6 +209,38 @@ impl<'c> Writer<'c> {
             }
         }
         batch.iter().try_for_each(|r| self.block(device, r))
+    }
+
+    /// `(event_id, time_us)` rows of [`schema::event_time_table`], inserted in the order
+    /// given (ascending ids appends), [`BATCH`] per statement. Every device's table exists
+    /// from [`Writer::begin`] on; a device whose trace has no times gets no rows.
+    pub fn event_times(
+        &mut self,
+        device: usize,
+        rows: impl IntoIterator<Item = (i64, i64)>,
+    ) -> rusqlite::Result<()> {
+        let slot = self.slot(device);
+        let mut batch = Vec::with_capacity(BATCH);
+        let bind = |st: &mut Statement<'_>, after: usize, (id, time): (i64, i64)| {
+            st.raw_bind_parameter(after + 1, id)?;
+            st.raw_bind_parameter(after + 2, time)
+        };
+        for r in rows {
+            batch.push(r);
+            if batch.len() == BATCH {
+                let st = &mut self.time_batch[slot];
+                for (i, r) in batch.drain(..).enumerate() {
+                    bind(st, i * 2, r)?;
+                }
+                st.raw_execute()?;
+            }
+        }
+        let st = &mut self.time[slot];
+        for r in batch {
+            bind(st, 0, r)?;
+            st.raw_execute()?;
+        }
+        Ok(())
     }
 
     /// A callstack: its rendered text and its frame ids, innermost (position 0) first.
@@ -372,6 +418,7 @@ mod tests {
             alloc_event_id: i * 2,
             free_event_id: -i,
         };
+        let time = |i: i64| (i * 3, 1_757_253_255_215_904 + i * i);
         let dump = |batched: bool| {
             let conn = Connection::open_in_memory().unwrap();
             let mut w = Writer::begin(&conn, &[0, 2]).unwrap();
@@ -379,14 +426,23 @@ mod tests {
                 if batched {
                     w.traces(d, (0..n).map(trace)).unwrap();
                     w.blocks(d, (0..n).map(block)).unwrap();
+                    w.event_times(d, (0..n).map(time)).unwrap();
                 } else {
                     (0..n).for_each(|i| w.trace(d, &trace(i)).unwrap());
                     (0..n).for_each(|i| w.block(d, &block(i)).unwrap());
+                    (0..n).for_each(|i| w.event_times(d, [time(i)]).unwrap());
                 }
             }
             // Read inside the writer's transaction: dropping it unfinished rolls back.
             let mut rows = Vec::new();
-            for t in ["trace_entry_0", "trace_entry_2", "block_0", "block_2"] {
+            for t in [
+                "trace_entry_0",
+                "trace_entry_2",
+                "block_0",
+                "block_2",
+                "pt_snap_x_event_time_0",
+                "pt_snap_x_event_time_2",
+            ] {
                 let mut st = conn
                     .prepare(&format!("SELECT * FROM {t} ORDER BY rowid"))
                     .unwrap();

@@ -162,6 +162,22 @@ fn our_extension_tables_must_be_plain_tables_too() {
     );
     let m = refusal(&path);
     assert!(m.contains("'pt_snap_x_replay_issues' is a view"), "{m}");
+    // The event-time tables are read by column: both must be there.
+    let (_dir, path) =
+        altered("CREATE TABLE pt_snap_x_event_time_0 (event_id INTEGER PRIMARY KEY, t INTEGER)");
+    let m = refusal(&path);
+    assert!(
+        m.contains("'pt_snap_x_event_time_0' has no column 'time_us'"),
+        "{m}"
+    );
+    let (_dir, path) = altered(
+        "CREATE VIEW pt_snap_x_event_time_0 AS WITH RECURSIVE c(x) AS
+         (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT x AS event_id, x AS time_us FROM c;",
+    );
+    let m = refusal(&path);
+    assert!(m.contains("'pt_snap_x_event_time_0' is a view"), "{m}");
+    let (_dir, path) = altered(&pt_snap_db::schema::create_event_time_table(0));
+    SnapshotDb::open_readonly(&path).unwrap();
 }
 
 #[test]

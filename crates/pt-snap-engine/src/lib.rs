@@ -13,7 +13,7 @@ use pt_snap_db::SnapshotDb;
 use pt_snap_query::{
     registry, Analyzer, Interrupt, Lifetime, QueryError, QueryRequest, TimelineRequest,
 };
-use std::cell::{OnceCell, RefCell};
+use std::cell::RefCell;
 use std::collections::HashMap;
 use std::rc::Rc;
 
@@ -21,7 +21,7 @@ use pt_snap_query::category::{CategoryRules, MEMORY_CATEGORIES, NO_ALLOCATION_EV
 use pt_snap_report::allocations::{allocations, AllocationRequest, Colour};
 use pt_snap_report::diff::{self, DiffRequest};
 use pt_snap_report::{
-    memory_tree, oom_report, peak_memory, Grouping, OomRequest, PeakRequest, TreeRequest,
+    memory_tree, oom_report, peak_memory, stack, Grouping, OomRequest, PeakRequest, TreeRequest,
 };
 use rusqlite::Connection;
 use serde_json::Value as Json;
@@ -63,36 +63,61 @@ pub struct Engine {
     blocks: RefCell<Option<Rc<DeviceBlocks>>>,
 }
 
-/// A device's blocks, and (once asked for) their stacks' categories.
+/// A device's blocks, and (once asked for) their stacks' categories under the last rules
+/// asked for.
 struct DeviceBlocks {
     device: i64,
     lifetimes: Vec<Lifetime>,
-    categories: OnceCell<BlockCategories>,
+    categories: RefCell<Option<Rc<BlockCategories>>>,
 }
 
-/// Each stack's category under the built-in rules, judged once per distinct stack.
+/// Each stack's category under one set of rules (`None`: the built-in ones), judged once
+/// per distinct stack.
 struct BlockCategories {
+    rules: Option<String>,
     by_stack: HashMap<i64, (u16, String)>,
 }
 
 impl DeviceBlocks {
-    fn categories(&self, a: &Analyzer) -> Result<&BlockCategories, Refusal> {
-        if let Some(c) = self.categories.get() {
-            return Ok(c);
+    fn categories(
+        &self,
+        a: &Analyzer,
+        rules: Option<&str>,
+    ) -> Result<Rc<BlockCategories>, Refusal> {
+        if let Some(c) = self
+            .categories
+            .borrow()
+            .as_ref()
+            .filter(|c| c.rules.as_deref() == rules)
+        {
+            return Ok(Rc::clone(c));
         }
+        let custom;
+        let judge = match rules {
+            None => CategoryRules::builtin(),
+            Some(text) => {
+                custom = CategoryRules::parse(text)
+                    .map_err(|e| Refusal::Other(EngineError::new("INVALID_PARAMETER", e)))?;
+                &custom
+            }
+        };
         let mut ids: Vec<i64> = self.lifetimes.iter().filter_map(|b| b.callstack).collect();
         ids.sort_unstable();
         ids.dedup();
-        let rules = CategoryRules::builtin();
         let by_stack = a
             .callstack_texts(&ids)?
             .into_iter()
             .map(|(id, text)| {
-                let c = rules.categorise_text(Some(&text));
+                let c = judge.categorise_text(Some(&text));
                 (id, (category_index(c.category), c.rule.to_owned()))
             })
             .collect();
-        Ok(self.categories.get_or_init(|| BlockCategories { by_stack }))
+        let judged = Rc::new(BlockCategories {
+            rules: rules.map(str::to_owned),
+            by_stack,
+        });
+        *self.categories.borrow_mut() = Some(Rc::clone(&judged));
+        Ok(judged)
     }
 }
 
@@ -238,12 +263,19 @@ impl Engine {
                 columns,
                 top,
                 colour,
-            } => Answer::Allocations(self.allocations(*device, *window, *columns, *top, *colour)?),
-            Query::Oom => {
+                rules,
+            } => Answer::Allocations(self.allocations(
+                *device,
+                *window,
+                (*columns, *top),
+                *colour,
+                rules.as_deref(),
+            )?),
+            Query::Oom { rules } => {
                 let request = OomRequest {
                     device: None,
                     top_n: OOM_TOP,
-                    category_rules: Default::default(),
+                    category_rules: pt_snap_report::categories::Rules(rules.clone()),
                 };
                 let db = a.db();
                 let report = oom_report(a, &request, &|d| {
@@ -264,10 +296,12 @@ impl Engine {
                     metric: *metric,
                 };
                 let side = diff::measure(a, &req, |device| {
-                    a.timeline(&TimelineRequest {
+                    let req = TimelineRequest {
                         device: Some(device),
                         ..TimelineRequest::new(*buckets)
-                    })
+                    };
+                    let (by_event, by_time) = a.timelines(&req)?;
+                    Ok(diff::Timelines { by_event, by_time })
                 })?;
                 Answer::DiffSide(Box::new(side))
             }
@@ -355,6 +389,11 @@ impl Engine {
             return Ok(None);
         };
         let num = |k: &str| row.get(k).and_then(Json::as_i64).unwrap_or(0);
+        let callstack = row
+            .get("callstack")
+            .and_then(Json::as_str)
+            .filter(|s| !s.is_empty())
+            .map(str::to_owned);
         let code = num("action");
         let action = pt_snap_db::schema::ACTIONS
             .iter()
@@ -368,11 +407,8 @@ impl Engine {
             allocated: num("allocated"),
             active: num("active"),
             reserved: num("reserved"),
-            callstack: row
-                .get("callstack")
-                .and_then(Json::as_str)
-                .filter(|s| !s.is_empty())
-                .map(str::to_owned),
+            label: callstack.as_deref().and_then(stack::label_text),
+            callstack,
         }))
     }
 
@@ -380,9 +416,9 @@ impl Engine {
         &self,
         device: i64,
         window: Option<(i64, i64)>,
-        columns: usize,
-        top: usize,
+        (columns, top): (usize, usize),
         colour: Colour,
+        rules: Option<&str>,
     ) -> Result<AllocationView, Refusal> {
         let a = &self.analyzer;
         let cached = self
@@ -398,7 +434,7 @@ impl Engine {
                 let d = Rc::new(DeviceBlocks {
                     device,
                     lifetimes,
-                    categories: Default::default(),
+                    categories: RefCell::new(None),
                 });
                 *self.blocks.borrow_mut() = Some(Rc::clone(&d));
                 d
@@ -422,7 +458,7 @@ impl Engine {
                 Vec::new(),
             ),
             Colour::Category => {
-                let categories = device_blocks.categories(a)?;
+                let categories = device_blocks.categories(a, rules)?;
                 let keys = MEMORY_CATEGORIES.iter().map(|c| (*c).to_owned()).collect();
                 let view = allocations(blocks, bounds, &req, keys, |b| categories.of(b).0);
                 let mut rules: Vec<(i64, String)> = view
@@ -445,12 +481,7 @@ impl Engine {
             .callstack_texts(&ids)?
             .into_iter()
             .filter(|(_, text)| !text.trim().is_empty())
-            .map(|(id, text)| {
-                let key = pt_snap_report::diff::StackKey::Frames(
-                    pt_snap_report::diff::normalize_stack(&text),
-                );
-                (id, key.site(2))
-            })
+            .map(|(id, text)| (id, stack::label_text(&text).unwrap_or_default()))
             .collect();
         Ok(AllocationView {
             allocations,
@@ -481,6 +512,23 @@ impl Engine {
             .iter()
             .map(|g| {
                 let int = |k: &str| g.get(k).and_then(Json::as_i64).unwrap_or(0);
+                let callstack = g
+                    .get("callstack")
+                    .and_then(Json::as_str)
+                    .unwrap_or("")
+                    .to_owned();
+                let category = g
+                    .get("category")
+                    .and_then(Json::as_str)
+                    .unwrap_or("")
+                    .to_owned();
+                let label = match category.as_str() {
+                    "dynamic_live_at_event" if !callstack.starts_with('[') => {
+                        stack::label_text(&callstack)
+                    }
+                    _ => None,
+                }
+                .unwrap_or_else(|| callstack.lines().next().unwrap_or("").to_owned());
                 CallstackGroup {
                     size_bytes: int("size_bytes"),
                     requested_bytes: int("requested_bytes"),
@@ -488,16 +536,9 @@ impl Engine {
                     percent_of_active_blocks: g
                         .get("percent_of_active_blocks")
                         .and_then(Json::as_f64),
-                    category: g
-                        .get("category")
-                        .and_then(Json::as_str)
-                        .unwrap_or("")
-                        .to_owned(),
-                    callstack: g
-                        .get("callstack")
-                        .and_then(Json::as_str)
-                        .unwrap_or("")
-                        .to_owned(),
+                    category,
+                    callstack,
+                    label,
                 }
             })
             .collect();

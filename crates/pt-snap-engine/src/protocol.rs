@@ -106,9 +106,13 @@ pub enum Query {
         columns: usize,
         top: usize,
         colour: pt_snap_report::allocations::Colour,
+        /// The category rules (a rules file's TOML, as `--categories` reads it); `None`:
+        /// the built-in ones.
+        rules: Option<String>,
     },
-    /// `report oom`: every `oom` event of the file explained (none: the file has no OOM).
-    Oom,
+    /// `report oom`: every `oom` event of the file explained (none: the file has no OOM),
+    /// its live memory by category under `rules` (a rules file's TOML; `None`: built-in).
+    Oom { rules: Option<String> },
     /// One side of `pt-snap diff`: the peaks, every block live at `metric`'s peak by
     /// normalised stack, and the timeline in `buckets` buckets. The page compares two.
     DiffSide {
@@ -149,6 +153,8 @@ pub struct EventInfo {
     pub active: i64,
     pub reserved: i64,
     pub callstack: Option<String>,
+    /// Where the stack allocated, in one line (`pt_snap_report::stack::label`).
+    pub label: Option<String>,
 }
 
 /// `report peak-memory` as the page shows it.
@@ -177,6 +183,10 @@ pub struct CallstackGroup {
     pub percent_of_active_blocks: Option<f64>,
     pub category: String,
     pub callstack: String,
+    /// Where the group allocated, in one line (`pt_snap_report::stack::label`): the user's
+    /// innermost frame and the torch call below it; the callstack text for memory without
+    /// a stack.
+    pub label: String,
 }
 
 /// The allocation timeline of a window, and where its kept blocks were allocated.

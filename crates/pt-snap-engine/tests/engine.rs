@@ -325,10 +325,12 @@ fn a_diff_side_crosses_as_text_and_compares_as_the_clis_diff() {
                     metric,
                 },
                 |d| {
-                    other.timeline(&pt_snap_query::TimelineRequest {
+                    let req = pt_snap_query::TimelineRequest {
                         device: Some(d),
                         ..pt_snap_query::TimelineRequest::new(PAGE_BUCKETS)
-                    })
+                    };
+                    let (by_event, by_time) = other.timelines(&req)?;
+                    Ok(pt_snap_report::diff::Timelines { by_event, by_time })
                 },
             )
             .unwrap();
@@ -366,6 +368,7 @@ fn the_allocation_timeline_stacks_the_active_counter() {
                     columns,
                     top,
                     colour,
+                    rules: None,
                 },
                 never,
                 60.0,
@@ -467,7 +470,7 @@ fn the_oom_answer_is_report_ooms() {
         let Some((_, engine)) = import(&path) else {
             continue;
         };
-        let answer = engine.answer(&Query::Oom, never, 60.0);
+        let answer = engine.answer(&Query::Oom { rules: None }, never, 60.0);
         if engine.overview().devices.is_empty() {
             assert_eq!(
                 answer.unwrap_err().code,
@@ -507,6 +510,79 @@ fn the_oom_answer_is_report_ooms() {
         }
     }
     assert_eq!(with_oom, 1, "the OOM fixture was explained");
+}
+
+/// Rules of the user's own (a `--categories` file's TOML) colour the allocation timeline
+/// and the OOM view's breakdown; bad rules are the CLI's `INVALID_PARAMETER`.
+#[test]
+fn the_users_category_rules_replace_the_built_in_ones() {
+    const ALL_TEMPORARY: &str =
+        "[[rule]]\nname = \"everything\"\ncategory = \"temporary\"\nfile = \".\"\n";
+    let (previews, engine) =
+        import(&root().join("fixtures/synthetic/synth_small_2dev_oom.pkl")).unwrap();
+    let ask = |rules: Option<&str>| {
+        engine.answer(
+            &Query::Allocations {
+                device: previews[0].device,
+                window: None,
+                columns: 64,
+                top: 100,
+                colour: Colour::Category,
+                rules: rules.map(str::to_owned),
+            },
+            never,
+            60.0,
+        )
+    };
+    let Ok(Answer::Allocations(view)) = ask(Some(ALL_TEMPORARY)) else {
+        panic!("no allocations");
+    };
+    let a = &view.allocations;
+    assert!(!a.bands.is_empty());
+    for band in &a.bands {
+        let rule = &view.rules[view
+            .rules
+            .binary_search_by_key(&band.block.block, |r| r.0)
+            .expect("each kept block's rule")]
+        .1;
+        let category = &a.keys[band.key as usize];
+        if band.block.alloc == -1 {
+            assert_eq!(
+                (category.as_str(), rule.as_str()),
+                ("unknown", "no-allocation-event")
+            );
+        } else {
+            assert_eq!(
+                (category.as_str(), rule.as_str()),
+                ("temporary", "everything")
+            );
+        }
+    }
+    // The built-in rules again: nothing of the user's is kept.
+    let Ok(Answer::Allocations(builtin)) = ask(None) else {
+        panic!("no allocations");
+    };
+    assert!(builtin.rules.iter().all(|(_, r)| r != "everything"));
+    let bad = ask(Some(
+        "[[rule]]\nname = \"x\"\ncategory = \"nonsense\"\nfile = \".\"\n",
+    ))
+    .unwrap_err();
+    assert_eq!(bad.code, "INVALID_PARAMETER");
+    assert!(bad.message.contains("nonsense"), "{}", bad.message);
+    let Ok(Answer::Oom(report)) = engine.answer(
+        &Query::Oom {
+            rules: Some(ALL_TEMPORARY.to_owned()),
+        },
+        never,
+        60.0,
+    ) else {
+        panic!("no OOM report");
+    };
+    let rows = &report.events[0].categories.rows;
+    assert!(rows
+        .iter()
+        .any(|r| r.category == "temporary" && r.rule == "everything"));
+    assert_eq!(report.category_rules, "custom");
 }
 
 #[test]

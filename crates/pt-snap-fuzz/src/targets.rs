@@ -48,7 +48,7 @@ pub static TARGETS: &[Target] = &[
     Target {
         name: "import_query",
         about: "decode → pt_snap_import into an in-memory SQLite → every query template \
-                (required event ids: first, last, peak, -1), the timeline, and both reports \
+                (required event ids: first, last, peak, -1), both timelines, their times, and both reports \
                 (peak-memory per metric, memory-tree as text/JSON/HTML) on up to two devices",
         run: import_query,
         seed_suffixes: PICKLES,
@@ -303,6 +303,12 @@ pub fn import_query(data: &[u8]) -> String {
         if let Err(e) = analyzer.timeline(&timeline) {
             outcome.push_str(&format!(" | timeline: {}", short(&e)));
         }
+        if let Err(e) = analyzer.time_timeline(&timeline) {
+            outcome.push_str(&format!(" | time timeline: {}", short(&e)));
+        }
+        if let Err(e) = pt_snap_query::Source::event_times(&analyzer, device, &events) {
+            outcome.push_str(&format!(" | event times: {}", short(&e)));
+        }
         for metric in [Metric::Active, Metric::Allocated, Metric::Reserved] {
             let req = PeakRequest {
                 device: Some(device),
@@ -329,9 +335,10 @@ pub fn import_query(data: &[u8]) -> String {
         match pt_snap_report::memory_tree(&analyzer, &tree) {
             Ok(tree) => {
                 let _ = tree.to_json(None);
-                match (tree.to_text(), tree.to_html()) {
-                    (Ok(_), Ok(_)) => {}
-                    (Err(e), _) | (_, Err(e)) => {
+                let python = tree.to_text_stacks(pt_snap_report::Stacks::Python);
+                match (tree.to_text(), tree.to_html(None), python) {
+                    (Ok(_), Ok(_), Ok(_)) => {}
+                    (Err(e), _, _) | (_, Err(e), _) | (_, _, Err(e)) => {
                         outcome.push_str(&format!(" | memory-tree: {}", short(&e)))
                     }
                 }

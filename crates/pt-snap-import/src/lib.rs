@@ -422,6 +422,12 @@ impl DbSink {
             }
         });
         writer.traces(device, rows)?;
+        let times = snapshot.times(device);
+        if !times.is_empty() {
+            let rows = (self.positions(events.len()))
+                .filter_map(|pos| Some((id(pos), times.get(pos, &events[pos])?)));
+            writer.event_times(device, rows)?;
+        }
         self.totals.clear();
         // Blocks arrive by descending allocation id, then the pre-trace ones -1, -2, …
         self.blocks.reverse();
@@ -481,12 +487,19 @@ mod tests {
             stream: 0,
             frames: StackId::EMPTY,
             id: Some(id),
+            time_low: 0,
         }
     }
 
     #[test]
-    fn explicit_ids_out_of_order_are_kept_with_their_totals() {
-        let snapshot = Snapshot {
+    fn explicit_ids_out_of_order_are_kept_with_their_totals_and_times() {
+        let mut events = vec![
+            event(Action::Alloc, 512, 9),
+            event(Action::FreeRequested, 512, 2),
+            event(Action::FreeCompleted, 512, 5),
+        ];
+        let times = pt_snap_model::EventTimes::assign(&mut events, &[Some(100), None, Some(300)]);
+        let mut snapshot = Snapshot {
             segments: vec![Segment {
                 device: 0,
                 address: 4096,
@@ -505,11 +518,8 @@ mod tests {
                     frames: StackId::EMPTY,
                 }],
             }],
-            device_traces: vec![vec![
-                event(Action::Alloc, 512, 9),
-                event(Action::FreeRequested, 512, 2),
-                event(Action::FreeCompleted, 512, 5),
-            ]],
+            device_traces: vec![events],
+            event_times: vec![times],
             ..Snapshot::default()
         };
         let conn = Connection::open_in_memory().unwrap();
@@ -530,5 +540,21 @@ mod tests {
             .map(Result::unwrap)
             .collect();
         assert_eq!(rows, [(-1, 0, 0), (2, 0, 512), (5, 0, 0), (9, 512, 512)]);
+        let time_rows = |conn: &Connection| -> Vec<(i64, i64)> {
+            conn.prepare("SELECT event_id, time_us FROM pt_snap_x_event_time_0 ORDER BY rowid")
+                .unwrap()
+                .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+                .unwrap()
+                .map(Result::unwrap)
+                .collect()
+        };
+        // In id order (the rowid), synthetic events and entries without a time left out.
+        assert_eq!(time_rows(&conn), [(5, 300), (9, 100)]);
+
+        // A trace without times: the table is there, empty.
+        snapshot.event_times.clear();
+        let conn = Connection::open_in_memory().unwrap();
+        import_snapshot(&snapshot, &conn, &request, &mut |_| {}).unwrap();
+        assert_eq!(time_rows(&conn), []);
     }
 }

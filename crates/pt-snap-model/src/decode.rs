@@ -216,20 +216,26 @@ fn decode_plain<R: Read>(
     sink.report(pickle.bytes_read);
     let t = sink.t;
     let mut oom_device_free = Vec::new();
-    let device_traces = (device_traces.into_iter().enumerate())
-        .map(|(device, (events, ooms))| {
-            oom_device_free.extend(ooms.into_iter().map(|(position, device_free)| OomFree {
-                device,
-                position,
-                device_free,
-            }));
-            events
-        })
-        .collect();
+    let mut event_times = Vec::with_capacity(device_traces.len());
+    let device_traces =
+        (device_traces.into_iter().enumerate())
+            .map(|(device, list)| {
+                oom_device_free.extend(list.ooms.into_iter().map(|(position, device_free)| {
+                    OomFree {
+                        device,
+                        position,
+                        device_free,
+                    }
+                }));
+                event_times.push(list.times);
+                list.events
+            })
+            .collect();
     let mut snapshot = Snapshot {
         segments,
         device_traces,
         oom_device_free,
+        event_times,
         stacks: t.stacks,
         other_actions: t.other_actions,
         layout,

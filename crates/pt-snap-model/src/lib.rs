@@ -14,9 +14,11 @@
 
 pub mod decode;
 mod stacks;
+mod times;
 
 pub use decode::{decode, decode_slice, DecodeError, Progress};
 pub use stacks::{Frame, FrameId, StackId, Stacks};
+pub use times::{EventTimes, EventTimesBuilder};
 
 /// A whole snapshot, as dumped.
 #[derive(Debug, Default)]
@@ -35,6 +37,11 @@ pub struct Snapshot {
     /// Kept beside the traces rather than in [`TraceEvent`]: OOMs are a handful per file,
     /// and every event would pay for the field.
     pub oom_device_free: Vec<OomFree>,
+    /// Which entries of each device's trace carry a `time_us`, and its high 32 bits; the low
+    /// 32 bits are each event's [`TraceEvent::time_low`]. Indexed like
+    /// [`Snapshot::device_traces`] (a device past its end has no times); read them through
+    /// [`Snapshot::event_time`] or [`EventTimes::iter`].
+    pub event_times: Vec<EventTimes>,
 }
 
 /// The free device memory an `oom` trace entry recorded (`cudaMemGetInfo`/`aclrtGetMemInfo`
@@ -131,7 +138,16 @@ pub struct TraceEvent {
     pub frames: StackId,
     /// The explicit `id` key, when the entry carries one (split slices do).
     pub id: Option<i64>,
+    /// The low 32 bits of the entry's `time_us` (0 without one). The rest of the time, and
+    /// whether the entry has one at all, is in [`Snapshot::event_times`]: this field fills
+    /// the 4 bytes the struct is padded with anyway, so keeping times costs the 56-byte
+    /// events nothing, and the side table holds a run per change of the high bits (one or
+    /// two per device: 2^32 µs is 71 minutes).
+    pub time_low: u32,
 }
+
+// What the decoder's memory budget (and the browser's 20M-event files) rely on.
+const _: () = assert!(std::mem::size_of::<TraceEvent>() == 56);
 
 /// A trace action. The discriminants of the known actions are the integer codes of the
 /// SnapshotDB `dictionary` table.
@@ -210,6 +226,18 @@ impl Action {
 }
 
 impl Snapshot {
+    /// The times of `device`'s trace entries (none for a device without any).
+    pub fn times(&self, device: usize) -> &EventTimes {
+        static NONE: EventTimes = EventTimes::NONE;
+        self.event_times.get(device).unwrap_or(&NONE)
+    }
+
+    /// The `time_us` of the entry at `position` of `device`'s trace, if it has one.
+    pub fn event_time(&self, device: usize, position: usize) -> Option<i64> {
+        let event = self.device_traces.get(device)?.get(position)?;
+        self.times(device).get(position, event)
+    }
+
     /// Devices whose trace list is non-empty, ascending: the devices an import writes.
     pub fn devices_with_events(&self) -> Vec<usize> {
         (0..self.device_traces.len())

@@ -3,7 +3,8 @@
 //! Four tables, each one Parquet part per (job, rank) of a Hive-partitioned dataset
 //! `DIR/<table>/job=<J>/rank=<R>/part-0.parquet`:
 //!
-//! * `events`: every trace event of every device (`trace_entry_<d>`), the action by name;
+//! * `events`: every trace event of every device (`trace_entry_<d>`), the action by name,
+//!   the time it was recorded where the database kept it (`pt_snap_x_event_time_<d>`);
 //! * `blocks`: every block lifetime (`Analyzer::lifetimes`), the state by name;
 //! * `callstacks`: every callstack with its text, its text normalised to match across
 //!   machines (`pt_snap_report::diff`'s key) and its frames as a list of structs;
@@ -122,6 +123,7 @@ impl Table {
                 i64_("peak_allocated_time_us"),
                 i64_("peak_active_time_us"),
                 i64_("peak_reserved_time_us"),
+                str_("time_us_status"),
                 i64_("reserved_minus_allocated"),
                 i64_("oom_events"),
                 str_("top_group_metric"),
@@ -343,8 +345,7 @@ pub fn events_part(analyzer: &Analyzer, info: &PartInfo) -> Result<Built, Export
             self.address.append_option(e.address);
             self.size.append_option(e.size);
             self.stream.append_option(e.stream);
-            // SnapshotDB format 3 keeps no event times.
-            self.time_us.append_null();
+            self.time_us.append_option(e.time_us);
             self.allocated.append_option(e.allocated);
             self.active.append_option(e.active);
             self.reserved.append_option(e.reserved);

@@ -10,7 +10,7 @@
 use std::borrow::Cow;
 use std::sync::OnceLock;
 
-use regex::Regex;
+use regex_lite::Regex;
 use serde::Deserialize;
 
 /// The built-in rules, as compiled in.

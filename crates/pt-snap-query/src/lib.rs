@@ -54,9 +54,12 @@ pub use engine::{Analyzer, Interrupt, QueryOutcome, QueryRequest};
 pub use error::QueryError;
 pub use lifetimes::Lifetime;
 pub use params::{ParamValue, Params};
-pub use pt_snap_db::{rusqlite, CallstackLayout, DeviceBounds, Metadata, OpenError};
+pub use pt_snap_db::{rusqlite, CallstackLayout, DeviceBounds, Metadata, NoTimes, OpenError};
 pub use registry::Template;
 pub use rows::{Action, CallstackRow, EventRow, FrameRow};
-pub use source::{metadata_json, ImportMetadata, MetadataStatus, Source};
-pub use timeline::{bucket_index, Downsampler, Extent, Timeline, TimelineBucket, TimelineRequest};
+pub use source::{metadata_json, ImportMetadata, MetadataStatus, Source, Times};
+pub use timeline::{
+    bucket_index, Downsampler, Extent, TimeBucket, TimeDownsampler, TimeExtent, TimeTimeline,
+    Timeline, TimelineBucket, TimelineRequest,
+};
 pub use value::Value;

@@ -43,6 +43,9 @@ pub struct EventRow {
     pub allocated: Option<i64>,
     pub active: Option<i64>,
     pub reserved: Option<i64>,
+    /// The entry's `time_us` (`pt_snap_x_event_time_<d>`); `None` for an event without one,
+    /// and for every event of a database that keeps no times.
+    pub time_us: Option<i64>,
     /// `callstack.id` of the event's stack; `None` without one, and always on layout v1
     /// (whose trace holds the text inline).
     pub callstack: Option<i64>,
@@ -77,12 +80,21 @@ impl Analyzer {
             Ok(CallstackLayout::V2) => "callstackId",
             _ => "NULL",
         };
+        let times = self.db().times_available(device).map_err(failed)?.is_ok();
+        let (time, join) = if times {
+            (
+                "CASE WHEN typeof(x.time_us) = 'integer' THEN x.time_us END",
+                format!("LEFT JOIN pt_snap_x_event_time_{device} x ON x.event_id = t.id"),
+            )
+        } else {
+            ("NULL", String::new())
+        };
         let mut stmt = self
             .db()
             .conn()
             .prepare(&format!(
-                "SELECT id, action, address, size, stream, allocated, active, reserved, \
-                 {callstack} FROM trace_entry_{device} ORDER BY id"
+                "SELECT t.id, t.action, t.address, t.size, t.stream, t.allocated, t.active, \
+                 t.reserved, {callstack}, {time} FROM trace_entry_{device} t {join} ORDER BY t.id"
             ))
             .map_err(failed)?;
         let mut rows = stmt.query([]).map_err(failed)?;
@@ -105,6 +117,7 @@ impl Analyzer {
                     active: r.get(6)?,
                     reserved: r.get(7)?,
                     callstack: r.get(8)?,
+                    time_us: r.get(9)?,
                 })
             })()
             .map_err(failed)?;

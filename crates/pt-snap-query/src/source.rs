@@ -2,7 +2,7 @@
 //! ([`crate::Analyzer`]) or a sharded dataset (`pt-snap-dataset-query`'s `DatasetSource`).
 //! Commands and reports are written once against it; each backend keeps its own plan.
 
-use pt_snap_db::{DeviceBounds, Metadata, MetadataProblem};
+use pt_snap_db::{DeviceBounds, Metadata, MetadataProblem, NoTimes};
 use serde_json::{json, Value as Json};
 
 use crate::{Analyzer, QueryError, QueryOutcome, QueryRequest};
@@ -22,7 +22,17 @@ pub trait Source {
     /// object of a sharded dataset (layout, fingerprint, shards, supported queries); `None`
     /// for a single database.
     fn overview(&self) -> Option<Json>;
+
+    /// When the trace entries `ids` of `device` were recorded: their `time_us` (epoch
+    /// microseconds, as PyTorch wrote them), `None` for an id without one (a synthetic
+    /// event, an entry without `time_us`, an id the trace does not have); or why the source
+    /// has no times for that device at all. SnapshotDB format 3 has no time column: a
+    /// database keeps them in our `pt_snap_x_event_time_<d>`.
+    fn event_times(&self, device: i64, ids: &[i64]) -> Result<Times, QueryError>;
 }
+
+/// What [`Source::event_times`] answers: one time per id asked, or why there are none.
+pub type Times = Result<Vec<Option<i64>>, NoTimes>;
 
 impl Source for Analyzer {
     fn run(&self, request: &QueryRequest) -> Result<QueryOutcome, QueryError> {
@@ -43,6 +53,11 @@ impl Source for Analyzer {
 
     fn overview(&self) -> Option<Json> {
         None
+    }
+
+    fn event_times(&self, device: i64, ids: &[i64]) -> Result<Times, QueryError> {
+        let device = self.resolve_device(Some(device))?;
+        (self.db().event_times(device, ids)).map_err(|e| self.execution_error(e))
     }
 }
 

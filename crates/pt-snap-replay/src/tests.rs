@@ -28,6 +28,7 @@ pub(crate) fn event(action: Action, addr: i64, size: i64) -> TraceEvent {
         stream: 0,
         frames: StackId::EMPTY,
         id: None,
+        time_low: 0,
     }
 }
 

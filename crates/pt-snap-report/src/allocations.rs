@@ -269,5 +269,8 @@ mod tests {
             next = y + 1;
         }
         assert_eq!(next, 41);
+        for outside in [9, 41, -1] {
+            assert_eq!(bucket_index((10, 40), 7, outside), None, "{outside}");
+        }
     }
 }

@@ -1,10 +1,11 @@
 //! `pt-snap diff` (issue 14): what changed between two runs. For each side, the three peaks
 //! and what was live at the chosen metric's peak — the `report peak-memory` composition with
 //! every group kept — regrouped by a call stack normalised so that the same code matches
-//! across machines ([`normalize`]); the two sides' groups matched by that key; and both
-//! counter timelines on one axis, the event ordinal.
+//! across machines ([`crate::stack`]); the two sides' groups matched by that key; and both
+//! counter timelines on shared axes: the event ordinal, and the time since each side's first
+//! event where the databases keep the trace's `time_us`.
 //!
-//! [`measure`] asks one [`Source`] (plus a timeline the caller draws, as the timeline is
+//! [`measure`] asks one [`Source`] (plus the timelines the caller draws, as a timeline is
 //! not a template); [`Diff::new`] compares two measured sides and is pure, so the browser
 //! can measure each file in its own worker and compare on the page.
 //!
@@ -17,18 +18,17 @@
 //! `active_bytes_at_event` beside the peaks; a database whose groups do not add up to the
 //! counter (a lenient replay, a hand-made file) shows the shortfall as `unattributed_bytes`.
 
-mod normalize;
 mod page;
 
 use std::collections::BTreeMap;
 
-use pt_snap_query::{QueryError, Source, Timeline};
+use pt_snap_query::{NoTimes, QueryError, Source, TimeTimeline, Timeline};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value as Json};
 
 use crate::peak::{peak_memory, Grouping, Metric, PeakRequest, Peaks};
-use crate::units::{grouped, human_bytes, signed_human_bytes};
-pub use normalize::{normalize_path, normalize_stack, parse_line, Frame};
+pub use crate::stack::{normalize_path, normalize_stack, parse_line, Frame};
+use crate::units::{grouped, human_bytes, seconds, signed_human_bytes};
 pub use page::PageData;
 
 /// Timeline buckets per side on the page: about one per pixel of its chart.
@@ -82,32 +82,11 @@ impl StackKey {
         }
     }
 
-    /// Where the memory was allocated, in at most `frames` frames, callee ← caller: the
-    /// innermost Python frame (often the library function that allocated) and then the
-    /// innermost frames of the user's own Python code; without Python frames, the innermost
-    /// frames. Real stacks are dozens of interpreter and dispatcher frames deep.
-    pub fn site(&self, frames: usize) -> String {
-        let all = self.frames();
-        if all.is_empty() {
-            return self.text();
-        }
-        let mut picked: Vec<&Frame> = Vec::new();
-        for f in all.iter().rev() {
-            if picked.len() == frames {
-                break;
-            }
-            if f.is_python() && (picked.is_empty() || !f.library) {
-                picked.push(f);
-            }
-        }
-        if picked.is_empty() {
-            picked = all.iter().rev().take(frames).collect();
-        }
-        picked
-            .iter()
-            .map(|f| f.label())
-            .collect::<Vec<_>>()
-            .join(" ← ")
+    /// Where the memory was allocated, in one line ([`crate::stack::label`]): the user's
+    /// innermost frame and the torch call below it; a bracketed name for memory without a
+    /// stack.
+    pub fn site(&self) -> String {
+        crate::stack::label(self.frames()).unwrap_or_else(|| self.text())
     }
 }
 
@@ -133,7 +112,20 @@ pub struct Side {
     /// Every live block at `event_id`, by normalised stack.
     #[serde(with = "pairs")]
     pub groups: BTreeMap<StackKey, Live>,
+    /// The metric's counter by event ordinal.
     pub timeline: Timeline,
+    /// The same against time since the side's first event (or why there is none).
+    pub time_timeline: TimeTimeline,
+    /// When `event_id` was recorded: its `time_us`.
+    pub peak_time_us: Option<i64>,
+}
+
+/// A side's two timelines, as the caller draws them for the device the composition
+/// resolved (`Analyzer::timeline` and `Analyzer::time_timeline`).
+#[derive(Debug, Clone)]
+pub struct Timelines {
+    pub by_event: Timeline,
+    pub by_time: TimeTimeline,
 }
 
 impl Side {
@@ -165,6 +157,17 @@ impl Side {
     fn first_event(&self) -> Option<i64> {
         self.timeline.bounds.map(|b| b.0)
     }
+
+    /// Why the side has no time axis; `None` when it has one.
+    pub fn no_times(&self) -> Option<NoTimes> {
+        self.time_timeline.unknown
+    }
+
+    /// The peak on the time axis: µs since the side's first event.
+    pub fn peak_us(&self) -> Option<i64> {
+        let (peak, origin) = self.peak_time_us.zip(self.time_timeline.origin_us)?;
+        Some(peak.saturating_sub(origin))
+    }
 }
 
 /// A map keyed by stacks as a list of `[key, value]` pairs: JSON keys are strings only.
@@ -193,12 +196,13 @@ mod pairs {
 }
 
 /// Measures one side: the `report peak-memory` composition on `source` with every group
-/// kept (static and preexisting included), regrouped by normalised stack, and the timeline
-/// `timeline` draws for the device the composition resolved.
+/// kept (static and preexisting included), regrouped by normalised stack, the peak event's
+/// time ([`Source::event_times`]), and the timelines `timelines` draws for the device the
+/// composition resolved.
 pub fn measure(
     source: &dyn Source,
     req: &DiffRequest,
-    timeline: impl FnOnce(i64) -> Result<Timeline, QueryError>,
+    timelines: impl FnOnce(i64) -> Result<Timelines, QueryError>,
 ) -> Result<Side, QueryError> {
     let report = peak_memory(
         source,
@@ -241,6 +245,14 @@ pub fn measure(
         live.bytes += int("size_bytes");
         live.blocks += int("block_count");
     }
+    let peak_time_us = match report.event_id {
+        Some(event) => match source.event_times(report.device_id, &[event])? {
+            Ok(times) => times.first().copied().flatten(),
+            Err(_) => None,
+        },
+        None => None,
+    };
+    let Timelines { by_event, by_time } = timelines(report.device_id)?;
     Ok(Side {
         device_id: report.device_id,
         metric: req.metric,
@@ -248,7 +260,9 @@ pub fn measure(
         event_id: report.event_id,
         live_bytes_at_peak: report.active_bytes_at_event,
         groups,
-        timeline: timeline(report.device_id)?,
+        timeline: by_event,
+        time_timeline: by_time,
+        peak_time_us,
     })
 }
 
@@ -435,8 +449,9 @@ impl Diff {
         Json::Object(out)
     }
 
-    /// Both counter series of the metric on one axis: ordinal = event id − the side's first
-    /// real event id. Buckets keep each one's minimum and maximum and where they occur.
+    /// Both counter series of the metric on shared axes: ordinal = event id − the side's
+    /// first real event id (`a`, `b`), and µs since the side's first event (`time_axis`).
+    /// Buckets keep each one's minimum and maximum and where they occur.
     fn timelines_json(&self) -> Json {
         let series = |s: &Side| {
             let first = s.first_event();
@@ -465,13 +480,81 @@ impl Diff {
                 "buckets": buckets,
             })
         };
+        let by_time = |s: &Side| {
+            let t = &s.time_timeline;
+            let buckets: Vec<Json> = t
+                .buckets
+                .iter()
+                .map(|b| {
+                    let e = match self.metric {
+                        Metric::Active => b.active,
+                        Metric::Allocated => b.allocated,
+                        Metric::Reserved => b.reserved,
+                    };
+                    json!({
+                        "first": b.first_us,
+                        "last": b.last_us,
+                        "min": e.min,
+                        "min_at": e.min_us,
+                        "max": e.max,
+                        "max_at": e.max_us,
+                    })
+                })
+                .collect();
+            json!({
+                "times": t.unknown.map_or("kept", NoTimes::name),
+                "first_event_time_us": t.origin_us,
+                "timed_events": t.timed_events,
+                "start": t.span.map(|s| s.0),
+                "end": t.span.map(|s| s.1),
+                "peak_time_us": s.peak_time_us,
+                "peak_at": s.peak_us(),
+                "buckets": buckets,
+            })
+        };
         json!({
             "axis": "event_ordinal",
-            "axis_note": TIME_AXIS_NOTE,
+            "axis_note": self.axis_note(),
             "metric": self.metric.name(),
             "a": series(&self.a),
             "b": series(&self.b),
+            "time_axis": {
+                "axis": "time_since_first_event_us",
+                "available": self.has_time_axis(),
+                "a": by_time(&self.a),
+                "b": by_time(&self.b),
+            },
         })
+    }
+
+    /// Whether both sides can be drawn against time.
+    pub fn has_time_axis(&self) -> bool {
+        [&self.a, &self.b]
+            .iter()
+            .all(|s| s.no_times().is_none() && s.time_timeline.origin_us.is_some())
+    }
+
+    /// How the two timelines line up, and why there is no time axis when there is none:
+    /// said in every output that shows them.
+    pub fn axis_note(&self) -> String {
+        let mut note = String::from(ORDINAL_AXIS);
+        if self.has_time_axis() {
+            note.push(' ');
+            note.push_str(TIME_AXIS);
+            return note;
+        }
+        let why: Vec<String> = [("A", &self.a), ("B", &self.b)]
+            .iter()
+            .filter_map(
+                |(name, s)| match (s.no_times(), s.time_timeline.origin_us) {
+                    (Some(why), _) => Some(format!("{name}: {}", why.sentence())),
+                    (None, None) => Some(format!("{name}: none of its real events has a time")),
+                    (None, Some(_)) => None,
+                },
+            )
+            .collect();
+        note.push_str(&format!(" No time axis: {}.", why.join("; ")));
+        note
     }
 
     /// The readable report: peaks, the totals check, and the first `limit` groups with a
@@ -571,7 +654,7 @@ impl Diff {
                 .max()
                 .unwrap_or(0);
             out.push(format!(
-                "  {:>4}  {:<7}  {:>12} {:<10}  {:>11}  {:>11}  {:>13}  where allocated (callee ← caller)",
+                "  {:>4}  {:<7}  {:>12} {:<10}  {:>11}  {:>11}  {:>13}  where allocated (your code → torch call)",
                 "#", "status", "change", "", "A", "B", "blocks A→B"
             ));
             for (i, g) in shown.iter().enumerate() {
@@ -585,8 +668,8 @@ impl Diff {
                     human_bytes(g.b.bytes as f64),
                     format!("{}→{}", g.a.blocks, g.b.blocks),
                     match g.key.frames().len() {
-                        0 => g.key.site(3),
-                        n => format!("{}  [{n} frames]", g.key.site(3)),
+                        0 => g.key.site(),
+                        n => format!("{}  [{n} frames]", g.key.site()),
                     }
                 ));
             }
@@ -605,7 +688,24 @@ impl Diff {
              package's checkout, else the file name); --json lists every frame."
                 .into(),
         );
-        out.push(format!("Timelines: {TIME_AXIS_NOTE}"));
+        out.push(format!(
+            "Timelines (their buckets in --json, drawn by --format html): {}",
+            self.axis_note()
+        ));
+        for (name, s) in [("A", &self.a), ("B", &self.b)] {
+            let mut line = format!("  {name}: {} events", grouped(s.events()));
+            if let (Some((start, end)), None) = (s.time_timeline.span, s.no_times()) {
+                line += &format!(" over {}", seconds(end.saturating_sub(start)));
+            }
+            if let Some(event) = s.event_id {
+                let ordinal = s.first_event().map_or(0, |f| event - f);
+                line += &format!("; its {m} peak at ordinal {}", grouped(ordinal));
+                if let Some(us) = s.peak_us() {
+                    line += &format!(", {} after its first event", seconds(us));
+                }
+            }
+            out.push(line);
+        }
         out.join("\n") + "\n"
     }
 
@@ -632,10 +732,15 @@ impl Diff {
     }
 }
 
-/// Why only the event-ordinal axis: said in every output that shows the timelines.
-const TIME_AXIS_NOTE: &str = "aligned by event ordinal (event id − the side's first real \
-    event id). SnapshotDB format 3 keeps no event times (the import drops `time_us`, as the \
-    reference does), so time since the first event cannot be shown from a database.";
+/// The ordinal axis, in every output that shows the timelines.
+const ORDINAL_AXIS: &str = "aligned by event ordinal (event id − the side's first real event \
+    id: equal ordinals are equal positions in the two traces).";
+
+/// The time axis, when both sides have one.
+const TIME_AXIS: &str = "And by time since each side's first event, from the trace \
+    entries' time_us that our import keeps (equal times are equal durations since each run \
+    started recording, not the same moment of the clock; events without a time are left out \
+    of that axis).";
 
 fn peak_bytes(side: &Side, metric: Metric) -> Option<i64> {
     side.peaks.and_then(|p| p.get(metric).bytes)
@@ -665,7 +770,7 @@ fn group_json(g: &GroupDiff) -> Json {
         "count_a": g.a.blocks,
         "count_b": g.b.blocks,
         "kind": g.key.kind(),
-        "site": g.key.site(3),
+        "site": g.key.site(),
         "frames": frames,
     })
 }

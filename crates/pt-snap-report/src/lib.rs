@@ -17,6 +17,7 @@ pub mod diff;
 pub mod oom;
 mod peak;
 pub mod ranks;
+pub mod stack;
 mod tree;
 pub mod units;
 
@@ -25,4 +26,7 @@ pub use peak::{
     peak_memory, AttributionParams, ByCategory, Grouping, Metric, Peak, PeakReport, PeakRequest,
     Peaks,
 };
-pub use tree::{flamegraph_page, memory_tree, IncompleteTree, MemoryTree, Node, TreeRequest};
+pub use stack::Stacks;
+pub use tree::{
+    flamegraph_page, memory_tree, python_view, IncompleteTree, MemoryTree, Node, TreeRequest,
+};

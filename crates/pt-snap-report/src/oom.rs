@@ -22,6 +22,7 @@
 
 use std::collections::BTreeMap;
 
+use crate::stack::Stacks;
 use pt_snap_query::{QueryError, QueryRequest, Source};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value as Json};
@@ -399,6 +400,16 @@ pub struct Group {
     pub callstack: String,
 }
 
+impl Group {
+    /// Where the group allocated ([`crate::stack::label`]); the bracketed text of memory
+    /// without a stack.
+    pub fn label(&self) -> String {
+        crate::stack::label_text(&self.callstack)
+            .filter(|_| !self.callstack.starts_with('['))
+            .unwrap_or_else(|| self.callstack.lines().next().unwrap_or("").to_owned())
+    }
+}
+
 /// One live block.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LiveBlock {
@@ -740,6 +751,13 @@ impl OomReport {
     }
 
     pub fn to_text(&self) -> String {
+        self.to_text_stacks(Stacks::All)
+    }
+
+    /// The text, with the stack of each OOM's request: every frame (`Stacks::All`), or
+    /// only its Python frames (`Stacks::Python`). Stacks are named by their label
+    /// ([`crate::stack::label`]) everywhere.
+    pub fn to_text_stacks(&self, stacks: Stacks) -> String {
         let mut t = String::new();
         if self.events.is_empty() {
             t += &format!(
@@ -759,6 +777,7 @@ impl OomReport {
                 e.stream,
                 hb(e.segment_bytes)
             );
+            t += &request_stack(&e.callstack, stacks);
             t += &format!(
                 "device_free: {}\n",
                 e.device_free
@@ -793,13 +812,13 @@ impl OomReport {
             t += &format!("Verdict: {} — {}\n", e.verdict.name(), e.arithmetic);
             t += "Live by callstack group:\n";
             for g in &e.groups {
-                let first = g.callstack.lines().next().unwrap_or("");
+                let site = g.label();
                 t += &format!(
                     "  {:>14}  {:>6} block(s)  {}  {}\n",
                     human_bytes(g.size_bytes as f64),
                     g.block_count,
                     g.category,
-                    first
+                    site
                 );
             }
             t += "Live by category:\n";
@@ -819,6 +838,28 @@ impl OomReport {
         }
         t
     }
+}
+
+/// "Requested at: <label>" and the request's frames, outermost first, indented.
+fn request_stack(callstack: &str, stacks: Stacks) -> String {
+    let Some(label) = crate::stack::label_text(callstack) else {
+        return "Requested at: no stack recorded\n".to_owned();
+    };
+    let mut t = format!("Requested at: {label}\n");
+    let (lines, hidden) = match stacks {
+        Stacks::All => (callstack.lines().collect(), 0),
+        Stacks::Python => crate::stack::python_lines(callstack),
+    };
+    for l in lines {
+        t += &format!("    {l}\n");
+    }
+    if hidden > 0 {
+        t += &format!(
+            "    ({hidden} native frame{} not shown; --stacks all shows every frame)\n",
+            if hidden == 1 { "" } else { "s" }
+        );
+    }
+    t
 }
 
 #[cfg(test)]

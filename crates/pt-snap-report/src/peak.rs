@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value as Json};
 
 use crate::categories::{self, Breakdown, Rules};
+use crate::stack::{self, Stacks};
 
 /// Which counter's peak to explain.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -324,6 +325,29 @@ fn compose(
     })
 }
 
+/// A group's stack in `--stacks python` text: its label, its Python frames, how many
+/// native ones are not shown. Memory without a stack keeps its bracketed text.
+fn python_stack(row: &Map<String, Json>) -> Vec<String> {
+    let text = row.get("callstack").and_then(Json::as_str).unwrap_or("");
+    let category = row.get("category").and_then(Json::as_str).unwrap_or("");
+    if category != "dynamic_live_at_event" || text.is_empty() || text.starts_with('[') {
+        return vec![format!("      {text}")];
+    }
+    let (lines, native) = stack::python_lines(text);
+    let mut out = vec![format!(
+        "      where: {}",
+        stack::label_text(text).unwrap_or_default()
+    )];
+    out.extend(lines.iter().map(|l| format!("        {l}")));
+    if native > 0 {
+        out.push(format!(
+            "        ({native} native frame{} not shown; --stacks all shows every frame)",
+            if native == 1 { "" } else { "s" }
+        ));
+    }
+    out
+}
+
 /// A template's rows as JSON objects, columns in SQL order.
 fn rows(outcome: &QueryOutcome) -> Vec<Map<String, Json>> {
     outcome
@@ -379,6 +403,14 @@ impl PeakReport {
 
     /// The human-readable report, line for line the reference's.
     pub fn to_text(&self) -> String {
+        self.to_text_stacks(Stacks::All)
+    }
+
+    /// [`PeakReport::to_text`] with each group's full callstack (`Stacks::All`, the
+    /// reference's text), or (`Stacks::Python`) with its label
+    /// ([`crate::stack::label`]) and only its Python frames, one per line, then how many
+    /// native frames were left out.
+    pub fn to_text_stacks(&self, stacks: Stacks) -> String {
         let py = |v: Option<&Json>| v.map_or("None".to_owned(), python::str_of_json);
         let mut out = Vec::new();
         out.push("Peak memory report".to_owned());
@@ -494,7 +526,10 @@ impl PeakReport {
                 r("block_count"),
                 r("percent_of_active_blocks")
             ));
-            out.push(format!("      {}", r("callstack")));
+            match stacks {
+                Stacks::All => out.push(format!("      {}", r("callstack"))),
+                Stacks::Python => out.extend(python_stack(row)),
+            }
             if row.contains_key("stack_id") {
                 out.push(format!(
                     "      stack_id={} kind={} stack_truncated={} stack_bytes={} stack_original_bytes={}",

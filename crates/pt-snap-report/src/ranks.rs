@@ -12,11 +12,11 @@ use std::cmp::Ordering;
 use std::fmt::Write as _;
 
 use pt_snap_contract::ErrorCode;
-use pt_snap_query::{QueryError, QueryOutcome, QueryRequest, Source, Value};
+use pt_snap_query::{NoTimes, QueryError, QueryOutcome, QueryRequest, Source, Value};
 use serde_json::{json, Map, Value as Json};
 
 use crate::peak::{Metric, Peaks};
-use crate::units::human_bytes;
+use crate::units::{human_bytes, utc};
 
 // ---------------------------------------------------------------------------------------
 // Rank numbers from file names
@@ -301,6 +301,61 @@ pub struct DeviceSummary {
     pub oom_events: i64,
     /// At the chosen metric's peak; `None` when the device has no peak (no real event).
     pub top_group: Option<TopGroup>,
+    /// When the three peaks happened, as the trace recorded it.
+    pub peak_times: PeakTimes,
+}
+
+/// The `time_us` of each peak event (`peak_*_time_us`): `None` where that event has none,
+/// all `None` with the reason when the source keeps no times for the device.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct PeakTimes {
+    pub allocated: Option<i64>,
+    pub active: Option<i64>,
+    pub reserved: Option<i64>,
+    /// Why the source has no time for any event of the device.
+    pub unknown: Option<NoTimes>,
+}
+
+impl PeakTimes {
+    pub fn get(&self, metric: Metric) -> Option<i64> {
+        match metric {
+            Metric::Allocated => self.allocated,
+            Metric::Active => self.active,
+            Metric::Reserved => self.reserved,
+        }
+    }
+
+    /// `time_us_status`: `kept`, or why there are no times.
+    pub fn status(&self) -> &'static str {
+        self.unknown.map_or("kept", NoTimes::name)
+    }
+
+    /// The peaks' events' times through [`Source::event_times`].
+    fn of(source: &dyn Source, device: i64, peaks: &Peaks) -> Result<Self, QueryError> {
+        const METRICS: [Metric; 3] = [Metric::Allocated, Metric::Active, Metric::Reserved];
+        let ids: Vec<i64> = METRICS
+            .iter()
+            .filter_map(|m| peaks.get(*m).event_id)
+            .collect();
+        let mut times = PeakTimes::default();
+        match source.event_times(device, &ids)? {
+            Err(why) => times.unknown = Some(why),
+            Ok(found) => {
+                let mut found = found.into_iter();
+                for m in METRICS {
+                    if peaks.get(m).event_id.is_some() {
+                        let t = found.next().flatten();
+                        match m {
+                            Metric::Allocated => times.allocated = t,
+                            Metric::Active => times.active = t,
+                            Metric::Reserved => times.reserved = t,
+                        }
+                    }
+                }
+            }
+        }
+        Ok(times)
+    }
 }
 
 /// The `oom` action's code in SnapshotDB format 3's dictionary.
@@ -388,6 +443,7 @@ fn summarize_device(
         reserved_minus_allocated,
         oom_events: ooms.total,
         top_group,
+        peak_times: PeakTimes::of(source, device, &peaks)?,
     })
 }
 
@@ -744,12 +800,17 @@ impl RanksReport {
                 json!(p.event_id),
             );
         }
-        for metric in [Metric::Allocated, Metric::Active, Metric::Reserved] {
-            // SnapshotDB format 3 keeps no event times (the reference's schema has no such
-            // column, and the import does not read `time_us`): null until one does.
-            m.insert(format!("peak_{}_time_us", metric.name()), Json::Null);
-        }
         let s = row.summary.as_ref();
+        for metric in [Metric::Allocated, Metric::Active, Metric::Reserved] {
+            m.insert(
+                format!("peak_{}_time_us", metric.name()),
+                json!(s.and_then(|s| s.peak_times.get(metric))),
+            );
+        }
+        m.insert(
+            "time_us_status".into(),
+            json!(s.map(|s| s.peak_times.status())),
+        );
         m.insert(
             "reserved_minus_allocated".into(),
             json!(s.and_then(|s| s.reserved_minus_allocated)),
@@ -880,7 +941,17 @@ impl RanksReport {
         let mut table: Vec<Vec<String>> = Vec::with_capacity(sorted.len() + 1);
         let mut head = header.to_vec();
         head.extend(others.iter().map(|m| format!("peak {}", m.name())));
-        head.extend(["res-alloc", "OOMs", "top callstack site", "file", ""].map(String::from));
+        head.extend(
+            [
+                "res-alloc",
+                "OOMs",
+                "peak at (UTC)",
+                "top callstack site",
+                "file",
+                "",
+            ]
+            .map(String::from),
+        );
         table.push(head);
         for r in &sorted {
             let s = r.summary.as_ref().expect("filtered");
@@ -898,6 +969,11 @@ impl RanksReport {
             cells.extend(others.iter().map(|m| bytes(s.peaks.get(*m).bytes)));
             cells.push(bytes(s.reserved_minus_allocated));
             cells.push(s.oom_events.to_string());
+            cells.push(
+                s.peak_times
+                    .get(self.metric)
+                    .map_or("-".to_owned(), |t| utc(t).1),
+            );
             cells.push(s.top_group.as_ref().map_or("-".to_owned(), site));
             cells.push(file_name(&f.path).to_owned());
             cells.push(if verdict.is_some_and(|v| v.outlier) {
@@ -909,7 +985,7 @@ impl RanksReport {
         }
         // Numbers right-aligned, text left-aligned; the bar and the last columns as they are.
         let right = [
-            true, true, true, false, true, true, true, true, true, false, false, false,
+            true, true, true, false, true, true, true, true, true, true, false, false, false,
         ];
         let widths: Vec<usize> = (0..table[0].len())
             .map(|c| {
@@ -941,6 +1017,7 @@ impl RanksReport {
         if sorted.is_empty() {
             out.push_str("(no row has a peak)\n");
         }
+        self.peak_time_notes(&sorted, &mut out);
         let m = &self.medians;
         let median_bytes = |v: Option<f64>| v.map_or("-".to_owned(), human_bytes);
         let _ = writeln!(
@@ -1031,6 +1108,39 @@ impl RanksReport {
     }
 }
 
+impl RanksReport {
+    /// What the `peak at (UTC)` column shows: the metric's peak event's `time_us`, its time
+    /// of day (the dates under the table), and why a `-` has none.
+    fn peak_time_notes(&self, rows: &[&RankRow], out: &mut String) {
+        let metric = self.metric.name();
+        let mut dates = std::collections::BTreeSet::new();
+        let mut unknown: Vec<(NoTimes, usize)> = Vec::new();
+        for s in rows.iter().filter_map(|r| r.summary.as_ref()) {
+            match (s.peak_times.get(self.metric), s.peak_times.unknown) {
+                (Some(t), _) => {
+                    dates.insert(utc(t).0);
+                }
+                (None, Some(why)) => match unknown.iter_mut().find(|(w, _)| *w == why) {
+                    Some((_, n)) => *n += 1,
+                    None => unknown.push((why, 1)),
+                },
+                (None, None) => {}
+            }
+        }
+        if !dates.is_empty() {
+            let dates: Vec<String> = dates.into_iter().collect();
+            let _ = writeln!(
+                out,
+                "peak at: when the {metric} peak's event was recorded (its time_us), UTC, on {}",
+                dates.join(", ")
+            );
+        }
+        for (why, n) in unknown {
+            let _ = writeln!(out, "peak at -: {} ({n} row(s))", why.sentence());
+        }
+    }
+}
+
 const BAR_WIDTH: usize = 30;
 /// Frames of an outlier's top callstack shown in text mode.
 const STACK_LINES: usize = 6;
@@ -1072,35 +1182,26 @@ fn file_name(path: &str) -> &str {
     path.rsplit(['/', '\\']).next().unwrap_or(path)
 }
 
-/// A one-cell label of where a group was allocated, for the table only: its innermost frame
-/// in a Python file outside installed packages (the user's code), else its innermost Python
-/// frame, else its innermost frame; the category for groups without a callstack.
+/// A one-cell label of where a group was allocated: [`crate::stack::label`] of its frames
+/// (the user's innermost frame and the torch call below it); the callstack text's label on
+/// layout v1, and the category for groups without a callstack.
 pub fn site(g: &TopGroup) -> String {
-    let label = |f: &Frame| format!("{} ({}:{})", f.name, file_name(&f.filename), f.line);
-    let Some(frames) = g.frames.as_ref().filter(|f| !f.is_empty()) else {
-        return match g.category.as_str() {
-            "dynamic_live_at_event" => g
-                .callstack
-                .lines()
-                .last()
-                .unwrap_or("[missing callstack]")
-                .to_owned(),
-            other => other.to_owned(),
-        };
-    };
-    let python = |f: &&Frame| f.filename.ends_with(".py");
-    let installed = |f: &&Frame| {
-        ["site-packages", "dist-packages", "/lib/python"]
-            .iter()
-            .any(|p| f.filename.contains(p))
-    };
-    frames
+    let frames: Vec<crate::stack::Frame> = g
+        .frames
         .iter()
-        .find(|f| python(f) && !installed(f))
-        .or_else(|| frames.iter().find(python))
-        .or(frames.first())
-        .map(label)
-        .unwrap_or_default()
+        .flatten()
+        .rev()
+        .map(|f| crate::stack::Frame::new(&f.filename, Some(f.line), &f.name))
+        .collect();
+    crate::stack::label(&frames)
+        .or_else(|| match g.category.as_str() {
+            "dynamic_live_at_event" => crate::stack::label_text(&g.callstack),
+            _ => None,
+        })
+        .unwrap_or_else(|| match g.category.as_str() {
+            "dynamic_live_at_event" => "[missing callstack]".to_owned(),
+            other => other.to_owned(),
+        })
 }
 
 #[cfg(test)]
@@ -1272,6 +1373,12 @@ mod tests {
             reserved_minus_allocated: Some(110),
             oom_events: 0,
             top_group: None,
+            peak_times: PeakTimes {
+                allocated: Some(1_757_253_255_215_904),
+                active: None,
+                reserved: None,
+                unknown: None,
+            },
         }
     }
 

@@ -5,6 +5,8 @@
 use std::collections::HashMap;
 
 use pt_snap_query::{QueryError, QueryOutcome, QueryRequest, Source, Value};
+
+pub use crate::stack::Stacks;
 use serde_json::{json, Value as Json};
 
 /// The flamegraph: one component for the HTML report and the web app.
@@ -54,6 +56,8 @@ pub struct Node {
     pub self_requested_bytes: i64,
     pub block_count: i64,
     pub self_block_count: i64,
+    /// The frame's file; `None` for the root and memory without a stack.
+    pub filename: Option<String>,
 }
 
 /// The frame tree at `req.event_id`. Datasets have no structured frames: their engine
@@ -117,6 +121,9 @@ impl MemoryTree {
             col("depth")?,
             col("label")?,
         );
+        // Optional: a tree without it is drawn as it is by every view.
+        let filename = o.columns.iter().position(|c| c == "filename");
+        let frame_id = o.columns.iter().position(|c| c == "frame_id");
         let measures = [
             col("size_bytes")?,
             col("self_bytes")?,
@@ -146,6 +153,11 @@ impl MemoryTree {
                 self_requested_bytes: int(measures[3])?,
                 block_count: int(measures[4])?,
                 self_block_count: int(measures[5])?,
+                filename: match (filename, frame_id.map(|i| &row[i])) {
+                    (_, Some(Value::Null)) => None,
+                    (Some(i), _) => text(i),
+                    _ => None,
+                },
             });
         }
         check_complete(&nodes)?;
@@ -155,15 +167,32 @@ impl MemoryTree {
     /// The indented breakdown: depth-first from the root, children in row order, labels
     /// JSON-escaped so every frame stays on one line.
     pub fn to_text(&self) -> Result<String, IncompleteTree> {
+        self.to_text_stacks(Stacks::All)
+    }
+
+    /// [`MemoryTree::to_text`] with every frame (`Stacks::All`: the reference's text), or in
+    /// the Python view (`Stacks::Python`): native frames of stacks that hold Python frames
+    /// folded away ([`python_view`]), with one more header line saying how many.
+    pub fn to_text_stacks(&self, stacks: Stacks) -> Result<String, IncompleteTree> {
         let nodes = self.nodes()?;
-        let mut children: HashMap<Option<&str>, Vec<&Node>> = HashMap::new();
-        for n in &nodes {
-            children.entry(n.parent_id.as_deref()).or_default().push(n);
-        }
         let mut out = format!(
             "{}\nInclusive bytes / self bytes / live blocks\n",
             self.title()
         );
+        let (nodes, folded) = match stacks {
+            Stacks::All => (nodes, 0),
+            Stacks::Python => python_view(&nodes),
+        };
+        if stacks == Stacks::Python {
+            out.push_str(&format!(
+                "Python frames: {folded} native frame(s) folded into their nearest Python caller \
+                 (--stacks all shows every frame)\n"
+            ));
+        }
+        let mut children: HashMap<Option<&str>, Vec<&Node>> = HashMap::new();
+        for n in &nodes {
+            children.entry(n.parent_id.as_deref()).or_default().push(n);
+        }
         let mut pending: Vec<&Node> = children
             .get(&None)
             .into_iter()
@@ -199,10 +228,152 @@ impl MemoryTree {
     }
 
     /// One self-contained page: styles, script and data inline, no request of any kind.
-    pub fn to_html(&self) -> Result<String, IncompleteTree> {
+    /// `python_frames`: the flamegraph's Python view on or off when it opens (`None`: the
+    /// component's default, on when the tree has native frames to fold).
+    pub fn to_html(&self, python_frames: Option<bool>) -> Result<String, IncompleteTree> {
         self.nodes()?;
-        Ok(flamegraph_page(&self.title(), &self.flamegraph_data()))
+        let mut data = self.flamegraph_data();
+        if let (Some(on), Json::Object(map)) = (python_frames, &mut data) {
+            map.insert("python_frames".into(), json!(on));
+        }
+        Ok(flamegraph_page(&self.title(), &data))
     }
+}
+
+/// The memory tree in its Python view: every native frame (`filename` not Python source,
+/// [`crate::stack::is_python_file`]) with a Python frame above or below it in the tree —
+/// the process entry above the first Python frame, CPython's and the dispatcher's frames
+/// between Python frames, the operator's C++ and the allocator below the innermost one —
+/// folds away. Its callees move up to its nearest kept ancestor, which also takes its
+/// self counters; kept frames that then share a label under one caller merge (counters
+/// summed). A stack without any Python frame keeps all its frames, and a native frame
+/// holding memory itself whose nearest kept ancestor would be the root stays (its bytes
+/// would belong to no frame). Inclusive = self + Σ children still holds. The same rules
+/// as the flamegraph's "Python frames" view (`www/flamegraph/README.md`), without its
+/// separate fold of interpreter and dispatcher frames. Returns the nodes, caller first,
+/// and how many frames folded away.
+pub fn python_view(nodes: &[Node]) -> (Vec<Node>, usize) {
+    let index: HashMap<&str, usize> = nodes
+        .iter()
+        .enumerate()
+        .map(|(i, n)| (n.node_id.as_str(), i))
+        .collect();
+    let mut kids: Vec<Vec<usize>> = vec![Vec::new(); nodes.len()];
+    let mut parent: Vec<Option<usize>> = vec![None; nodes.len()];
+    for (i, n) in nodes.iter().enumerate() {
+        if let Some(p) = n.parent_id.as_deref().and_then(|p| index.get(p)) {
+            kids[*p].push(i);
+            parent[i] = Some(*p);
+        }
+    }
+    // Caller before callee: the order of a walk from the root.
+    let Some(root) = nodes.iter().position(|n| n.parent_id.is_none()) else {
+        return (nodes.to_vec(), 0);
+    };
+    let mut order = vec![root];
+    let mut q = 0;
+    while q < order.len() {
+        order.extend(kids[order[q]].iter().copied());
+        q += 1;
+    }
+    let python: Vec<bool> = nodes
+        .iter()
+        .map(|n| {
+            n.filename
+                .as_deref()
+                .is_some_and(crate::stack::is_python_file)
+        })
+        .collect();
+    let native: Vec<bool> = nodes
+        .iter()
+        .enumerate()
+        .map(|(i, n)| i != root && n.filename.is_some() && !python[i])
+        .collect();
+    let mut above = vec![false; nodes.len()];
+    for &i in &order[1..] {
+        let p = parent[i].expect("reached from the root");
+        above[i] = above[p] || python[p];
+    }
+    let mut below = vec![false; nodes.len()];
+    for &i in order.iter().rev() {
+        below[i] = kids[i].iter().any(|&c| python[c] || below[c]);
+    }
+    let holds = |i: usize| nodes[i].self_bytes != 0 || nodes[i].self_block_count != 0;
+    let mut gone = vec![false; nodes.len()];
+    // The nearest kept ancestor of each node, top-down.
+    let mut kept_up = vec![root; nodes.len()];
+    for &i in &order[1..] {
+        let p = parent[i].expect("reached from the root");
+        kept_up[i] = if gone[p] { kept_up[p] } else { p };
+        gone[i] = native[i] && (above[i] || below[i]) && !(kept_up[i] == root && holds(i));
+    }
+    let folded = gone.iter().filter(|g| **g).count();
+
+    // The folded tree, merging same-label callees, from the root down.
+    let mut out: Vec<Node> = Vec::new();
+    let mut queue: Vec<(Vec<usize>, Option<String>, i64)> = vec![(vec![root], None, 0)];
+    let mut next = 0;
+    while next < queue.len() {
+        let (sources, parent_id, depth) = queue[next].clone();
+        next += 1;
+        let first = &nodes[sources[0]];
+        let mut node = Node {
+            parent_id,
+            depth,
+            size_bytes: 0,
+            self_bytes: 0,
+            requested_bytes: 0,
+            self_requested_bytes: 0,
+            block_count: 0,
+            self_block_count: 0,
+            ..first.clone()
+        };
+        let mut groups: Vec<(String, Vec<usize>)> = Vec::new();
+        let mut walk: Vec<usize> = Vec::new();
+        for &s in &sources {
+            let n = &nodes[s];
+            node.size_bytes += n.size_bytes;
+            node.requested_bytes += n.requested_bytes;
+            node.block_count += n.block_count;
+            walk.push(s);
+        }
+        while let Some(s) = walk.pop() {
+            let n = &nodes[s];
+            node.self_bytes += n.self_bytes;
+            node.self_requested_bytes += n.self_requested_bytes;
+            node.self_block_count += n.self_block_count;
+            for &c in &kids[s] {
+                if gone[c] {
+                    walk.push(c);
+                    continue;
+                }
+                // Memory without a stack keeps its own key; frames merge by label.
+                let key = if nodes[c].filename.is_some() {
+                    format!("f\u{0}{}", nodes[c].label)
+                } else {
+                    format!("s\u{0}{}", nodes[c].node_id)
+                };
+                match groups.iter_mut().find(|g| g.0 == key) {
+                    Some(g) => g.1.push(c),
+                    None => groups.push((key, vec![c])),
+                }
+            }
+        }
+        // Largest first, as the template orders siblings; ties in row order.
+        let size = |g: &Vec<usize>| g.iter().map(|&i| nodes[i].size_bytes).sum::<i64>();
+        groups.sort_by(|a, b| size(&b.1).cmp(&size(&a.1)).then(a.1[0].cmp(&b.1[0])));
+        for (_, mut members) in groups {
+            members.sort_by(|&a, &b| {
+                nodes[b]
+                    .size_bytes
+                    .cmp(&nodes[a].size_bytes)
+                    .then(a.cmp(&b))
+            });
+            queue.push((members, Some(node.node_id.clone()), depth + 1));
+        }
+        out.push(node);
+    }
+    (out, folded)
 }
 
 /// Fills the flamegraph page. Frame texts are untrusted: the data is escaped so no
@@ -307,6 +478,80 @@ mod tests {
         for key in ["{{TITLE}}", "{{STYLE}}", "{{SCRIPT}}", "{{DATA}}"] {
             assert_eq!(PAGE.matches(key).count(), 1, "{key}");
         }
+    }
+
+    /// `tests/browser/fixtures/fold_merge.json`'s rows as nodes.
+    fn fold_merge() -> Vec<Node> {
+        let data: Json = serde_json::from_str(include_str!(
+            "../../../tests/browser/fixtures/fold_merge.json"
+        ))
+        .unwrap();
+        let int = |r: &Json, k: &str| r[k].as_i64().unwrap();
+        data["nodes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| Node {
+                node_id: r["node_id"].as_str().unwrap().into(),
+                parent_id: r["parent_id"].as_str().map(Into::into),
+                depth: int(r, "depth"),
+                label: r["label"].as_str().unwrap_or_default().into(),
+                size_bytes: int(r, "size_bytes"),
+                self_bytes: int(r, "self_bytes"),
+                requested_bytes: int(r, "requested_bytes"),
+                self_requested_bytes: int(r, "self_requested_bytes"),
+                block_count: int(r, "block_count"),
+                self_block_count: int(r, "self_block_count"),
+                filename: r["filename"].as_str().map(Into::into),
+            })
+            .collect()
+    }
+
+    /// The Python view of fold_merge.json, worked out by hand — the same tree the
+    /// flamegraph's "Python frames" view draws (tests/browser/flamegraph.test.mjs,
+    /// FOLD_MERGE_PYTHON): every native frame under `main` folds into it (PyObject_Call's
+    /// 512, PyMethod_New's 64 and the C extension's 16 self bytes), the two `forward`
+    /// frames merge and take all the native frames below them; `_start` stays, as its 32
+    /// self bytes would otherwise belong to no frame, and so does `app.py`'s `<module>`
+    /// below it.
+    #[test]
+    fn the_python_view_folds_native_frames_around_python_ones() {
+        let nodes = fold_merge();
+        check_complete(&nodes).unwrap();
+        let (view, folded) = python_view(&nodes);
+        check_complete(&view).unwrap();
+        assert_eq!(folded, 13);
+        type Row<'a> = (&'a str, Option<&'a str>, i64, i64, i64, i64);
+        let got: Vec<Row> = view
+            .iter()
+            .map(|n| {
+                let (id, parent) = (n.node_id.as_str(), n.parent_id.as_deref());
+                (
+                    id,
+                    parent,
+                    n.size_bytes,
+                    n.self_bytes,
+                    n.block_count,
+                    n.self_block_count,
+                )
+            })
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("root", None, 120400, 0, 17, 0),
+                ("static", Some("root"), 100000, 100000, 3, 3),
+                ("frame/1", Some("root"), 16368, 592, 12, 3),
+                ("frame/20", Some("root"), 4032, 32, 2, 1),
+                ("frame/1/3/5", Some("frame/1"), 15744, 15744, 8, 8),
+                ("frame/1/14", Some("frame/1"), 32, 32, 1, 1),
+                ("frame/20/21", Some("frame/20"), 4000, 4000, 1, 1),
+            ]
+        );
+        // The view of the view is itself: nothing more folds (`_start` still stays).
+        let (again, none) = python_view(&view);
+        assert_eq!(none, 0);
+        assert_eq!(again.len(), view.len());
     }
 
     #[test]

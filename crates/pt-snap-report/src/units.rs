@@ -43,6 +43,34 @@ pub fn grouped(n: i64) -> String {
     out
 }
 
+/// A duration in microseconds as seconds: `12.345 s`, `0.000042 s` below a millisecond,
+/// `-1.500 s`; minutes and hours past a minute (`3 min 05.250 s`, `2 h 01 min 00.000 s`).
+pub fn seconds(us: i64) -> String {
+    let sign = if us < 0 { "-" } else { "" };
+    let us = us.unsigned_abs();
+    if us < 1_000 {
+        return format!("{sign}{:.6} s", us as f64 / 1e6);
+    }
+    let (s, ms) = (us / 1_000_000, us % 1_000_000 / 1_000);
+    match (s / 3600, s % 3600 / 60, s % 60) {
+        (0, 0, sec) => format!("{sign}{sec}.{ms:03} s"),
+        (0, min, sec) => format!("{sign}{min} min {sec:02}.{ms:03} s"),
+        (h, min, sec) => format!("{sign}{h} h {min:02} min {sec:02}.{ms:03} s"),
+    }
+}
+
+/// An epoch time in microseconds (a trace entry's `time_us`) as its UTC date and time of
+/// day to the millisecond: `("2025-09-07", "14:34:15.215")`.
+pub fn utc(time_us: i64) -> (String, String) {
+    let iso = pt_snap_contract::python::isoformat_utc(
+        time_us.div_euclid(1_000_000),
+        time_us.rem_euclid(1_000_000) as u32,
+    );
+    let (date, rest) = iso.split_once('T').unwrap_or((&iso, ""));
+    // `HH:MM:SS.ffffff+00:00`: keep the milliseconds.
+    (date.to_owned(), rest.get(..12).unwrap_or(rest).to_owned())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -58,5 +86,18 @@ mod tests {
         assert_eq!(signed_human_bytes(0), "0 B");
         assert_eq!(grouped(-1234567), "-1,234,567");
         assert_eq!(grouped(999), "999");
+    }
+
+    #[test]
+    fn times_read_as_seconds_and_utc() {
+        assert_eq!(seconds(0), "0.000000 s");
+        assert_eq!(seconds(42), "0.000042 s");
+        assert_eq!(seconds(12_345_678), "12.345 s");
+        assert_eq!(seconds(-1_500_000), "-1.500 s");
+        assert_eq!(seconds(185_250_000), "3 min 05.250 s");
+        assert_eq!(seconds(7_260_000_000), "2 h 01 min 00.000 s");
+        let t = utc(1_757_253_255_215_904);
+        assert_eq!((t.0.as_str(), t.1.as_str()), ("2025-09-07", "13:54:15.215"));
+        assert_eq!(utc(-1).1, "23:59:59.999");
     }
 }

@@ -2,7 +2,7 @@
 //! each side add up to what the templates say was live at its peak.
 
 use pt_snap_query::{Analyzer, QueryRequest, TimelineRequest, Value};
-use pt_snap_report::diff::{measure, Diff, DiffRequest, Side, Status};
+use pt_snap_report::diff::{measure, Diff, DiffRequest, Side, Status, Timelines};
 use pt_snap_report::Metric;
 use pt_snap_testkit::reference_databases;
 
@@ -14,10 +14,12 @@ fn side(a: &Analyzer, metric: Metric) -> Side {
             metric,
         },
         |device| {
-            a.timeline(&TimelineRequest {
+            let req = TimelineRequest {
                 device: Some(device),
                 ..TimelineRequest::new(100)
-            })
+            };
+            let (by_event, by_time) = a.timelines(&req)?;
+            Ok(Timelines { by_event, by_time })
         },
     )
     .unwrap()

@@ -91,7 +91,7 @@ fn a_tree_that_does_not_add_up_is_refused() {
         *v += 1;
     }
     assert_eq!(tree.to_text().unwrap_err(), IncompleteTree);
-    assert!(tree.to_html().is_err());
+    assert!(tree.to_html(None).is_err());
 }
 
 #[test]

@@ -96,6 +96,7 @@ pub fn AllocationPanel() -> impl IntoView {
                 columns: COLUMNS,
                 top: detail.get(),
                 colour: colour.get(),
+                rules: state.category_rules.get().map(|r| r.1),
             })
         },
         |a| match a {
@@ -202,14 +203,51 @@ pub fn AllocationPanel() -> impl IntoView {
                 })
         })
     };
+    // `(pointer x at press, window at press, moved)` while the button is down: a drag pans
+    // both timelines, as a drag on the counter timeline does.
+    let drag = RwSignal::new(None::<(f64, (i64, i64), bool)>);
+    let bounds_and_window = move || {
+        view_memo.with_untracked(|v| {
+            let a = &v.as_ref()?.allocations;
+            Some((a.bounds?, a.window?))
+        })
+    };
+    let on_down = move |e: PointerEvent| {
+        if e.button() != 0 {
+            return;
+        }
+        if let Some((_, window)) = bounds_and_window() {
+            drag.set(Some((e.client_x() as f64, window, false)));
+        }
+    };
     let on_move = move |e: PointerEvent| {
+        if let Some((x0, (lo, hi), moved)) = drag.get_untracked() {
+            let dx = e.client_x() as f64 - x0;
+            if moved || dx.abs() >= 4.0 {
+                drag.set(Some((x0, (lo, hi), true)));
+                let el: Option<web_sys::Element> =
+                    e.current_target().and_then(|t| t.dyn_into().ok());
+                if let (Some(el), Some(((first, last), _))) = (el, bounds_and_window()) {
+                    let width = el.get_bounding_client_rect().width().max(1.0);
+                    let shift = (-dx / width * W / (W - 2.0 * PAD) * (hi - lo) as f64).round();
+                    set_window(state.window, first, last, lo + shift as i64, hi - lo);
+                }
+                return;
+            }
+        }
         let hit = hit_at(&e);
         if hover.get_untracked() != hit {
             hover.set(hit);
         }
     };
-    // A click selects the block and its allocation event, which every view follows.
+    // A click (a press that did not drag) selects the block and its allocation event,
+    // which every view follows.
     let on_click = move |e: web_sys::MouseEvent| {
+        let dragged = drag.get_untracked().is_some_and(|d| d.2);
+        drag.set(None);
+        if dragged {
+            return;
+        }
         let Some(Hit {
             item: Item::Band(i),
             ..
@@ -332,6 +370,7 @@ pub fn AllocationPanel() -> impl IntoView {
                         }).collect_view()}
                     </select>
                 </label>
+                <Show when=move || colour.get() == Colour::Category><crate::oom::RulesPicker/></Show>
                 {move || asked.with(Option::is_none).then(|| view! {
                     <span class="spinner small" role="status" aria-label="Drawing the window" data-testid="allocations-loading"></span>
                 })}
@@ -352,7 +391,8 @@ pub fn AllocationPanel() -> impl IntoView {
                     data-bands=move || view_memo.with(|v| v.as_ref().map(|v| v.allocations.bands.len().to_string()))
                     data-live=move || view_memo.with(|v| v.as_ref().map(|v| v.allocations.live_blocks.to_string()))
                     data-selected=move || selected.get().map(|b| b.to_string())
-                    on:pointermove=on_move on:pointerleave=move |_| hover.set(None)
+                    on:pointerdown=on_down on:pointermove=on_move
+                    on:pointerleave=move |_| { hover.set(None); drag.set(None); }
                     on:click=on_click on:wheel=on_wheel></canvas>
             </div>
             <p class="small readout" data-testid="allocations-readout">

@@ -53,6 +53,11 @@ pub struct AppState {
     pub screen: RwSignal<Screen>,
     /// What the Compare view compares.
     pub compare: RwSignal<crate::compare::Compare>,
+    /// Bumped by each progress message of a Compare side being measured.
+    pub compare_stage: RwSignal<u32>,
+    /// The user's memory-category rules, `(file name, TOML)` as `--categories` reads them;
+    /// `None`: the built-in ones.
+    pub category_rules: RwSignal<Option<(String, String)>>,
 }
 
 /// What fills the page below the header.
@@ -200,6 +205,8 @@ pub fn App() -> impl IntoView {
         job: RwSignal::new(None),
         screen: RwSignal::new(Screen::File),
         compare: RwSignal::new(Default::default()),
+        compare_stage: RwSignal::new(0),
+        category_rules: RwSignal::new(None),
     };
     provide_context(state);
     client::warm_up();

@@ -42,8 +42,6 @@ pub struct Compare {
     pub metric: Metric,
     /// Groups listed in the table (all are in the totals and the flamegraph); `None`: all.
     pub limit: Option<usize>,
-    /// What the worker measuring `Key` is doing.
-    pub stage: Option<(Key, String)>,
     /// Bumped when a side is measured or fails, so the view looks again.
     pub epoch: u32,
 }
@@ -54,7 +52,6 @@ impl Default for Compare {
             picks: [None, None],
             metric: Metric::Active,
             limit: Some(DEFAULT_LIMIT),
-            stage: None,
             epoch: 0,
         }
     }
@@ -79,8 +76,9 @@ thread_local! {
     static SIDES: RefCell<Vec<(Key, Rc<Side>)>> = const { RefCell::new(Vec::new()) };
     /// Sides that could not be measured, with why (not asked again until the job changes).
     static FAILED: RefCell<Vec<(Key, EngineError)>> = const { RefCell::new(Vec::new()) };
-    /// The side being measured.
+    /// The side being measured, and what its worker last said.
     static MEASURING: RefCell<Option<(Key, Asking)>> = const { RefCell::new(None) };
+    static STAGE: RefCell<String> = const { RefCell::new(String::new()) };
 }
 
 /// Forgets every side (another job: the file indexes mean other files now).
@@ -100,7 +98,7 @@ enum SideState {
     Failed(EngineError),
 }
 
-fn side_state(key: Key, compare: &Compare) -> SideState {
+fn side_state(key: Key) -> SideState {
     if let Some(side) = SIDES.with(|s| {
         let mut s = s.borrow_mut();
         let at = s.iter().position(|(k, _)| *k == key)?;
@@ -119,10 +117,12 @@ fn side_state(key: Key, compare: &Compare) -> SideState {
     }) {
         return SideState::Failed(f);
     }
-    match &compare.stage {
-        Some((k, stage)) if *k == key => SideState::Working(stage.clone()),
-        _ => SideState::Waiting,
+    // Working only while its worker is: a superseded measurement's stage says nothing.
+    if MEASURING.with(|m| m.borrow().as_ref().is_some_and(|(k, _)| *k == key)) {
+        let stage = STAGE.with(|s| s.borrow().clone());
+        return SideState::Working(stage);
     }
+    SideState::Waiting
 }
 
 /// The picks in effect: those chosen, else the defaults.
@@ -158,18 +158,22 @@ fn measure_next(state: AppState) {
     }
     // A side no longer shown is not worth its worker.
     drop(MEASURING.with(|m| m.borrow_mut().take()));
-    let compare = state.compare.get_untracked();
     let Some(key) = keys
         .into_iter()
         .flatten()
-        .find(|k| side_state(*k, &compare) == SideState::Waiting)
+        .find(|k| side_state(*k) == SideState::Waiting)
     else {
         return;
     };
     let Some(file) = crate::ranks::file(key.pick.file) else {
         return;
     };
-    let stage = move |s: String| state.compare.update(|c| c.stage = Some((key, s)));
+    // What the worker says, shown by the progress line alone (not the pickers, which a
+    // change of `state.compare` would rebuild).
+    let stage = move |s: String| {
+        STAGE.with(|t| *t.borrow_mut() = s);
+        state.compare_stage.update(|n| *n += 1);
+    };
     stage("starting".into());
     let asking = oneshot::ask(
         &file,
@@ -201,7 +205,6 @@ fn measure_next(state: AppState) {
                 }
             }
             state.compare.update(|c| {
-                c.stage = None;
                 c.epoch += 1;
             });
             measure_next(state);
@@ -236,13 +239,10 @@ fn measured_pair(state: AppState) -> Option<([String; 2], [Rc<Side>; 2])> {
     let [Some(a), Some(b)] = picks(state) else {
         return None;
     };
-    let measured = |pick| match side_state(
-        Key {
-            pick,
-            metric: compare.metric,
-        },
-        &compare,
-    ) {
+    let measured = |pick| match side_state(Key {
+        pick,
+        metric: compare.metric,
+    }) {
         SideState::Done(side) => Some(side),
         _ => None,
     };
@@ -315,6 +315,13 @@ pub fn CompareView() -> impl IntoView {
         }
     });
     on_cleanup(destroy_drawn);
+    // Whatever resolves the pair anew — a rank summarised, a default that changes, a pick,
+    // the metric — measures what is missing (a no-op while the pair is being measured).
+    Effect::new(move |_| {
+        let _ = picks(state);
+        state.compare.with(|c| c.metric);
+        measure_next(state);
+    });
     let save = move |_| {
         let Some((labels, [a, b])) = untrack(|| measured_pair(state)) else {
             return;
@@ -401,13 +408,14 @@ pub fn CompareView() -> impl IntoView {
                 "event axis and the differential flamegraph. Each file is measured by a worker of its own, one at a time."
             </p>
             {move || {
+                state.compare_stage.track();
                 let compare = state.compare.get();
                 let [a, b] = picks(state);
                 let (Some(a), Some(b)) = (a, b) else {
                     return Some(view! { <p class="muted" data-testid="compare-empty">"Two summarised ranks are needed: wait for the Ranks view, or open more files."</p> }.into_any());
                 };
                 let rows: Vec<AnyView> = [("A", a), ("B", b)].into_iter().filter_map(|(name, pick)| {
-                    let text = match side_state(Key { pick, metric: compare.metric }, &compare) {
+                    let text = match side_state(Key { pick, metric: compare.metric }) {
                         SideState::Done(_) => return None,
                         SideState::Waiting => "waiting".to_owned(),
                         SideState::Working(s) => s,

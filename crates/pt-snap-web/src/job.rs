@@ -189,6 +189,7 @@ mod tests {
             reserved_minus_allocated: Some(100),
             oom_events: 0,
             top_group: None,
+            peak_times: Default::default(),
         }
     }
 

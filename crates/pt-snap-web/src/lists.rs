@@ -13,7 +13,8 @@ use crate::app::{AppState, Tab};
 use crate::client::{self, Asker};
 use crate::fmt;
 use crate::views::{
-    active_peak_event, bytes_cell, error_box, grid_table, include_static_field, pending, PeaksReply,
+    active_peak_event, bytes_cell, error_box, grid_table, include_static_field, pending,
+    stack_body, PeaksReply,
 };
 
 const PAGE: i64 = 50;
@@ -92,7 +93,7 @@ fn StackCell(alloc_event: i64) -> impl IntoView {
         return view! { <span class="muted small">"no allocation captured (static or pre-existing block)"</span> }
             .into_any();
     }
-    let stack = RwSignal::new(None::<Result<Option<String>, EngineError>>);
+    let stack = RwSignal::new(None::<Result<Option<(String, String)>, EngineError>>);
     let asker = Asker::new();
     let on_toggle = move |e: leptos::ev::Event| {
         let open = e
@@ -107,7 +108,10 @@ fn StackCell(alloc_event: i64) -> impl IntoView {
             };
             asker.ask(query, state.budget_s.get_untracked(), move |answer| {
                 stack.set(Some(answer.map(|a| match a {
-                    Answer::Event(e) => e.and_then(|e| e.callstack),
+                    Answer::Event(e) => e.and_then(|e| {
+                        let label = e.label.unwrap_or_default();
+                        e.callstack.map(|s| (label, s))
+                    }),
                     _ => None,
                 })))
             });
@@ -116,13 +120,13 @@ fn StackCell(alloc_event: i64) -> impl IntoView {
     view! {
         <details class="stack" on:toggle=on_toggle>
             <summary>{move || match stack.get() {
-                Some(Ok(Some(s))) => s.lines().last().unwrap_or("").to_owned(),
+                Some(Ok(Some((label, _)))) => label,
                 Some(Ok(None)) => "no stack recorded".to_owned(),
                 Some(Err(_)) => "stack unavailable".to_owned(),
                 None => "allocation stack".to_owned(),
             }}</summary>
             {move || match stack.get() {
-                Some(Ok(Some(s))) => view! { <pre data-testid="stack-text">{s}</pre> }.into_any(),
+                Some(Ok(Some((_, s)))) => stack_body(s).into_any(),
                 Some(Err(f)) => error_box(&f),
                 _ => ().into_any(),
             }}
@@ -223,7 +227,7 @@ pub fn LeaksView() -> impl IntoView {
                             "leaks-table",
                             view! {
                                 <th class="num">"block"</th><th class="num">"size"</th><th>"address"</th>
-                                <th class="num">"allocated at event"</th><th>"allocation stack (innermost frame)"</th>
+                                <th class="num">"allocated at event"</th><th>"where allocated"</th>
                             },
                             move || {
                                 let p = page.get();
@@ -346,7 +350,7 @@ pub fn BlocksView() -> impl IntoView {
                             view! {
                                 <th class="num">"block"</th><th class="num">"size"</th><th class="num">"requested"</th>
                                 <th>"address"</th><th>"kind"</th><th class="num">"allocated at"</th><th class="num">"freed at"</th>
-                                <th>"allocation stack (innermost frame)"</th>
+                                <th>"where allocated"</th>
                             },
                             t.rows.iter().map(|r| {
                                 let alloc = int(&t, r, "allocEventId");

@@ -8,11 +8,12 @@ use pt_snap_engine::{Answer, Query};
 use pt_snap_report::oom::{FreeSummary, OomEvent, Verdict};
 use pt_snap_report::units::grouped;
 use pt_snap_report::OomReport;
+use wasm_bindgen::JsCast;
 
 use crate::app::{AppState, Tab};
 use crate::client::Reply;
 use crate::fmt;
-use crate::views::{bytes_cell, error_box, pending};
+use crate::views::{bytes_cell, error_box, pending, stack_body, stack_details};
 
 /// The file's OOM report, asked once per file.
 #[derive(Clone, Copy)]
@@ -20,7 +21,11 @@ pub struct OomReply(pub RwSignal<Reply<OomReport>>);
 
 pub fn oom_signal(state: AppState) -> OomReply {
     OomReply(state.watch(
-        |_| Some(Query::Oom),
+        move |_| {
+            Some(Query::Oom {
+                rules: state.category_rules.get().map(|r| r.1),
+            })
+        },
         |a| match a {
             Answer::Oom(r) => Some(*r),
             _ => None,
@@ -127,6 +132,7 @@ fn event_card(e: OomEvent) -> impl IntoView {
                 <div>
                     <h3>"Live by category"</h3>
                     <p class="muted small">"A heuristic from each block's allocation stack; the rule that matched is in brackets (docs/categories.md)."</p>
+                    <RulesPicker/>
                     <table class="grid" data-testid="oom-categories">
                         <tbody>
                         {e.categories.rows.iter().map(|r| view! {
@@ -158,12 +164,18 @@ fn event_card(e: OomEvent) -> impl IntoView {
                 {e.groups.iter().map(|g| view! {
                     <tr><td class="num">{bytes_cell(g.size_bytes)}</td><td class="num">{g.block_count.to_string()}</td>
                         <td class="small">{g.category.clone()}</td>
-                        <td class="wrap small"><details><summary>{g.callstack.lines().next().unwrap_or("").to_owned()}</summary>
-                            <pre class="stack">{g.callstack.clone()}</pre></details></td></tr>
+                        <td class="wrap small stack">{stack_details(g.label(), g.callstack.clone())}</td></tr>
                 }).collect_view()}
                 </tbody>
             </table>
-            <details class="oom-stack"><summary>"The failing request's stack"</summary><pre class="stack">{e.callstack.clone()}</pre></details>
+            {match pt_snap_report::stack::label_text(&e.callstack) {
+                Some(label) => view! {
+                    <details class="oom-stack stack"><summary>"The failing request's stack: "
+                        <span data-testid="oom-request-label">{label}</span></summary>
+                        {stack_body(e.callstack.clone())}</details>
+                }.into_any(),
+                None => view! { <p class="muted small" data-testid="oom-request-label">"The failing request's stack: none recorded."</p> }.into_any(),
+            }}
         </section>
     }
 }
@@ -174,7 +186,7 @@ pub fn OomView() -> impl IntoView {
     move || {
         match reply.0.get() {
         None => pending("Explaining the OOM…"),
-        Some(Err(f)) => error_box(&f),
+        Some(Err(f)) => view! { {error_box(&f)} <RulesPicker/> }.into_any(),
         Some(Ok(report)) if report.events.is_empty() => view! {
             <p class="panel muted" data-testid="oom-none">"No oom event in this file: the allocator never failed while the trace was recorded."</p>
         }
@@ -188,5 +200,38 @@ pub fn OomView() -> impl IntoView {
         }
         .into_any(),
     }
+    }
+}
+
+/// Which memory-category rules the views judge with: the built-in ones, or a rules file of
+/// the user's in the form `--categories` reads (docs/categories.md), read here and sent to
+/// the worker with each question.
+#[component]
+pub fn RulesPicker() -> impl IntoView {
+    let state = expect_context::<AppState>();
+    let on_pick = move |e: leptos::ev::Event| {
+        let input: web_sys::HtmlInputElement = e.target().expect("an input").unchecked_into();
+        let Some(file) = input.files().and_then(|f| f.get(0)) else {
+            return;
+        };
+        input.set_value("");
+        wasm_bindgen_futures::spawn_local(async move {
+            let text = wasm_bindgen_futures::JsFuture::from(file.text()).await;
+            if let Some(text) = text.ok().and_then(|t| t.as_string()) {
+                state.category_rules.set(Some((file.name(), text)));
+            }
+        });
+    };
+    view! {
+        <div class="rules-picker small" data-testid="rules-picker">
+            <span class="muted">"Category rules: "</span>
+            <strong data-testid="rules-name">{move || state.category_rules.with(|r| r.as_ref().map_or("built-in".to_owned(), |r| r.0.clone()))}</strong>
+            <label class="button small">"Load rules…"
+                <input class="visually-hidden" type="file" accept=".toml,text/plain" data-testid="rules-input" on:change=on_pick/>
+            </label>
+            <Show when=move || state.category_rules.with(Option::is_some)>
+                <button class="button small" data-testid="rules-builtin" on:click=move |_| state.category_rules.set(None)>"Built-in"</button>
+            </Show>
+        </div>
     }
 }

@@ -200,21 +200,32 @@ pub fn RanksView() -> impl IntoView {
 #[component]
 fn CompareButton(report: RanksReport) -> impl IntoView {
     let state = expect_context::<AppState>();
-    let rank_of = |pick: Option<Pick>| {
-        let pick = pick?;
-        let job = state.job.get_untracked()?;
-        let file = (0..report.files.len()).find(|&f| job.member_of(f) == Some(pick.file))?;
-        Some(report.files[file].rank)
-    };
-    let [a, b] = compare::picks(state);
-    let (a, b) = (rank_of(a), rank_of(b));
-    let text = match (a, b) {
-        (Some(a), Some(b)) => format!("Compare rank {a} (A) with rank {b} (B)"),
-        _ => "Compare".to_owned(),
+    // Closures, not values: a pick in the table changes them without rebuilding the view.
+    let report = StoredValue::new(report);
+    let ranks = move || {
+        let rank_of = |pick: Option<Pick>| {
+            let pick = pick?;
+            state.job.with_untracked(|job| {
+                let job = job.as_ref()?;
+                report.with_value(|report| {
+                    let file =
+                        (0..report.files.len()).find(|&f| job.member_of(f) == Some(pick.file))?;
+                    Some(report.files[file].rank)
+                })
+            })
+        };
+        let [a, b] = compare::picks(state);
+        (rank_of(a), rank_of(b))
     };
     view! {
-        <button class="button small primary" data-testid="ranks-compare" disabled=a.is_none() || b.is_none()
-            on:click=move |_| compare::show(state)>{text}</button>
+        <button class="button small primary" data-testid="ranks-compare"
+            disabled=move || { let (a, b) = ranks(); a.is_none() || b.is_none() }
+            on:click=move |_| compare::show(state)>
+            {move || match ranks() {
+                (Some(a), Some(b)) => format!("Compare rank {a} (A) with rank {b} (B)"),
+                _ => "Compare".to_owned(),
+            }}
+        </button>
     }
 }
 

@@ -302,10 +302,8 @@ fn peak_body(state: AppState, r: PeakReport) -> impl IntoView {
             {grid_table(
                 "grid groups",
                 None,
-                view! { <th class="num">"size"</th><th class="num">"requested"</th><th class="num">"blocks"</th><th class="num">"%"</th><th>"category"</th><th>"callstack (innermost frame)"</th> },
+                view! { <th class="num">"size"</th><th class="num">"requested"</th><th class="num">"blocks"</th><th class="num">"%"</th><th>"category"</th><th title="The innermost frame of your own code, then the torch call below it; open a row for its frames">"where allocated"</th> },
                 groups.into_iter().map(|g| {
-                    let stack = g.callstack;
-                    let last = stack.lines().last().unwrap_or("").to_owned();
                     view! {
                         <tr>
                             <td class="num">{bytes_cell(g.size_bytes)}</td>
@@ -313,12 +311,7 @@ fn peak_body(state: AppState, r: PeakReport) -> impl IntoView {
                             <td class="num">{fmt::grouped(g.block_count)}</td>
                             <td class="num">{g.percent_of_active_blocks.map(|p| format!("{p:.1}"))}</td>
                             <td>{g.category}</td>
-                            <td class="stack">
-                                <details>
-                                    <summary>{last}</summary>
-                                    <pre>{stack}</pre>
-                                </details>
-                            </td>
+                            <td class="stack">{stack_details(g.label, g.callstack)}</td>
                         </tr>
                     }
                 }).collect_view(),
@@ -341,6 +334,48 @@ fn peak_body(state: AppState, r: PeakReport) -> impl IntoView {
             </details>
         </section>
     }
+}
+
+/// A stack as a person reads it: its label ([`pt_snap_report::stack::label`]) to open,
+/// then [`stack_body`].
+pub fn stack_details(label: String, text: String) -> impl IntoView {
+    view! {
+        <details>
+            <summary data-testid="stack-label">{label}</summary>
+            {stack_body(text)}
+        </details>
+    }
+}
+
+/// A stack's frames: its Python frames as `function (file:line)` with the paths cut as
+/// `diff` cuts them and the user's own frames in bold, and every frame as captured one more
+/// click away — or every frame at once when the stack has no native frames (or no Python
+/// ones) to tell apart.
+pub fn stack_body(text: String) -> AnyView {
+    use pt_snap_report::stack::{normalize_stack, Origin};
+    let frames = normalize_stack(&text);
+    let python: Vec<_> = frames.iter().filter(|f| f.is_python()).collect();
+    let native = frames.len() - python.len();
+    if python.is_empty() || native == 0 {
+        return view! { <pre data-testid="stack-text">{text}</pre> }.into_any();
+    }
+    let items = python
+        .iter()
+        .map(|f| {
+            let user = f.origin == Origin::User;
+            view! { <li class:user=user>{f.label()}</li> }
+        })
+        .collect_view();
+    let total = frames.len();
+    view! {
+        <p class="muted small">{format!("Python frames, outermost first; your code in bold ({native} native frames hidden):")}</p>
+        <ol class="py-frames" data-testid="stack-python">{items}</ol>
+        <details class="all-frames">
+            <summary class="small">{format!("All {total} frames, as captured")}</summary>
+            <pre data-testid="stack-text">{text}</pre>
+        </details>
+    }
+    .into_any()
 }
 
 thread_local! {

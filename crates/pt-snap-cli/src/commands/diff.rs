@@ -6,7 +6,7 @@ use std::path::Path;
 use pt_snap_contract::{envelope, publish, python};
 use pt_snap_import::ReplayMode;
 use pt_snap_query::{Analyzer, TimelineRequest};
-use pt_snap_report::diff::{measure, Diff, DiffRequest, PAGE_BUCKETS};
+use pt_snap_report::diff::{measure, Diff, DiffRequest, Timelines, PAGE_BUCKETS};
 use pt_snap_report::Metric;
 use serde_json::{json, Map, Value};
 
@@ -55,10 +55,12 @@ pub fn run(args: &DiffArgs) -> CliResult {
     let side = |input: &Input| {
         input.analyzer.set_interrupt(deadline.interrupt());
         measure(&input.analyzer, &request, |device| {
-            input.analyzer.timeline(&TimelineRequest {
+            let req = TimelineRequest {
                 device: Some(device),
                 ..TimelineRequest::new(buckets)
-            })
+            };
+            let (by_event, by_time) = input.analyzer.timelines(&req)?;
+            Ok(Timelines { by_event, by_time })
         })
         .map_err(|e| CliError::query(e, Some(&deadline), "Error: "))
     };

@@ -8,17 +8,31 @@ use pt_snap_query::category::CategoryRules;
 use pt_snap_query::{QueryError, Source};
 use pt_snap_report::categories::Rules;
 use pt_snap_report::{
-    memory_tree, oom_report, peak_memory, Grouping, Metric, OomRequest, PeakRequest, TreeRequest,
+    memory_tree, oom_report, peak_memory, Grouping, Metric, OomRequest, PeakRequest, Stacks,
+    TreeRequest,
 };
 
 use crate::budget::Deadline;
-use crate::cli::{GroupBy, MemoryTreeArgs, OomArgs, PeakMemoryArgs, ReportCommand, TreeFormat};
+use crate::cli::{
+    GroupBy, MemoryTreeArgs, OomArgs, PeakMemoryArgs, ReportCommand, StacksArg, TreeFormat,
+};
 use crate::commands::diff::Input;
 use crate::commands::metadata::LenientReplay;
 use crate::error::{CliError, CliResult};
 use crate::{focus, output, source};
 
 const REPORT_PREFIX: &str = "Error generating report: ";
+
+/// `--stacks python` shapes a text report; JSON always carries every frame.
+fn text_only_stacks(stacks: Option<StacksArg>, json: bool) -> CliResult {
+    if json && stacks == Some(StacksArg::Python) {
+        return Err(CliError::invalid_parameter(
+            "--stacks python applies to the text report; --json always carries every frame.",
+            "Drop --stacks python, or drop --json for the text with Python frames only.",
+        ));
+    }
+    Ok(())
+}
 
 pub fn run(command: &ReportCommand) -> CliResult {
     match command {
@@ -49,6 +63,7 @@ fn category_rules(path: Option<&Path>) -> CliResult<Rules> {
 
 /// `report oom`: a database or a snapshot (through the reuse cache), or the focus.
 fn oom(a: &OomArgs) -> CliResult {
+    text_only_stacks(Some(a.stacks), a.json)?;
     if a.device.is_some_and(|d| d < 0) {
         return Err(CliError::invalid_parameter(
             "device must be a nonnegative integer.",
@@ -94,13 +109,14 @@ fn oom(a: &OomArgs) -> CliResult {
         if let Some(r) = &input.lenient {
             println!("{}", r.line());
         }
-        print!("{}", report.to_text());
+        print!("{}", report.to_text_stacks(a.stacks.into()));
     }
     Ok(())
 }
 
 fn peak(a: &PeakMemoryArgs) -> CliResult {
     let prefixed = |e: CliError| e.with_text_prefix(REPORT_PREFIX);
+    text_only_stacks(Some(a.stacks), a.json).map_err(prefixed)?;
     let by = match a.by {
         GroupBy::Callstack if a.categories.is_some() => {
             return Err(CliError::invalid_parameter(
@@ -168,7 +184,7 @@ fn peak(a: &PeakMemoryArgs) -> CliResult {
         if let Some(r) = &lenient {
             println!("{}", r.line());
         }
-        print!("{}", report.to_text());
+        print!("{}", report.to_text_stacks(a.stacks.into()));
     }
     Ok(())
 }
@@ -189,6 +205,7 @@ fn tree(a: &MemoryTreeArgs) -> CliResult {
         )
         .with_hint(None));
     }
+    text_only_stacks(a.stacks, a.json)?;
     let limits = a.limits.resolve()?;
     let deadline = Deadline::start(a.timeout)?;
     let resolved = focus::resolve_required(a.db_path.as_deref())?;
@@ -222,12 +239,14 @@ fn tree(a: &MemoryTreeArgs) -> CliResult {
         LenientReplay::annotate(&lenient, &mut out);
         output::print_json(&out);
     } else if a.format == TreeFormat::Html {
-        println!("{}", tree.to_html().map_err(incomplete)?);
+        let python_frames = a.stacks.map(|s| s == StacksArg::Python);
+        println!("{}", tree.to_html(python_frames).map_err(incomplete)?);
     } else {
         if let Some(r) = &lenient {
             println!("{}", r.line());
         }
-        print!("{}", tree.to_text().map_err(incomplete)?);
+        let stacks = a.stacks.map_or(Stacks::All, Stacks::from);
+        print!("{}", tree.to_text_stacks(stacks).map_err(incomplete)?);
     }
     Ok(())
 }

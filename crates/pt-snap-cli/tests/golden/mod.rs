@@ -383,6 +383,12 @@ pub fn import_ours(fixture: &str) -> (tempfile::TempDir, PathBuf) {
 /// sets have no standalone import and are skipped). Negative ids restart per device in our
 /// databases, so on a second device they are compared by rank.
 pub fn replay(kind: &str, ours: bool) {
+    replay_with(kind, ours, &[]);
+}
+
+/// [`replay`] with `extra` appended to the arguments of every case that prints text (no
+/// `--json`, no `--format html`): flags whose default must not change a byte.
+pub fn replay_with(kind: &str, ours: bool, extra: &[&str]) {
     let mut failures = BTreeMap::new();
     let mut ran = 0;
     for (set, dir, meta) in sets(kind) {
@@ -399,7 +405,14 @@ pub fn replay(kind: &str, ours: bool) {
             (None, set_db(&dir, &meta))
         };
         let relabel = ours && meta["device"].as_i64().unwrap_or(0) != 0;
-        for case in cases(&dir) {
+        for mut case in cases(&dir) {
+            if !extra.is_empty() {
+                let text = !case.args.iter().any(|a| a == "--json" || a == "html");
+                if !text {
+                    continue;
+                }
+                case.args.extend(extra.iter().map(|a| a.to_string()));
+            }
             ran += 1;
             let mut got = run_ours(&case, &db, &dir);
             let mut want = case_clone(&case);

@@ -352,6 +352,7 @@ mod tests {
             stream: 0,
             frames,
             id: None,
+            time_low: 0,
         };
         snapshot.device_traces = vec![vec![
             ev(Action::Alloc, 0, a),

@@ -10,7 +10,8 @@ use pt_snap_pickle::{Arena, Node, NodeId, Val};
 
 use super::tables::{EventList, Kind, PendingBlock, Tables, Word};
 use super::DecodeError;
-use crate::{Action, Block, BlockState, FrameId, Segment, StackId, TraceEvent};
+use crate::times::{join, split};
+use crate::{Action, Block, BlockState, EventTimesBuilder, FrameId, Segment, StackId, TraceEvent};
 
 /// Where a value sits, rendered only when an error needs it.
 #[derive(Clone, Copy)]
@@ -248,13 +249,17 @@ impl<'a> Decoder<'a> {
         })
     }
 
-    /// One trace entry; the `device_free` of an `oom` entry is left in
-    /// [`Tables::device_free`] for the caller, which knows where the entry sits.
+    /// One trace entry; the `device_free` of an `oom` entry and the entry's `time_us` are
+    /// left in [`Tables::device_free`] and [`Tables::time`] for the caller, which knows
+    /// where the entry sits.
     pub fn event(&mut self, v: Val, path: &Path<'_>) -> Result<TraceEvent> {
         self.t.device_free = None;
+        self.t.time = None;
         if let Some((Kind::Event, i)) = Kind::of(self.arena, v) {
+            let ev = self.t.events.get(i).copied().ok_or_else(|| shared(path))?;
             self.t.device_free = self.t.oom_free.get(&i).copied();
-            return self.t.events.get(i).copied().ok_or_else(|| shared(path));
+            self.t.time = (self.t.time_runs.high_at(i)).map(|high| join(high, ev.time_low));
+            return Ok(ev);
         }
         let mut device_free = None;
         let items = self.dict(v, path, "a trace entry dict")?;
@@ -266,7 +271,9 @@ impl<'a> Decoder<'a> {
             stream: 0,
             frames: StackId::EMPTY,
             id: None,
+            time_low: 0,
         };
+        let mut time = None;
         for &(k, x) in items {
             match self.word(k) {
                 Word::Action => {
@@ -281,6 +288,7 @@ impl<'a> Decoder<'a> {
                 Word::Frames => ev.frames = self.stack(x, &path.key("frames"))?,
                 Word::Id => ev.id = Some(self.int(x, &path.key("id"), IntKind::Plain)?),
                 Word::DeviceFree => device_free = Some(x),
+                Word::TimeUs => time = Some(x),
                 _ => {}
             }
         }
@@ -298,14 +306,21 @@ impl<'a> Decoder<'a> {
                 self.t.device_free = self.int(x, &path.key("device_free"), IntKind::Plain).ok();
             }
         }
+        // The reference ignores `time_us` too: a value that is no i64 (a float, a bool, a
+        // string, past 2^63) is no time, never a reason to refuse the file.
+        if let Some(x) = time {
+            self.t.time = self.int(x, &path.key("time_us"), IntKind::Plain).ok();
+            ev.time_low = self.t.time.map_or(0, |t| split(t).1);
+        }
         self.t.events_decoded += 1;
         Ok(ev)
     }
 
-    /// A device's trace, with the `device_free` of its `oom` entries by position.
+    /// A device's trace, with the `device_free` of its `oom` entries by position and the
+    /// times of its entries.
     pub fn events(&mut self, v: Val, path: &Path<'_>) -> Result<EventList> {
         match Kind::of(self.arena, v) {
-            Some((Kind::Empty, _)) => return Ok((Vec::new(), Vec::new())),
+            Some((Kind::Empty, _)) => return Ok(EventList::default()),
             Some((Kind::EventList, i)) => return take(&mut self.t.event_lists, i, path),
             _ => {}
         }
@@ -321,18 +336,33 @@ impl<'a> Decoder<'a> {
                     }
                 }
             }
+            let mut times = EventTimesBuilder::default();
+            for &i in &idx {
+                times.push_high(self.t.time_runs.high_at(i));
+            }
             let events = self.t.events.claim(&idx).ok_or_else(|| shared(path))?;
-            return Ok((events, ooms));
+            self.t.time_runs.drop_below(self.t.events.first_index());
+            return Ok(EventList {
+                events,
+                ooms,
+                times: times.finish(),
+            });
         }
-        let mut ooms = Vec::new();
-        let mut events = Vec::with_capacity(items.len());
+        let mut list = EventList {
+            events: Vec::with_capacity(items.len()),
+            ..EventList::default()
+        };
+        let mut times = EventTimesBuilder::default();
         for (i, &e) in items.iter().enumerate() {
-            events.push(self.event(e, &path.index(i))?);
+            let mut ev = self.event(e, &path.index(i))?;
+            ev.time_low = times.push(self.t.time);
+            list.events.push(ev);
             if let Some(free) = self.t.device_free.take() {
-                ooms.push((i, free));
+                list.ooms.push((i, free));
             }
         }
-        Ok((events, ooms))
+        list.times = times.finish();
+        Ok(list)
     }
 
     /// A torch-2.0 `history` entry: only its frames matter.

@@ -14,6 +14,7 @@ use pt_snap_pickle::{Arena, Handle, Node, NodeId, Sink, Val};
 use super::schema::{Decoder, Path};
 use super::tables::{Kind, Tables, Word};
 use super::Progress;
+use crate::times::split;
 
 /// Progress is reported at most this often.
 const PROGRESS_STEP: u64 = 256 * 1024;
@@ -101,10 +102,12 @@ impl SnapshotSink<'_> {
                 let index = d.t.events.next_index();
                 let h = Kind::Event.handle(index)?;
                 let e = d.event(v, &at).ok()?;
+                // `handle` succeeded, so the index fits in 27 bits.
                 if let Some(free) = self.t.device_free.take() {
-                    // `handle` succeeded, so the index fits in 27 bits.
                     self.t.oom_free.insert(index as u32, free);
                 }
+                let high = self.t.time.take().map(|t| split(t).0);
+                self.t.time_runs.push(index as u32, high);
                 self.t.events.push(e);
                 Some(h)
             }

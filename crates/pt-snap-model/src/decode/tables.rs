@@ -1,11 +1,13 @@
 //! What the decoder keeps while the pickle streams by: interned stacks, decoded records
 //! awaiting their parent list, and the handles that name them inside the pickle arena.
 
+use std::collections::VecDeque;
+
 use foldhash::HashMap;
 
 use pt_snap_pickle::{Arena, Handle, NodeId, Val};
 
-use crate::{Action, Block, FrameId, Segment, Stacks, TraceEvent};
+use crate::{Action, Block, EventTimes, FrameId, Segment, Stacks, TraceEvent};
 
 /// What a compacted container turned out to be. Packed into the top bits of a [`Handle`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -85,6 +87,8 @@ pub(super) enum Word {
     Name,
     /// `device_free`, the free device memory an `oom` entry records.
     DeviceFree,
+    /// `time_us`, when the entry was recorded.
+    TimeUs,
     /// A known action name.
     ActionName(Action),
 }
@@ -105,6 +109,7 @@ impl Word {
             "line" => Word::Line,
             "name" => Word::Name,
             "device_free" => Word::DeviceFree,
+            "time_us" => Word::TimeUs,
             s => Action::from_name(s).map_or(Word::Other, Word::ActionName),
         }
     }
@@ -171,6 +176,11 @@ impl<T: Clone> Pending<T> {
     /// The index the next pushed record gets.
     pub fn next_index(&self) -> usize {
         self.base + self.len
+    }
+
+    /// The lowest index [`Pending::get`] may still find: every record below it was claimed.
+    pub fn first_index(&self) -> usize {
+        self.base
     }
 
     pub fn push(&mut self, item: T) {
@@ -244,8 +254,48 @@ mod pending_tests {
     }
 }
 
-/// A decoded trace and the `device_free` of its `oom` entries, by trace position.
-pub(super) type EventList = (Vec<TraceEvent>, Vec<(usize, i64)>);
+/// A decoded trace, the `device_free` of its `oom` entries by trace position, and its times.
+#[derive(Default)]
+pub(super) struct EventList {
+    pub events: Vec<TraceEvent>,
+    pub ooms: Vec<(usize, i64)>,
+    pub times: EventTimes,
+}
+
+/// The high 32 bits of the times of the compacted trace entries (their low bits are in the
+/// events), as runs over their indices in [`Tables::events`]: `(first index, high bits or
+/// no time)`, each differing from the one before; indices before the first run have no
+/// time. Runs below the events still pending are dropped as lists claim them.
+#[derive(Default)]
+pub(super) struct TimeRuns {
+    runs: VecDeque<(u32, Option<i32>)>,
+}
+
+impl TimeRuns {
+    /// The entry compacted at `index` (the next one) has a time with these high bits, or none.
+    pub fn push(&mut self, index: u32, high: Option<i32>) {
+        if high != self.runs.back().and_then(|r| r.1) {
+            self.runs.push_back((index, high));
+        }
+    }
+
+    pub fn high_at(&self, index: u32) -> Option<i32> {
+        let k = self.runs.partition_point(|r| r.0 <= index);
+        k.checked_sub(1).and_then(|k| self.runs[k].1)
+    }
+
+    /// Forgets what no index from `first` on needs.
+    pub fn drop_below(&mut self, first: usize) {
+        while self.runs.len() >= 2 && self.runs[1].0 as usize <= first {
+            self.runs.pop_front();
+        }
+        if let Some(&(start, None)) = self.runs.front() {
+            if start as usize <= first {
+                self.runs.pop_front();
+            }
+        }
+    }
+}
 
 /// Everything the snapshot sink accumulates.
 #[derive(Default)]
@@ -261,6 +311,10 @@ pub(super) struct Tables {
     /// The `device_free` of the `oom` entry [`Decoder::event`](super::schema::Decoder)
     /// decoded last (`None` for any other entry).
     pub device_free: Option<i64>,
+    /// The high bits of the times of the compacted entries (see [`TimeRuns`]).
+    pub time_runs: TimeRuns,
+    /// The `time_us` of the entry [`Decoder::event`](super::schema::Decoder) decoded last.
+    pub time: Option<i64>,
     pub blocks: Pending<PendingBlock>,
     pub block_lists: Vec<Option<Vec<PendingBlock>>>,
     pub segments: Pending<Segment>,

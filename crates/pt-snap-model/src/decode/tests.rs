@@ -16,6 +16,10 @@ enum P {
     Put(u8, Box<P>),
     /// BINGET of a memo slot.
     Get(u8),
+    /// A float (BINFLOAT).
+    F(f64),
+    /// These opcodes (leaving the stack as it was), then the value.
+    Ops(Vec<u8>, Box<P>),
 }
 
 impl P {
@@ -57,6 +61,14 @@ impl P {
                 out.extend_from_slice(&[b'q', *i]);
             }
             P::Get(i) => out.extend_from_slice(&[b'h', *i]),
+            P::F(f) => {
+                out.push(b'G');
+                out.extend_from_slice(&f.to_be_bytes());
+            }
+            P::Ops(ops, x) => {
+                out.extend_from_slice(ops);
+                x.write(out);
+            }
         }
     }
 
@@ -487,6 +499,75 @@ mod fixtures {
         }
     }
 
+    /// Times computed independently with CPython's `pickle.load`: trace entries whose
+    /// `time_us` is an int (not a bool) within 64 bits, and the wrapping sum over every
+    /// device of `time_us * (position + 1)`.
+    #[rustfmt::skip]
+    const TIMES: &[(&str, usize, i64)] = &[
+        ("real/cuda_attention__memory_139k.pickle", 0, 0),
+        ("real/cuda_code_location__memory_snapshot_OOM.pickle", 7923, -3247515995230085351),
+        ("real/cuda_cs336_kkaitlyn111__memory_ctx256_fullstep_.pickle", 20128, 3926161980969483051),
+        ("real/cuda_cs336_kkaitlyn111__memory_ctx512_forward.pickle", 4152, 3712063561725289186),
+        ("real/cuda_cs336_kkaitlyn111__memory_snapshot.pickle", 0, 0),
+        ("real/cuda_cs336_magma27__memory_snapshot.pickle", 5163, -3607341364462295990),
+        ("real/cuda_cs336_nothanmin__memory_snapshot.pickle", 19464, -4243917649469045500),
+        ("real/cuda_cs336_silmont2000__mem_snapshot.pickle", 97, 8425589357752923245),
+        ("real/cuda_cs336_wedsonlin__medium_512_training_memory_snapshot.pickle", 22332, 2088496545350769365),
+        ("real/cuda_diffusion__my_snapshot.pickle", 1, 1709895075849930),
+        ("real/cuda_eor_nn__snapshot.pickle", 5803, 6611335787562605803),
+        ("real/cuda_ftcourse__memory_snapshot.pickle", 0, 0),
+        ("real/cuda_hitsbe__my_snapshot_EMPTY.pickle", 0, 0),
+        ("real/cuda_layoutediting__dump_snapshot_495k.pickle", 2, 3416374059120926),
+        ("real/cuda_layoutediting__memory_snapshot_LIST.pkl", 0, 0),
+        ("real/cuda_legacy_flexgen__1.3b_snapshot_a228.pickle", 0, 0),
+        ("real/cuda_legacy_flexgen__oom_snapshot.pickle", 0, 0),
+        ("real/cuda_octree_nca__cuda_single_step.pickle", 5, 25973076043767539),
+        ("real/cuda_octree_nca__my_snapshot_266k.pickle", 902, 4053331572213355391),
+        ("real/cuda_octree_nca__my_snapshot_988k.pickle", 3797, -8879612111966234467),
+        ("real/cuda_select_n__snapshot_10k.pickle", 0, 0),
+        ("real/cuda_sqattn__cuda_memory_snapshot.pickle", 9576, -4280502286248681966),
+        ("real/npu_memsnapdump__snapshot_expandable.pkl", 0, 0),
+        ("real/npu_memsnapdump__snapshot_with_empty_cache.pkl", 0, 0),
+        ("real/npu_memsnapdump__snapshot_with_empty_cache_expandable.pkl", 0, 0),
+        ("synthetic/caseA_legacy_free.pkl", 0, 0),
+        ("synthetic/caseB_expandable.pkl", 0, 0),
+        ("synthetic/caseC2_workspace.pkl", 0, 0),
+        ("synthetic/caseC_workspace.pkl", 0, 0),
+        ("synthetic/caseD_inconsistent.pkl", 0, 0),
+        ("synthetic/caseE_devices.pkl", 0, 0),
+        ("synthetic/synth_small_1dev.pkl", 17, 154785),
+        ("synthetic/synth_small_2dev.pkl", 34, 309570),
+        ("synthetic/synth_small_2dev_oom.pkl", 32, 275174),
+        ("upstream-pkg/snapshots/snapshot_1768383987920985470.pkl", 0, 0),
+        ("upstream-pkg/snapshots/snapshot_expandable.pkl", 0, 0),
+        ("upstream-pkg/snapshots/snapshot_with_empty_cache.pkl", 0, 0),
+        ("upstream-pkg/snapshots/snapshot_with_empty_cache_expandable.pkl", 0, 0),
+        ("upstream-pkg/snapshots/snapshot_with_multi_devices.pkl", 0, 0),
+    ];
+
+    #[test]
+    fn every_fixture_keeps_the_times_cpython_sees() {
+        let Some(root) = pt_snap_testkit::shared_fixtures() else {
+            return;
+        };
+        assert_eq!(TIMES.len(), EXPECTED.len());
+        for &(file, timed, sum) in TIMES {
+            let f = std::fs::File::open(root.join(file)).expect(file);
+            let s = decode(f, &mut |_| {}).unwrap_or_else(|e| panic!("{file}: {e}"));
+            let (mut n, mut got) = (0, 0i64);
+            for d in 0..s.device_traces.len() {
+                assert!(s.times(d).runs() <= 2, "{file}: one clock, one or two runs");
+                for (i, t) in s.times(d).iter(&s.device_traces[d]).enumerate() {
+                    if let Some(t) = t {
+                        n += 1;
+                        got = got.wrapping_add(t.wrapping_mul(i as i64 + 1));
+                    }
+                }
+            }
+            assert_eq!((n, got), (timed, sum), "{file}");
+        }
+    }
+
     #[test]
     fn every_fixture_in_the_corpus_is_listed() {
         let Some(root) = pt_snap_testkit::shared_fixtures() else {
@@ -557,4 +638,130 @@ fn an_oom_keeps_its_device_free_and_a_value_that_is_no_int_is_unknown() {
         .map(|f| (f.position, f.device_free))
         .collect();
     assert_eq!(kept, [(0, 4096)]);
+}
+
+fn timed(action: &'static str, time: P) -> P {
+    P::D(vec![
+        ("action", P::S(action)),
+        ("addr", P::I(4096)),
+        ("size", P::I(512)),
+        ("time_us", time),
+    ])
+}
+
+fn times(s: &crate::Snapshot, device: usize) -> Vec<Option<i64>> {
+    s.times(device).iter(&s.device_traces[device]).collect()
+}
+
+#[test]
+fn times_are_kept_and_a_value_that_is_no_int_is_none() {
+    const T: i64 = 1_757_253_255_215_904;
+    let p = snapshot(
+        vec![],
+        vec![
+            vec![
+                timed("alloc", P::I(T)),
+                timed("free_requested", P::I(T + 7)),
+                event("free_completed", 4096, P::L(vec![])),
+                timed("alloc", P::S("n/a")),
+                timed("alloc", P::F(1.5)),
+                timed("alloc", P::B(true)),
+                timed(
+                    "alloc",
+                    P::Big([0xff; 8].into_iter().chain([0x7f]).collect()),
+                ),
+                timed("alloc", P::I(-3)),
+            ],
+            vec![],
+            // Across a multiple of 2^32 µs, and back.
+            vec![
+                timed("alloc", P::I((9 << 32) - 1)),
+                timed("alloc", P::I(9 << 32)),
+                timed("alloc", P::I((9 << 32) - 2)),
+            ],
+            vec![event("alloc", 4096, P::L(vec![]))],
+        ],
+    );
+    let s = decode(&p.bytes()[..], &mut |_| {}).expect("the reference ignores time_us");
+    let t = times(&s, 0);
+    assert_eq!(
+        t,
+        [Some(T), Some(T + 7), None, None, None, None, None, Some(-3)]
+    );
+    assert_eq!(s.event_time(0, 1), Some(T + 7));
+    assert!(s.times(1).is_empty());
+    assert_eq!(
+        times(&s, 2),
+        [Some((9 << 32) - 1), Some(9 << 32), Some((9 << 32) - 2)]
+    );
+    assert!(s.times(3).is_empty() && s.times(7).is_empty());
+    assert_eq!(s.event_time(3, 0), None);
+    // JSON snapshots keep them the same way.
+    let json = br#"{"device_traces": [[{"action": "alloc", "addr": 1, "size": 512, "time_us": 1757253255215904},
+        {"action": "alloc", "addr": 2, "size": 512, "time_us": 1.5e15},
+        {"action": "alloc", "addr": 3, "size": 512, "time_us": 99999999999999999999}]]}"#;
+    let s = decode_slice(json).unwrap();
+    assert_eq!(times(&s, 0), [Some(T), None, None]);
+}
+
+/// An entry dict filled through the memo after its list was built is decoded in the final
+/// pass, beside entries the stream compacted: both keep their times, in list order.
+#[test]
+fn times_survive_entries_decoded_late_and_lists_claimed_out_of_order() {
+    const T: i64 = 1_700_000_000_000_000;
+    let fill = |slot: u8, items: Vec<(&'static str, P)>, pop: bool| {
+        let mut ops = vec![b'h', slot, b'('];
+        for (k, v) in items {
+            P::S(k).write(&mut ops);
+            v.write(&mut ops);
+        }
+        ops.push(b'u');
+        if pop {
+            ops.push(b'0');
+        }
+        ops
+    };
+    let late = || {
+        vec![
+            ("action", P::S("alloc")),
+            ("addr", P::I(4096)),
+            ("size", P::I(512)),
+            ("time_us", P::I(T)),
+        ]
+    };
+    for pop in [true, false] {
+        // pop: the filled dict is never attached again and stays raw (the final pass reads
+        // it); otherwise it is attached to the root under "z" and compacted after the
+        // entries that follow it in the list (claimed by index, out of order).
+        let filler = if pop {
+            P::Ops(fill(1, late(), true), Box::new(P::I(0)))
+        } else {
+            P::Ops(fill(1, late(), false), Box::new(P::I(0)))
+        };
+        let root = P::D(vec![
+            (
+                "device_traces",
+                P::L(vec![P::L(vec![
+                    P::Put(1, Box::new(P::D(vec![]))),
+                    timed("free_requested", P::I(T + 1)),
+                    event("free_completed", 4096, P::L(vec![])),
+                    timed("alloc", P::I(T + 3)),
+                ])]),
+            ),
+            ("z", filler),
+        ]);
+        let mut bytes = root.bytes();
+        if !pop {
+            // Replace the "z" value's int by the dict itself: drop the int, keep the dict.
+            let int_at = bytes.len() - 1 - 1 - 10;
+            bytes.drain(int_at..int_at + 10);
+        }
+        let s = decode_slice(&bytes).unwrap_or_else(|e| panic!("pop={pop}: {e}"));
+        assert_eq!(s.device_traces[0].len(), 4, "pop={pop}");
+        assert_eq!(
+            times(&s, 0),
+            [Some(T), Some(T + 1), None, Some(T + 3)],
+            "pop={pop}"
+        );
+    }
 }

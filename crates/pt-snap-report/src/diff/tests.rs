@@ -1,6 +1,6 @@
 use super::*;
 use crate::peak::Peak;
-use pt_snap_query::{Extent, TimelineBucket};
+use pt_snap_query::{Extent, NoTimes, TimeTimeline, TimelineBucket};
 
 /// A side holding `groups` (callstack text or a synthetic key, bytes, blocks) at event 10
 /// of events 0..=19, its active counter exactly their sum.
@@ -52,6 +52,15 @@ fn side(groups: &[(&str, i64, i64)]) -> Side {
                 reserved: extent(total + 4096),
             }],
         },
+        time_timeline: TimeTimeline {
+            device_id: 0,
+            unknown: Some(NoTimes::NotInDatabase),
+            origin_us: None,
+            timed_events: 0,
+            span: None,
+            buckets: Vec::new(),
+        },
+        peak_time_us: None,
     }
 }
 
@@ -102,8 +111,8 @@ fn stacks_of_two_machines_are_one_group() {
     assert_eq!(d.groups.len(), 1);
     assert_eq!(d.groups[0].status(), Status::Same);
     assert_eq!(
-        d.groups[0].key.site(3),
-        "_call_impl (torch/nn/modules/module.py:1762) ← forward (model.py:52) ← main (train.py:288)"
+        d.groups[0].key.site(),
+        "forward (model.py:52) → torch/nn/modules/module.py:_call_impl"
     );
 }
 
@@ -196,7 +205,7 @@ fn groups_are_matched_classified_and_ordered_by_change() {
         "{first}"
     );
     assert!(
-        first.contains("kv_cache (planted.py:10) ← main (train.py:288)"),
+        first.ends_with("kv_cache (planted.py:10)  [3 frames]"),
         "{first}"
     );
     assert!(text.contains("3 of 5 shown"), "{text}");
@@ -293,4 +302,94 @@ fn html_is_one_page_with_both_data_blocks_escaped() {
     for key in page::PLACEHOLDERS {
         assert!(!outside.contains(key), "{key}");
     }
+}
+
+/// `side` with a time axis: `origin` is its first event's time_us, its peak `peak_after` µs
+/// later, its 20 events over 19 ms.
+fn timed(mut s: Side, origin: i64, peak_after: i64) -> Side {
+    use pt_snap_query::{TimeBucket, TimeExtent};
+    let total = s.total();
+    let extent = |v| TimeExtent {
+        min: 0,
+        min_us: 0,
+        min_id: 0,
+        max: v,
+        max_us: peak_after,
+        max_id: 10,
+    };
+    s.time_timeline = TimeTimeline {
+        device_id: 0,
+        unknown: None,
+        origin_us: Some(origin),
+        timed_events: 20,
+        span: Some((0, 19_000)),
+        buckets: vec![TimeBucket {
+            first_us: 0,
+            last_us: 19_000,
+            events: 20,
+            allocated: extent(total - 512),
+            active: extent(total),
+            reserved: extent(total + 4096),
+        }],
+    };
+    s.peak_time_us = Some(origin + peak_after);
+    s
+}
+
+#[test]
+fn both_sides_with_times_share_a_time_axis_and_one_without_says_why() {
+    let a = timed(side(&[(MODEL, 1 << 20, 1)]), 1_757_253_255_215_904, 10_000);
+    let b = timed(side(&[(MODEL, 2 << 20, 1)]), 1_757_300_000_000_000, 12_500);
+    let d = Diff::new(a.clone(), b);
+    assert!(d.has_time_axis());
+    let j: Map<String, Json> = (d.to_json(None, [&Map::new(), &Map::new()]))
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), v))
+        .collect();
+    let t = &j["timelines"]["time_axis"];
+    assert_eq!(t["axis"], "time_since_first_event_us");
+    assert_eq!(t["available"], true);
+    // Each side against its own first event: the two runs started at other moments.
+    assert_eq!(t["a"]["first_event_time_us"], 1_757_253_255_215_904_i64);
+    assert_eq!(t["a"]["peak_at"], 10_000);
+    assert_eq!(t["b"]["peak_at"], 12_500);
+    assert_eq!(t["b"]["peak_time_us"], 1_757_300_000_012_500_i64);
+    assert_eq!(t["a"]["times"], "kept");
+    assert_eq!(
+        t["b"]["buckets"][0],
+        json!({"first": 0, "last": 19_000, "min": 0, "min_at": 0, "max": 2 << 20, "max_at": 12_500})
+    );
+    let note = j["timelines"]["axis_note"].as_str().unwrap();
+    assert!(
+        note.contains("by time since each side's first event"),
+        "{note}"
+    );
+    let text = d.to_text(None, ["a", "b"]);
+    assert!(
+        text.contains("\n  A: 20 events over 0.019 s; its active peak at ordinal 10, 0.010 s after its first event\n"),
+        "{text}"
+    );
+    assert!(text.contains(", 0.012 s after its first event\n"), "{text}");
+
+    // B's database keeps no times: the ordinal axis alone, and why.
+    let d = Diff::new(a, side(&[(MODEL, 2 << 20, 1)]));
+    assert!(!d.has_time_axis());
+    let j: Map<String, Json> = (d.to_json(None, [&Map::new(), &Map::new()]))
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), v))
+        .collect();
+    let t = &j["timelines"]["time_axis"];
+    assert_eq!(t["available"], false);
+    assert_eq!(t["b"]["times"], "not_in_database");
+    assert!(t["b"]["peak_at"].is_null() && t["b"]["buckets"] == json!([]));
+    let note = j["timelines"]["axis_note"].as_str().unwrap();
+    assert!(
+        note.contains("No time axis: B: the database keeps no event times"),
+        "{note}"
+    );
+    let text = d.to_text(None, ["a", "b"]);
+    assert!(
+        text.contains("\n  B: 20 events; its active peak at ordinal 10\n"),
+        "{text}"
+    );
 }
