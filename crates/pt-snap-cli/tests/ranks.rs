@@ -52,20 +52,10 @@ fn config(rank: u32) -> pt_snap_gen::Config {
     cfg
 }
 
-/// The `time_us` the generator gives each event of a rank's trace, by position (= event
-/// id): its own simulation run again, not what our decoder read from the file.
+/// The `time_us` the generator gives each event, by position (= event id): its own
+/// simulation run again, not what our decoder read from the file.
 fn generator_times(rank: u32) -> Vec<i64> {
-    let cfg = config(rank);
-    let catalog = pt_snap_gen::catalog(&cfg);
-    let mut sim = pt_snap_gen::sim::DeviceSim::new(&catalog, cfg.sim_config(), cfg.seed, 0);
-    for site in catalog.of_role(pt_snap_gen::stacks::Role::Planted) {
-        sim.plant(site);
-    }
-    let budget = cfg.events_per_device + sim.n_events;
-    while sim.n_events < budget {
-        sim.step_op();
-    }
-    sim.out.iter().map(|e| e.time_us as i64).collect()
+    pt_snap_gen::event_times(&config(rank), 0)
 }
 
 /// The 8 snapshots of one job (same model, another workload draw per rank; ~2 MB each),
