@@ -44,20 +44,10 @@ fn work() -> Work {
     Work { _dir: dir, root }
 }
 
-/// The `time_us` the generator gives each event of a run, by position (= event id): its
-/// own simulation run again, not what our decoder read from the file.
+/// The `time_us` the generator gives each event, by position (= event id): its own
+/// simulation run again, not what our decoder read from the file.
 fn generator_times(planted: bool) -> Vec<i64> {
-    let cfg = config(planted);
-    let catalog = pt_snap_gen::catalog(&cfg);
-    let mut sim = pt_snap_gen::sim::DeviceSim::new(&catalog, cfg.sim_config(), cfg.seed, 0);
-    for site in catalog.of_role(pt_snap_gen::stacks::Role::Planted) {
-        sim.plant(site);
-    }
-    let budget = cfg.events_per_device + sim.n_events;
-    while sim.n_events < budget {
-        sim.step_op();
-    }
-    sim.out.iter().map(|e| e.time_us as i64).collect()
+    pt_snap_gen::event_times(&config(planted), 0)
 }
 
 impl Work {

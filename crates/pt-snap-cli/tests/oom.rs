@@ -3,28 +3,20 @@
 //! `Replayer`, straight from the decoded snapshot, not through the database and its
 //! templates).
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+mod common;
 
+use std::path::{Path, PathBuf};
+
+use common::pt_snap;
 use pt_snap_model::BlockState;
 use pt_snap_replay::Replayer;
 use serde_json::Value;
-
-fn pt_snap(args: &[&str], cwd: &Path) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_pt-snap"))
-        .args(args)
-        .current_dir(cwd)
-        .env("HOME", cwd)
-        .env_remove("PT_SNAP_DB_PATH")
-        .output()
-        .unwrap()
-}
 
 /// `report oom --json` on a copy of `fixture`, checked against the command's contract.
 fn report(fixture: &Path, dir: &Path) -> Value {
     let copy = dir.join(fixture.file_name().unwrap());
     std::fs::copy(fixture, &copy).unwrap();
-    let out = pt_snap(&["report", "oom", copy.to_str().unwrap(), "--json"], dir);
+    let out = pt_snap(dir, &["report", "oom", copy.to_str().unwrap(), "--json"]);
     assert!(out.status.success(), "{out:?}");
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     pt_snap_report::commands::find("report oom")
@@ -160,7 +152,7 @@ fn the_synthetic_oom_is_capacity_with_its_device_free() {
         assert_eq!(e["verdict"], "capacity");
     }
     assert_eq!(v["category_rules"], "builtin");
-    let text = pt_snap(&["report", "oom", "synth_small_2dev_oom.pkl"], &dir);
+    let text = pt_snap(&dir, &["report", "oom", "synth_small_2dev_oom.pkl"]);
     let text = String::from_utf8(text.stdout).unwrap();
     assert!(text.contains("Verdict: capacity"), "{text}");
     // The synthetic frames match no built-in rule; the pre-trace block has no stack.
@@ -222,6 +214,7 @@ fn a_rules_file_replaces_the_builtin_categories() {
     )
     .unwrap();
     let out = pt_snap(
+        &dir,
         &[
             "report",
             "oom",
@@ -230,7 +223,6 @@ fn a_rules_file_replaces_the_builtin_categories() {
             "rules.toml",
             "--json",
         ],
-        &dir,
     );
     assert!(out.status.success(), "{out:?}");
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
@@ -246,6 +238,7 @@ fn a_rules_file_replaces_the_builtin_categories() {
     )
     .unwrap();
     let out = pt_snap(
+        &dir,
         &[
             "report",
             "oom",
@@ -254,7 +247,6 @@ fn a_rules_file_replaces_the_builtin_categories() {
             "bad.toml",
             "--json",
         ],
-        &dir,
     );
     assert_eq!(out.status.code(), Some(1));
     let err: Value = serde_json::from_slice(&out.stderr).unwrap();
@@ -273,7 +265,7 @@ fn a_snapshot_without_oom_says_so() {
     let v = report(&fixture, &dir);
     assert_eq!(v["oom_events"], 0);
     assert_eq!(v["events"], serde_json::json!([]));
-    let out = pt_snap(&["report", "oom", "caseA_legacy_free.pkl"], &dir);
+    let out = pt_snap(&dir, &["report", "oom", "caseA_legacy_free.pkl"]);
     assert!(out.status.success());
     assert!(String::from_utf8(out.stdout).unwrap().starts_with("No OOM"));
 }
@@ -286,14 +278,14 @@ fn a_reference_database_has_device_free_unknown() {
     let dir = tempfile_dir(&golden);
     let db = dir.join("reference.db");
     std::fs::copy(&golden, &db).unwrap();
-    let out = pt_snap(&["report", "oom", "reference.db", "--json"], &dir);
+    let out = pt_snap(&dir, &["report", "oom", "reference.db", "--json"]);
     assert!(out.status.success(), "{out:?}");
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["oom_events"], 1);
     for e in v["events"].as_array().unwrap() {
         assert!(e["device_free"].is_null());
     }
-    let text = pt_snap(&["report", "oom", "reference.db"], &dir);
+    let text = pt_snap(&dir, &["report", "oom", "reference.db"]);
     let text = String::from_utf8(text.stdout).unwrap();
     assert!(text.contains("device_free: unknown"), "{text}");
 }

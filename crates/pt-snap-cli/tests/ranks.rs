@@ -3,28 +3,21 @@
 //! flagged, a second run reuses every import, and directories, databases, several devices
 //! and a broken file among good ones behave as docs/compatibility.md says.
 
+mod common;
+
 use std::fs;
 use std::io::BufWriter;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
 use std::sync::OnceLock;
 
+use common::pt_snap;
 use pt_snap_testkit::repo_root;
 use serde_json::Value;
+use std::process::Output;
 
 const RANKS: u32 = 8;
 /// The rank whose frees sometimes never happen: its peak grows by about half.
 const LEAKING: u32 = 5;
-
-fn pt_snap(args: &[&str], cwd: &Path) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_pt-snap"))
-        .args(args)
-        .current_dir(cwd)
-        .env("HOME", cwd)
-        .env_remove("PT_SNAP_DB_PATH")
-        .output()
-        .unwrap()
-}
 
 /// The JSON on stdout; a `ranks` document is checked against the command's contract (every
 /// field it prints is declared in contracts/commands/ranks.json).
@@ -52,20 +45,10 @@ fn config(rank: u32) -> pt_snap_gen::Config {
     cfg
 }
 
-/// The `time_us` the generator gives each event of a rank's trace, by position (= event
-/// id): its own simulation run again, not what our decoder read from the file.
+/// The `time_us` the generator gives each event, by position (= event id): its own
+/// simulation run again, not what our decoder read from the file.
 fn generator_times(rank: u32) -> Vec<i64> {
-    let cfg = config(rank);
-    let catalog = pt_snap_gen::catalog(&cfg);
-    let mut sim = pt_snap_gen::sim::DeviceSim::new(&catalog, cfg.sim_config(), cfg.seed, 0);
-    for site in catalog.of_role(pt_snap_gen::stacks::Role::Planted) {
-        sim.plant(site);
-    }
-    let budget = cfg.events_per_device + sim.n_events;
-    while sim.n_events < budget {
-        sim.step_op();
-    }
-    sim.out.iter().map(|e| e.time_us as i64).collect()
+    pt_snap_gen::event_times(&config(rank), 0)
 }
 
 /// The 8 snapshots of one job (same model, another workload draw per rank; ~2 MB each),
@@ -98,6 +81,7 @@ fn copies(ranks: &[u32]) -> tempfile::TempDir {
 
 fn memory_peak(db: &str, device: i64, cwd: &Path) -> Value {
     let out = pt_snap(
+        cwd,
         &[
             "query",
             db,
@@ -107,7 +91,6 @@ fn memory_peak(db: &str, device: i64, cwd: &Path) -> Value {
             &device.to_string(),
             "--json",
         ],
-        cwd,
     );
     assert!(out.status.success(), "{out:?}");
     json_of(&out)["rows"][0].clone()
@@ -140,8 +123,8 @@ fn the_planted_rank_and_only_it_is_an_outlier() {
     let dir = copies(&(0..RANKS).collect::<Vec<_>>());
     let root = dir.path().canonicalize().unwrap();
     let out = pt_snap(
-        &["ranks", root.to_str().unwrap(), "--json", "-j", "2"],
         &root,
+        &["ranks", root.to_str().unwrap(), "--json", "-j", "2"],
     );
     assert!(out.status.success(), "{out:?}");
     assert!(
@@ -228,7 +211,7 @@ fn the_planted_rank_and_only_it_is_an_outlier() {
 
     // Again: every import is reused (the databases beside the snapshots are not extra
     // ranks), with the same answers; and by another metric.
-    let again = pt_snap(&["ranks", root.to_str().unwrap(), "--json"], &root);
+    let again = pt_snap(&root, &["ranks", root.to_str().unwrap(), "--json"]);
     assert!(again.status.success(), "{again:?}");
     let again = json_of(&again);
     let again_rows = ranks_of(&again);
@@ -240,6 +223,7 @@ fn the_planted_rank_and_only_it_is_an_outlier() {
         }
     }
     let reserved = json_of(&pt_snap(
+        &root,
         &[
             "ranks",
             root.to_str().unwrap(),
@@ -247,7 +231,6 @@ fn the_planted_rank_and_only_it_is_an_outlier() {
             "reserved",
             "--json",
         ],
-        &root,
     ));
     assert_eq!(reserved["metric"], "reserved");
     assert_eq!(
@@ -260,7 +243,7 @@ fn the_planted_rank_and_only_it_is_an_outlier() {
 fn the_text_table_is_sorted_by_peak_and_marks_the_outlier() {
     let dir = copies(&(0..RANKS).collect::<Vec<_>>());
     let root = dir.path().canonicalize().unwrap();
-    let out = pt_snap(&["ranks", root.to_str().unwrap()], &root);
+    let out = pt_snap(&root, &["ranks", root.to_str().unwrap()]);
     assert!(out.status.success(), "{out:?}");
     let text = String::from_utf8(out.stdout).unwrap();
     let lines: Vec<&str> = text.lines().collect();
@@ -296,8 +279,8 @@ fn the_text_table_is_sorted_by_peak_and_marks_the_outlier() {
     );
     let times = generator_times(LEAKING);
     let leaking: Value = json_of(&pt_snap(
-        &["ranks", root.to_str().unwrap(), "--json"],
         &root,
+        &["ranks", root.to_str().unwrap(), "--json"],
     ));
     let row = &ranks_of(&leaking)[LEAKING as usize];
     let at = times[row["peak_active_event_id"].as_u64().unwrap() as usize];
@@ -316,8 +299,8 @@ fn a_database_without_times_is_reused_and_says_why() {
     let dir = copies(&[0, 1]);
     let root = dir.path().canonicalize().unwrap();
     let first = json_of(&pt_snap(
-        &["ranks", root.to_str().unwrap(), "--json"],
         &root,
+        &["ranks", root.to_str().unwrap(), "--json"],
     ));
     assert!(ranks_of(&first)
         .iter()
@@ -328,8 +311,8 @@ fn a_database_without_times_is_reused_and_says_why() {
         .execute_batch("DROP TABLE pt_snap_x_event_time_0")
         .unwrap();
     let again = json_of(&pt_snap(
-        &["ranks", root.to_str().unwrap(), "--json"],
         &root,
+        &["ranks", root.to_str().unwrap(), "--json"],
     ));
     let rows = ranks_of(&again);
     assert_eq!(rows[0]["reused"], true);
@@ -339,17 +322,17 @@ fn a_database_without_times_is_reused_and_says_why() {
         assert!(!rows[0][format!("peak_{metric}_event_id")].is_null());
     }
     assert_eq!(rows[1]["time_us_status"], "kept");
-    let text = pt_snap(&["ranks", root.to_str().unwrap()], &root);
+    let text = pt_snap(&root, &["ranks", root.to_str().unwrap()]);
     let text = String::from_utf8(text.stdout).unwrap();
     assert!(
         text.contains("\npeak at -: the database keeps no event times (made by pt-snap-cli 0.4.1 or an older pt-snap; `pt-snap import --force SNAPSHOT` adds them) (1 row(s))\n"),
         "{text}"
     );
-    let forced = pt_snap(&["import", "rank0.pickle", "--force", "--no-focus"], &root);
+    let forced = pt_snap(&root, &["import", "rank0.pickle", "--force", "--no-focus"]);
     assert!(forced.status.success(), "{forced:?}");
     let last = json_of(&pt_snap(
-        &["ranks", root.to_str().unwrap(), "--json"],
         &root,
+        &["ranks", root.to_str().unwrap(), "--json"],
     ));
     assert_eq!(ranks_of(&last)[0]["time_us_status"], "kept");
     assert_eq!(
@@ -363,7 +346,7 @@ fn a_broken_file_gets_an_error_row_and_the_others_their_numbers() {
     let dir = copies(&[0, 1, 2]);
     let root = dir.path().canonicalize().unwrap();
     fs::write(root.join("rank3.pickle"), b"\x80\x04\x95garbage").unwrap();
-    let out = pt_snap(&["ranks", root.to_str().unwrap(), "--json"], &root);
+    let out = pt_snap(&root, &["ranks", root.to_str().unwrap(), "--json"]);
     assert_eq!(out.status.code(), Some(1), "{out:?}");
     let document = json_of(&out);
     assert_eq!(document["ok"], false);
@@ -395,7 +378,7 @@ fn a_broken_file_gets_an_error_row_and_the_others_their_numbers() {
     );
 
     // Text mode: the table of the others, the failure listed, the error on stderr.
-    let out = pt_snap(&["ranks", root.to_str().unwrap()], &root);
+    let out = pt_snap(&root, &["ranks", root.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(1));
     let text = String::from_utf8(out.stdout).unwrap();
     assert!(text.contains("\nFailed (1):\n  rank 3 ("), "{text}");
@@ -410,12 +393,12 @@ fn a_broken_file_gets_an_error_row_and_the_others_their_numbers() {
 fn databases_are_read_as_given() {
     let dir = copies(&[0, 1]);
     let root = dir.path().canonicalize().unwrap();
-    let import = pt_snap(&["import", "rank1.pickle", "--no-focus", "--json"], &root);
+    let import = pt_snap(&root, &["import", "rank1.pickle", "--no-focus", "--json"]);
     assert!(import.status.success(), "{import:?}");
     // The database alone stands for rank 1 (its snapshot is not in the set).
     let out = pt_snap(
-        &["ranks", "rank0.pickle", "rank1.pickle.db", "--json"],
         &root,
+        &["ranks", "rank0.pickle", "rank1.pickle.db", "--json"],
     );
     assert!(out.status.success(), "{out:?}");
     let document = json_of(&out);
@@ -435,8 +418,8 @@ fn databases_are_read_as_given() {
     }
     // Given with its snapshot, the database is that snapshot's import, not another rank.
     let out = pt_snap(
-        &["ranks", "rank1.pickle", "rank1.pickle.db", "--json"],
         &root,
+        &["ranks", "rank1.pickle", "rank1.pickle.db", "--json"],
     );
     let rows = ranks_of(&json_of(&out)).clone();
     assert_eq!(rows.len(), 1);
@@ -444,7 +427,7 @@ fn databases_are_read_as_given() {
     assert_eq!(rows[0]["reused"], true);
     // A file that is not a database where one was named.
     fs::write(root.join("rank7.db"), b"SQLite format 3\0not really").unwrap();
-    let out = pt_snap(&["ranks", "rank0.pickle", "rank7.db", "--json"], &root);
+    let out = pt_snap(&root, &["ranks", "rank0.pickle", "rank7.db", "--json"]);
     assert_eq!(out.status.code(), Some(1));
     let rows = ranks_of(&json_of(&out)).clone();
     assert_eq!(rows[1]["error"]["code"], "DATABASE_SCHEMA_INVALID");
@@ -459,13 +442,13 @@ fn every_device_is_a_row_and_names_without_ranks_are_positions() {
         fs::copy(fixtures.join(name), root.join(name)).unwrap();
     }
     let out = pt_snap(
+        &root,
         &[
             "ranks",
             "synth_small_2dev_oom.pkl",
             "synth_small_2dev.pkl",
             "--json",
         ],
-        &root,
     );
     assert!(out.status.success(), "{out:?}");
     let document = json_of(&out);
@@ -502,6 +485,7 @@ fn every_device_is_a_row_and_names_without_ranks_are_positions() {
         let db = row["db_path"].as_str().unwrap();
         let device = row["device"].as_i64().unwrap().to_string();
         let ooms = pt_snap(
+            &root,
             &[
                 "query",
                 db,
@@ -514,18 +498,17 @@ fn every_device_is_a_row_and_names_without_ranks_are_positions() {
                 "--exact-total",
                 "--json",
             ],
-            &root,
         );
         assert_eq!(row["oom_events"], json_of(&ooms)["total"]);
     }
     let with_ooms: u64 = rows.iter().map(|r| r["oom_events"].as_u64().unwrap()).sum();
     assert!(with_ooms > 0, "the _oom fixture has OOM events");
 
-    let out = pt_snap(&["ranks", ".", "--device", "1", "--json"], &root);
+    let out = pt_snap(&root, &["ranks", ".", "--device", "1", "--json"]);
     let rows = ranks_of(&json_of(&out)).clone();
     assert_eq!(rows.len(), 2);
     assert!(rows.iter().all(|r| r["device"] == 1));
-    let out = pt_snap(&["ranks", ".", "--device", "4", "--json"], &root);
+    let out = pt_snap(&root, &["ranks", ".", "--device", "4", "--json"]);
     assert_eq!(out.status.code(), Some(1));
     let document = json_of(&out);
     assert_eq!(document["error"]["code"], "DEVICE_NOT_FOUND");
@@ -535,18 +518,18 @@ fn every_device_is_a_row_and_names_without_ranks_are_positions() {
 fn usage_errors_and_an_empty_set() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().canonicalize().unwrap();
-    let out = pt_snap(&["ranks", "--json"], &root);
+    let out = pt_snap(&root, &["ranks", "--json"]);
     assert_eq!(out.status.code(), Some(2));
     let envelope: Value = serde_json::from_slice(&out.stderr).unwrap();
     assert_eq!(envelope["error"]["code"], "INVALID_PARAMETER");
-    let out = pt_snap(&["ranks", ".", "-j", "0", "--json"], &root);
+    let out = pt_snap(&root, &["ranks", ".", "-j", "0", "--json"]);
     assert_eq!(out.status.code(), Some(2));
-    let out = pt_snap(&["ranks", ".", "--json"], &root);
+    let out = pt_snap(&root, &["ranks", ".", "--json"]);
     assert_eq!(out.status.code(), Some(1));
     assert!(out.stdout.is_empty());
     let envelope: Value = serde_json::from_slice(&out.stderr).unwrap();
     assert_eq!(envelope["error"]["code"], "SNAPSHOT_INVALID");
-    let out = pt_snap(&["ranks", "missing.pickle", "--json"], &root);
+    let out = pt_snap(&root, &["ranks", "missing.pickle", "--json"]);
     assert_eq!(out.status.code(), Some(1));
     let rows = ranks_of(&json_of(&out)).clone();
     assert_eq!(rows[0]["error"]["code"], "SNAPSHOT_INVALID");
@@ -555,7 +538,7 @@ fn usage_errors_and_an_empty_set() {
 #[test]
 fn capabilities_list_the_command_contract_after_the_reference_keys() {
     let dir = tempfile::tempdir().unwrap();
-    let out = pt_snap(&["capabilities", "--json"], dir.path());
+    let out = pt_snap(dir.path(), &["capabilities", "--json"]);
     assert!(out.status.success(), "{out:?}");
     let document = json_of(&out);
     let keys: Vec<&str> = document
@@ -594,7 +577,7 @@ fn capabilities_list_the_command_contract_after_the_reference_keys() {
         .collect();
     assert!(fields.contains(&"ranks[].peak_active_event_id"));
     assert!(fields.contains(&"ranks[].outlier_reason"));
-    let text = pt_snap(&["capabilities"], dir.path());
+    let text = pt_snap(dir.path(), &["capabilities"]);
     let text = String::from_utf8(text.stdout).unwrap();
     assert!(text.contains("\n  ranks\n"), "{text}");
     assert!(text.contains("usage: pt-snap ranks PATH..."), "{text}");

@@ -3,25 +3,17 @@
 //! goldens hold `--stacks all` to the reference's text, `report_goldens.rs`); `python`
 //! names every group by its user frame and torch call and prints its Python frames only.
 
+mod common;
+
+use common::pt_snap;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
 
 const FIXTURE: &str = "fixtures/real/cuda_cs336_nothanmin__memory_snapshot.pickle";
 /// Its active peak.
 const PEAK: &str = "5701";
 
-fn pt_snap(args: &[&str], cwd: &Path) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_pt-snap"))
-        .args(args)
-        .current_dir(cwd)
-        .env("HOME", cwd)
-        .env_remove("PT_SNAP_DB_PATH")
-        .output()
-        .unwrap()
-}
-
 fn text(args: &[&str], cwd: &Path) -> String {
-    let out = pt_snap(args, cwd);
+    let out = pt_snap(cwd, args);
     assert!(out.status.success(), "{args:?}: {out:?}");
     String::from_utf8(out.stdout).unwrap()
 }
@@ -135,8 +127,8 @@ fn peak_memory_python_names_groups_by_user_code_and_prints_python_frames() {
     }
     // JSON always carries every frame: `--stacks python` is refused there.
     let out = pt_snap(
-        &["report", "peak-memory", &db, "--json", "--stacks", "python"],
         &dir,
+        &["report", "peak-memory", &db, "--json", "--stacks", "python"],
     );
     assert!(!out.status.success());
     let err: serde_json::Value = serde_json::from_slice(&out.stderr).unwrap();
@@ -233,8 +225,8 @@ fn report_oom_names_the_request_and_the_groups_by_their_labels() {
             );
         }
         let out = pt_snap(
-            &["report", "oom", path, "--json", "--stacks", "python"],
             &dir,
+            &["report", "oom", path, "--json", "--stacks", "python"],
         );
         assert!(!out.status.success());
         let _ = std::fs::remove_dir_all(&dir);

@@ -69,6 +69,9 @@ struct DeviceBlocks {
     device: i64,
     lifetimes: Vec<Lifetime>,
     categories: RefCell<Option<Rc<BlockCategories>>>,
+    /// Each stack's label once read (`None`: an empty stack), so a window dragged across
+    /// asks the database only for stacks it has not labelled yet.
+    sites: RefCell<HashMap<i64, Option<String>>>,
 }
 
 /// Each stack's category under one set of rules (`None`: the built-in ones), judged once
@@ -118,6 +121,35 @@ impl DeviceBlocks {
         });
         *self.categories.borrow_mut() = Some(Rc::clone(&judged));
         Ok(judged)
+    }
+}
+
+impl DeviceBlocks {
+    /// `(stack id, label)` of the stacks `ids` (sorted) that have a text.
+    fn sites(&self, a: &Analyzer, ids: &[i64]) -> Result<Vec<(i64, String)>, Refusal> {
+        let missing: Vec<i64> = {
+            let known = self.sites.borrow();
+            ids.iter()
+                .copied()
+                .filter(|id| !known.contains_key(id))
+                .collect()
+        };
+        if !missing.is_empty() {
+            let texts: HashMap<i64, String> = a.callstack_texts(&missing)?.into_iter().collect();
+            let mut known = self.sites.borrow_mut();
+            for id in missing {
+                let label = texts
+                    .get(&id)
+                    .filter(|t| !t.trim().is_empty())
+                    .map(|t| stack::label_text(t).unwrap_or_default());
+                known.insert(id, label);
+            }
+        }
+        let known = self.sites.borrow();
+        Ok(ids
+            .iter()
+            .filter_map(|id| Some((*id, known.get(id)?.clone()?)))
+            .collect())
     }
 }
 
@@ -435,6 +467,7 @@ impl Engine {
                     device,
                     lifetimes,
                     categories: RefCell::new(None),
+                    sites: RefCell::default(),
                 });
                 *self.blocks.borrow_mut() = Some(Rc::clone(&d));
                 d
@@ -477,12 +510,7 @@ impl Engine {
             .collect();
         ids.sort_unstable();
         ids.dedup();
-        let sites = a
-            .callstack_texts(&ids)?
-            .into_iter()
-            .filter(|(_, text)| !text.trim().is_empty())
-            .map(|(id, text)| (id, stack::label_text(&text).unwrap_or_default()))
-            .collect();
+        let sites = device_blocks.sites(a, &ids)?;
         Ok(AllocationView {
             allocations,
             sites,

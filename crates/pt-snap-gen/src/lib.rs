@@ -411,6 +411,19 @@ impl<W: Write> Out<'_, W> {
     }
 }
 
+/// The `time_us` of each event of `device`'s trace, by position (= event id): the
+/// simulation run again, for tests that check what a decoder read from a written file.
+pub fn event_times(cfg: &Config, device: u32) -> Vec<i64> {
+    let cat = catalog(cfg);
+    let mut times = Vec::new();
+    run_device(cfg, &cat, device, |_, _, e| {
+        times.push(e.time_us as i64);
+        Ok(())
+    })
+    .expect("collecting times never fails");
+    times
+}
+
 fn run_device<'c>(
     cfg: &Config,
     cat: &'c Catalog,

@@ -16,7 +16,6 @@ use pt_snap_report::diff::{Diff, Side, PAGE_BUCKETS};
 use pt_snap_report::Metric;
 use serde_json::{Map, Value as Json};
 use wasm_bindgen::prelude::*;
-use wasm_bindgen::JsCast;
 
 use crate::app::{AppState, Screen};
 use crate::job::{Job, Member, Pick};
@@ -268,15 +267,7 @@ thread_local! {
 }
 
 fn destroy_drawn() {
-    DRAWN.with(|d| {
-        if let Some(view) = d.borrow_mut().take() {
-            if let Ok(destroy) = js_sys::Reflect::get(&view, &"destroy".into()) {
-                if let Some(destroy) = destroy.dyn_ref::<js_sys::Function>() {
-                    let _ = destroy.call0(&view);
-                }
-            }
-        }
-    });
+    crate::views::destroy_js_view(&DRAWN);
 }
 
 const METRICS: [Metric; 3] = [Metric::Active, Metric::Allocated, Metric::Reserved];

@@ -384,8 +384,14 @@ thread_local! {
 }
 
 fn destroy_flamegraph() {
-    FLAMEGRAPH.with(|f| {
-        if let Some(view) = f.borrow_mut().take() {
+    destroy_js_view(&FLAMEGRAPH);
+}
+
+/// Ends the view of a `www/` component (the flamegraph, the diff) held in `slot`, through
+/// its `destroy()`: its observers and listeners go with it.
+pub(crate) fn destroy_js_view(slot: &'static std::thread::LocalKey<RefCell<Option<JsValue>>>) {
+    slot.with(|s| {
+        if let Some(view) = s.borrow_mut().take() {
             if let Ok(destroy) = js_sys::Reflect::get(&view, &"destroy".into()) {
                 if let Some(destroy) = destroy.dyn_ref::<js_sys::Function>() {
                     let _ = destroy.call0(&view);
