@@ -285,6 +285,11 @@ pub enum Progress {
         bytes: Option<f64>,
         total: f64,
     },
+    /// Reading exported `summary` parts: `done` of `total` files read.
+    Reading {
+        done: u64,
+        total: u64,
+    },
 }
 
 /// Page → worker.
@@ -316,6 +321,9 @@ pub enum ToWorker {
     },
     /// The database file as a `Blob`, for "Download .db".
     Download,
+    /// Read the attached `files` (an array, in the order of `paths`, each where it was
+    /// found) as parts of an exported `summary` table, then end.
+    ReadSummaries { paths: Vec<String> },
 }
 
 /// Worker → page.
@@ -343,6 +351,30 @@ pub enum FromWorker {
     },
     /// The attached `Blob` is the database (or why there is none).
     Download(Result<String, EngineError>),
+    /// Some of the summary parts asked for, in order; more follow until
+    /// [`FromWorker::SummariesDone`]. Sent a few hundred at a time, so the page never
+    /// parses one huge message.
+    Summaries(Vec<SummaryRead>),
+    SummariesDone,
+}
+
+/// One file read as a part of an exported `summary` table: its ranks, or why it has none.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SummaryRead {
+    pub path: String,
+    pub ranks: Result<Vec<pt_snap_parquet::SummaryRank>, EngineError>,
+}
+
+impl SummaryRead {
+    /// `bytes`, the file found at `path`, read as a part of a summary table.
+    pub fn of(path: &str, bytes: Vec<u8>) -> Self {
+        let ranks = pt_snap_parquet::read_summary(bytes, path)
+            .map_err(|e| EngineError::new("INVALID_PARAMETER", format!("{path}: {e}")));
+        SummaryRead {
+            path: path.to_owned(),
+            ranks,
+        }
+    }
 }
 
 /// A message as JSON text.

@@ -19,6 +19,10 @@
 
 #![forbid(unsafe_code)]
 
+pub mod summary;
+
+pub use summary::{read_summary, SummaryError, SummaryRank};
+
 use std::sync::{mpsc, Arc};
 
 use arrow_array::builder::{

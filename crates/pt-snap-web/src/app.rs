@@ -155,23 +155,95 @@ fn files_of(list: &web_sys::FileList) -> Vec<web_sys::File> {
     (0..list.length()).filter_map(|i| list.get(i)).collect()
 }
 
-/// One file opens in every view; several (or a folder) are the ranks of a job.
-fn open_files(state: AppState, files: Vec<web_sys::File>, folder: bool) {
-    let paths: Vec<String> = files
-        .iter()
+/// Each file with where it was found: below the folder chosen (`webkitRelativePath`), or
+/// its bare name.
+fn with_paths(files: Vec<web_sys::File>) -> Vec<(web_sys::File, String)> {
+    files
+        .into_iter()
         .map(|f| {
             // Not in web-sys's `File`: the path below the folder chosen, empty for a file.
-            let relative = js_sys::Reflect::get(f, &"webkitRelativePath".into())
+            let relative = js_sys::Reflect::get(&f, &"webkitRelativePath".into())
                 .ok()
                 .and_then(|p| p.as_string())
                 .unwrap_or_default();
-            if relative.is_empty() {
+            let path = if relative.is_empty() {
                 f.name()
             } else {
                 relative
-            }
+            };
+            (f, path)
         })
+        .collect()
+}
+
+/// The entries dropped, when one of them is a folder. Read in the drop's own handler: the
+/// browser empties the list once it returns.
+fn dropped_entries(items: &web_sys::DataTransferItemList) -> Option<Vec<web_sys::FileSystemEntry>> {
+    let entries: Vec<web_sys::FileSystemEntry> = (0..items.length())
+        .filter_map(|i| items.get(i)?.webkit_get_as_entry().ok().flatten())
         .collect();
+    entries.iter().any(|e| e.is_directory()).then_some(entries)
+}
+
+/// Every file of the dropped `entries`, with its path from the dropped folder's parent
+/// (`job/rank0.pkl`, `export/summary/job=a/rank=0/…`) as choosing the folder gives it.
+async fn files_below(entries: Vec<web_sys::FileSystemEntry>) -> Vec<(web_sys::File, String)> {
+    use wasm_bindgen_futures::JsFuture;
+    let mut found = Vec::new();
+    let mut pending = entries;
+    while let Some(entry) = pending.pop() {
+        if entry.is_directory() {
+            let reader = entry
+                .unchecked_into::<web_sys::FileSystemDirectoryEntry>()
+                .create_reader();
+            // A directory reader gives its entries a batch at a time, then an empty one.
+            loop {
+                let batch = js_sys::Promise::new(&mut |resolve, reject| {
+                    if let Err(e) =
+                        reader.read_entries_with_callback_and_callback(&resolve, &reject)
+                    {
+                        let _ = reject.call1(&wasm_bindgen::JsValue::NULL, &e);
+                    }
+                });
+                let Ok(batch) = JsFuture::from(batch).await else {
+                    break;
+                };
+                let batch: js_sys::Array = batch.unchecked_into();
+                if batch.length() == 0 {
+                    break;
+                }
+                pending.extend(
+                    batch
+                        .iter()
+                        .map(|e| e.unchecked_into::<web_sys::FileSystemEntry>()),
+                );
+            }
+        } else {
+            let path = entry.full_path().trim_start_matches('/').to_owned();
+            let file = js_sys::Promise::new(&mut |resolve, reject| {
+                entry
+                    .unchecked_ref::<web_sys::FileSystemFileEntry>()
+                    .file_with_callback_and_callback(&resolve, &reject);
+            });
+            if let Ok(file) = JsFuture::from(file).await {
+                found.push((file.unchecked_into::<web_sys::File>(), path));
+            }
+        }
+    }
+    found.sort_by(|a, b| a.1.cmp(&b.1));
+    found
+}
+
+/// One file opens in every view; several (or a folder) are the ranks of a job; Parquet
+/// files are an exported summary table's parts, the ranks of a job without their snapshots.
+fn open_files(state: AppState, chosen: Vec<(web_sys::File, String)>, folder: bool) {
+    let (files, paths): (Vec<web_sys::File>, Vec<String>) = chosen.into_iter().unzip();
+    let parts = crate::job::summary_parts(&paths);
+    if !parts.is_empty() {
+        let files = parts.iter().map(|&i| files[i].clone()).collect();
+        let paths = parts.iter().map(|&i| paths[i].clone()).collect();
+        return crate::ranks::start_summary(state, files, paths);
+    }
     let files: Vec<web_sys::File> = crate::job::members(&paths, folder)
         .into_iter()
         .map(|i| files[i].clone())
@@ -269,15 +341,24 @@ pub fn App() -> impl IntoView {
     let _ = window_event_listener(ev::drop, move |e: DragEvent| {
         e.prevent_default();
         dragging.set(false);
-        if let Some(files) = e.data_transfer().and_then(|d| d.files()) {
-            open_files(state, files_of(&files), false);
+        let Some(transfer) = e.data_transfer() else {
+            return;
+        };
+        match dropped_entries(&transfer.items()) {
+            Some(entries) => wasm_bindgen_futures::spawn_local(async move {
+                open_files(state, files_below(entries).await, true)
+            }),
+            None => {
+                let files = transfer.files().map(|f| files_of(&f)).unwrap_or_default();
+                open_files(state, with_paths(files), false)
+            }
         }
     });
 
     let on_pick = move |e: ev::Event| {
         let input: HtmlInputElement = e.target().expect("an input").unchecked_into();
         if let Some(files) = input.files() {
-            open_files(state, files_of(&files), false);
+            open_files(state, with_paths(files_of(&files)), false);
         }
         // Choosing the same file again must fire `change` again.
         input.set_value("");
@@ -292,7 +373,7 @@ pub fn App() -> impl IntoView {
     let on_pick_folder = move |e: ev::Event| {
         let input: HtmlInputElement = e.target().expect("an input").unchecked_into();
         if let Some(files) = input.files() {
-            open_files(state, files_of(&files), true);
+            open_files(state, with_paths(files_of(&files)), true);
         }
         input.set_value("");
     };
@@ -310,7 +391,7 @@ pub fn App() -> impl IntoView {
                 // Only a hint for the file dialog: files are recognised by content, whatever
                 // their name.
                 <input id="file-input" data-testid="file-input" class="visually-hidden" type="file" multiple
-                    accept=".pkl,.pickle,.json,.gz,.zst,.bz2,.db" on:change=on_pick/>
+                    accept=".pkl,.pickle,.json,.gz,.zst,.bz2,.db,.parquet" on:change=on_pick/>
                 <label class="button" for="folder-input" title="The snapshots of a job, one per rank: the Ranks view compares them">"Open folder…"</label>
                 <input id="folder-input" data-testid="folder-input" class="visually-hidden" type="file" multiple
                     node_ref=folder_input on:change=on_pick_folder/>
@@ -516,6 +597,14 @@ fn progress_text(progress: Option<&Progress>, total: f64) -> (f64, String) {
             format!("writing the database (device {device}); the peaks are ready"),
         ),
         Some(Progress::Indexing) => (1.0, "indexing the database; the peaks are ready".to_owned()),
+        Some(Progress::Reading { done, total }) => (
+            if *total > 0 {
+                *done as f64 / *total as f64
+            } else {
+                1.0
+            },
+            format!("reading summary parts: {done} of {total}"),
+        ),
     }
 }
 

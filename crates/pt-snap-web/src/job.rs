@@ -3,8 +3,9 @@
 //! `pt_snap_report::ranks`, the CLI's own rules.
 
 use pt_snap_engine::EngineError;
+use pt_snap_parquet::SummaryRank;
 use pt_snap_report::ranks::{
-    assign_ranks, natural_cmp, DeviceSummary, FileSummary, InputKind, RanksReport,
+    assign_ranks, natural_cmp, DeviceSummary, FileSummary, InputKind, RankSource, RanksReport,
 };
 use pt_snap_report::Metric;
 
@@ -31,6 +32,54 @@ pub struct Job {
     pub names: Vec<String>,
     pub members: Vec<Member>,
     pub metric: Metric,
+    pub origin: Origin,
+}
+
+/// Where a job's numbers come from.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Origin {
+    /// Snapshots or databases opened here: each is summarised by a worker, ranks come from
+    /// the names, and a rank can be opened.
+    Files,
+    /// An exported `summary` table (`pt-snap export --format parquet`): the ranks as the
+    /// export stated them, and no snapshot to open.
+    Summary(SummaryJob),
+}
+
+/// The job shown of an exported summary table, and what the table holds besides.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SummaryJob {
+    pub job: String,
+    /// Every job the table has, in natural order.
+    pub jobs: Vec<String>,
+    /// One per member: the rank stated, and how the export read it.
+    pub ranks: Vec<(u64, RankSource)>,
+    /// Parts read, of how many.
+    pub read: (u64, u64),
+}
+
+/// Which of the chosen paths are parts of an exported `summary` table: the `.parquet`
+/// files under a `summary` directory (the export's layout, so that choosing the whole
+/// export takes only its summary) or named `summary*.parquet`; failing both, every
+/// `.parquet` file, for a table another engine wrote under a name of its own.
+pub fn summary_parts(paths: &[String]) -> Vec<usize> {
+    let parquet: Vec<usize> = (0..paths.len())
+        .filter(|&i| paths[i].to_ascii_lowercase().ends_with(".parquet"))
+        .collect();
+    let summary: Vec<usize> = parquet
+        .iter()
+        .copied()
+        .filter(|&i| {
+            let mut parts = paths[i].split('/').rev();
+            let name = parts.next().unwrap_or_default();
+            name.to_ascii_lowercase().starts_with("summary") || parts.any(|d| d == "summary")
+        })
+        .collect();
+    if summary.is_empty() {
+        parquet
+    } else {
+        summary
+    }
 }
 
 /// What a folder contributes, as `pt-snap ranks DIR` takes it: snapshots named `*.pkl` or
@@ -83,6 +132,52 @@ impl Job {
             names,
             members,
             metric,
+            origin: Origin::Files,
+        }
+    }
+
+    /// The ranks of `job` in the summary parts read so far (`ranks`; `failed`, the parts
+    /// that could not be read), in rank order; `read` parts of how many.
+    pub fn from_summary(
+        job: &str,
+        ranks: &[SummaryRank],
+        failed: &[(String, EngineError)],
+        read: (u64, u64),
+        metric: Metric,
+    ) -> Self {
+        let mut jobs: Vec<String> = ranks.iter().map(|r| r.job.clone()).collect();
+        jobs.sort_by(|a, b| natural_cmp(a, b));
+        jobs.dedup();
+        let mut kept: Vec<&SummaryRank> = ranks.iter().filter(|r| r.job == job).collect();
+        kept.sort_by(|a, b| {
+            a.rank
+                .cmp(&b.rank)
+                .then_with(|| natural_cmp(&a.path, &b.path))
+        });
+        let mut names: Vec<String> = kept.iter().map(|r| r.path.clone()).collect();
+        let mut members: Vec<Member> = kept
+            .iter()
+            .map(|r| Member::Done(r.devices.clone()))
+            .collect();
+        let mut stated: Vec<(u64, RankSource)> = kept
+            .iter()
+            .map(|r| (r.rank, r.file_summary().rank_source))
+            .collect();
+        for (path, why) in failed {
+            names.push(path.clone());
+            members.push(Member::Failed(why.clone()));
+            stated.push((0, RankSource::Position));
+        }
+        Job {
+            names,
+            members,
+            metric,
+            origin: Origin::Summary(SummaryJob {
+                job: job.to_owned(),
+                jobs,
+                ranks: stated,
+                read,
+            }),
         }
     }
 
@@ -98,7 +193,13 @@ impl Job {
     /// files done.
     pub fn report(&self) -> RanksReport {
         let names: Vec<&str> = self.names.iter().map(String::as_str).collect();
-        let assignment = assign_ranks(&names);
+        let (ranks, note) = match &self.origin {
+            Origin::Files => {
+                let a = assign_ranks(&names);
+                (a.ranks.into_iter().map(|r| (r, a.source)).collect(), a.note)
+            }
+            Origin::Summary(s) => (s.ranks.clone(), None),
+        };
         let files = self
             .members
             .iter()
@@ -106,8 +207,8 @@ impl Job {
             .filter_map(|(i, m)| match m {
                 Member::Done(devices) => Some(FileSummary {
                     path: self.names[i].clone(),
-                    rank: assignment.ranks[i],
-                    rank_source: assignment.source,
+                    rank: ranks[i].0,
+                    rank_source: ranks[i].1,
                     input: if self.names[i].to_ascii_lowercase().ends_with(".db") {
                         InputKind::Database
                     } else {
@@ -121,7 +222,15 @@ impl Job {
                 _ => None,
             })
             .collect();
-        RanksReport::new(self.metric, files, assignment.note)
+        RanksReport::new(self.metric, files, note)
+    }
+
+    /// The exported summary this job was read from, if it was.
+    pub fn summary(&self) -> Option<&SummaryJob> {
+        match &self.origin {
+            Origin::Summary(s) => Some(s),
+            Origin::Files => None,
+        }
     }
 
     /// The job's index of `RanksReport::files[file]` of [`Job::report`], which keeps the
@@ -280,5 +389,68 @@ mod tests {
         assert_eq!(lone.default_pair(), [None, None]);
         lone.members[0] = Member::Done(vec![device(1_000)]);
         assert_eq!(lone.default_pair(), [pick(0), None]);
+    }
+
+    #[test]
+    fn the_summary_parts_of_what_was_chosen() {
+        let paths: Vec<String> = [
+            "out/events/job=a/rank=0/part-0.parquet",
+            "out/summary/job=a/rank=0/part-0.parquet",
+            "out/summary/job=a/rank=1/part-0.parquet",
+            "out/blocks/job=a/rank=0/part-0.parquet",
+            "rank0.pkl",
+        ]
+        .map(String::from)
+        .to_vec();
+        assert_eq!(summary_parts(&paths), [1, 2], "a whole export: its summary");
+        let one: Vec<String> = ["Summary.PARQUET", "notes.txt"].map(String::from).to_vec();
+        assert_eq!(summary_parts(&one), [0]);
+        let named: Vec<String> = ["ranks_2026.parquet"].map(String::from).to_vec();
+        assert_eq!(
+            summary_parts(&named),
+            [0],
+            "no summary by name: every Parquet file"
+        );
+        assert!(summary_parts(&["rank0.pkl".to_owned()]).is_empty());
+    }
+
+    #[test]
+    fn a_summary_table_is_judged_as_the_cli_does_with_the_ranks_it_states() {
+        let rank = |job: &str, rank: u64, active: i64| SummaryRank {
+            job: job.into(),
+            rank,
+            rank_source: "name".into(),
+            path: format!("/runs/{job}/r{rank}.pkl"),
+            input: "snapshot".into(),
+            db_path: None,
+            reused: None,
+            lenient_replay_issues: None,
+            devices: vec![device(active)],
+        };
+        // Out of order, two jobs, rank 40 the outlier of job "b".
+        let mut ranks: Vec<SummaryRank> = (0..6)
+            .rev()
+            .map(|r| rank("b", r * 10, if r == 4 { 5_000 } else { 1_000 }))
+            .collect();
+        ranks.push(rank("a", 0, 7));
+        let failed = [(
+            "x/summary/job=b/rank=9/part-0.parquet".to_owned(),
+            EngineError::new("INVALID_PARAMETER", "not a summary"),
+        )];
+        let job = Job::from_summary("b", &ranks, &failed, (8, 9), Metric::Active);
+        let summary = job.summary().expect("from a summary");
+        assert_eq!(summary.jobs, ["a", "b"]);
+        assert_eq!(summary.read, (8, 9));
+        let report = job.report();
+        let stated: Vec<u64> = report.files.iter().map(|f| f.rank).collect();
+        assert_eq!(stated, [0, 10, 20, 30, 40, 50], "as stated, in rank order");
+        let flagged: Vec<u64> = report
+            .outliers()
+            .map(|r| report.files[r.file].rank)
+            .collect();
+        assert_eq!(flagged, [40]);
+        assert_eq!(report.rank_note, None);
+        assert_eq!(job.failures().len(), 1, "the part that could not be read");
+        assert_eq!(job.finished(), 7);
     }
 }

@@ -263,8 +263,13 @@ fn on_message(state: AppState, name: &str, total: f64, message: FromWorker, atta
             Ok(file_name) => save(&file_name, attachment),
             Err(f) => state.status.set(Status::Failed(f)),
         },
-        // The client handles these itself.
-        FromWorker::Ready | FromWorker::Answer { .. } | FromWorker::Stored { .. } => {}
+        // The client handles these itself; summary tables are read by workers of the Ranks
+        // view's, never this one.
+        FromWorker::Ready
+        | FromWorker::Answer { .. }
+        | FromWorker::Stored { .. }
+        | FromWorker::Summaries(_)
+        | FromWorker::SummariesDone => {}
     }
 }
 

@@ -30,7 +30,7 @@ struct Shared {
     running: Option<Running>,
 }
 
-struct Running {
+pub struct Running {
     worker: Worker,
     _on_message: Closure<dyn FnMut(MessageEvent)>,
     _on_error: Closure<dyn FnMut(web_sys::ErrorEvent)>,
@@ -78,39 +78,67 @@ pub fn ask(
     Asking { _shared: shared }
 }
 
-/// A worker for `shared` with `first` as its first message, replacing any before it.
-fn start(shared: &Rc<RefCell<Shared>>, first: Object) {
-    let worker = match Worker::new(WORKER_SCRIPT) {
-        Ok(w) => w,
-        Err(e) => {
-            let failure = EngineError::new(
-                "INTERNAL_ERROR",
-                format!("The worker could not start: {e:?}"),
-            );
-            return finish_later(Rc::downgrade(shared), Err(failure));
-        }
-    };
-    let weak = Rc::downgrade(shared);
+/// A worker of its own, `first` posted to it once it is ready and every other message
+/// handed to `on_message`; a worker that dies is a [`FromWorker::Failed`]. Dropping the
+/// [`Running`] ends it.
+pub fn spawn(
+    first: Object,
+    on_message: impl FnMut(FromWorker) + 'static,
+) -> Result<Running, EngineError> {
+    // Both handlers tell it: a worker that dies is one more message.
+    let tell: Rc<RefCell<dyn FnMut(FromWorker)>> = Rc::new(RefCell::new(on_message));
+    let worker = Worker::new(WORKER_SCRIPT).map_err(|e| {
+        EngineError::new(
+            "INTERNAL_ERROR",
+            format!("The worker could not start: {e:?}"),
+        )
+    })?;
     let posted = worker.clone();
     let mut outbox = Some(first);
+    let told = Rc::clone(&tell);
     let on_message = Closure::<dyn FnMut(MessageEvent)>::new(move |ev: MessageEvent| {
-        let Some(shared) = weak.upgrade() else { return };
         let text = Reflect::get(&ev.data(), &"msg".into())
             .ok()
             .and_then(|m| m.as_string())
             .unwrap_or_default();
-        let message = pt_snap_engine::protocol::decode::<FromWorker>(&text)
-            .unwrap_or_else(FromWorker::Failed);
+        match pt_snap_engine::protocol::decode::<FromWorker>(&text) {
+            Ok(FromWorker::Ready) => {
+                if let Some(o) = outbox.take() {
+                    let _ = posted.post_message(&o);
+                }
+            }
+            Ok(message) => (told.borrow_mut())(message),
+            Err(f) => (told.borrow_mut())(FromWorker::Failed(f)),
+        }
+    });
+    worker.set_onmessage(Some(on_message.as_ref().unchecked_ref()));
+    let on_error =
+        Closure::<dyn FnMut(web_sys::ErrorEvent)>::new(move |ev: web_sys::ErrorEvent| {
+            ev.prevent_default();
+            let failure = EngineError::from(pt_snap_import::ImportFailure::backend(format!(
+                "the worker stopped ({}); the file may be too large for this browser tab",
+                ev.message()
+            )));
+            (tell.borrow_mut())(FromWorker::Failed(failure));
+        });
+    worker.set_onerror(Some(on_error.as_ref().unchecked_ref()));
+    Ok(Running {
+        worker,
+        _on_message: on_message,
+        _on_error: on_error,
+    })
+}
+
+/// A worker for `shared` with `first` as its first message, replacing any before it.
+fn start(shared: &Rc<RefCell<Shared>>, first: Object) {
+    let weak = Rc::downgrade(shared);
+    let running = spawn(first, move |message| {
+        let Some(shared) = weak.upgrade() else { return };
         let stage = |s: String| {
             let on_stage = Rc::clone(&shared.borrow().on_stage);
             on_stage(s);
         };
         match message {
-            FromWorker::Ready => {
-                if let Some(o) = outbox.take() {
-                    let _ = posted.post_message(&o);
-                }
-            }
             FromWorker::Progress(p) => stage(describe(&p)),
             // The import's database is in the cache: a fresh worker reopens it and answers,
             // so the memory the import took goes with this one.
@@ -139,31 +167,22 @@ fn start(shared: &Rc<RefCell<Shared>>, first: Object) {
                     budget_s,
                     query,
                 };
-                let _ = posted.post_message(&envelope(&ask));
+                if let Some(r) = &shared.borrow().running {
+                    let _ = r.worker.post_message(&envelope(&ask));
+                }
             }
             FromWorker::Answer { answer, .. } => finish_later(Rc::downgrade(&shared), answer),
             FromWorker::Failed(f) => finish_later(Rc::downgrade(&shared), Err(f)),
             _ => {}
         }
     });
-    worker.set_onmessage(Some(on_message.as_ref().unchecked_ref()));
-    let weak = Rc::downgrade(shared);
-    let on_error =
-        Closure::<dyn FnMut(web_sys::ErrorEvent)>::new(move |ev: web_sys::ErrorEvent| {
-            ev.prevent_default();
-            let failure = EngineError::from(pt_snap_import::ImportFailure::backend(format!(
-                "the worker stopped ({}); the file may be too large for this browser tab",
-                ev.message()
-            )));
-            finish_later(weak.clone(), Err(failure));
-        });
-    worker.set_onerror(Some(on_error.as_ref().unchecked_ref()));
-    let old = shared.borrow_mut().running.replace(Running {
-        worker,
-        _on_message: on_message,
-        _on_error: on_error,
-    });
-    drop(old);
+    match running {
+        Ok(running) => {
+            let old = shared.borrow_mut().running.replace(running);
+            drop(old);
+        }
+        Err(failure) => finish_later(Rc::downgrade(shared), Err(failure)),
+    }
 }
 
 /// Ends the worker and tells the answer, once the handler that got it has returned.
@@ -194,5 +213,6 @@ fn describe(p: &Progress) -> String {
         Progress::Replaying { device, .. } => format!("replaying device {device}"),
         Progress::Writing { device } => format!("writing device {device}"),
         Progress::Indexing => "indexing".into(),
+        Progress::Reading { done, total } => format!("read {done} of {total}"),
     }
 }

@@ -5,21 +5,27 @@
 //! a few numbers per file and the memory of at most one file at a time, however many there
 //! are. Clicking a rank opens that file in every other view (from the cache, when the
 //! browser has one); two ranks picked as A and B open in the Compare view.
+//!
+//! An exported `summary` table (`pt-snap export --format parquet`) gives the same rows for
+//! thousands of ranks without their snapshots: a worker reads its parts and posts their
+//! ranks a few hundred at a time; they are judged here as a set, as `ranks` judges files.
 
 use std::cell::{Cell, RefCell};
 
 use leptos::prelude::*;
-use pt_snap_engine::{Answer, EngineError, Query};
-use pt_snap_report::ranks::{site, RanksReport};
+use pt_snap_engine::{Answer, EngineError, FromWorker, Progress, Query, ToWorker};
+use pt_snap_parquet::SummaryRank;
+use pt_snap_report::ranks::{natural_cmp, site, RanksReport};
 use pt_snap_report::Metric;
 use web_sys::File;
 
 use crate::app::{AppState, Screen};
+use crate::client::envelope;
 use crate::compare;
 use crate::fmt;
 use crate::job::{order, Job, Member, Pick};
 use crate::loader;
-use crate::oneshot::{self, Asking};
+use crate::oneshot::{self, Asking, Running};
 
 thread_local! {
     /// The job's files, in the job's order (the page's signal holds only their names).
@@ -28,6 +34,19 @@ thread_local! {
     static RUNNING: RefCell<Option<Asking>> = const { RefCell::new(None) };
     /// Bumped by every job started or stopped: a late answer of an older one is dropped.
     static SERIAL: Cell<u64> = const { Cell::new(0) };
+    /// The summary table being read, or read.
+    static TABLE: RefCell<SummaryTable> = RefCell::new(SummaryTable::default());
+    /// The worker reading it.
+    static READING: RefCell<Option<Running>> = const { RefCell::new(None) };
+}
+
+/// What the parts of an exported summary table gave so far.
+#[derive(Default)]
+struct SummaryTable {
+    ranks: Vec<SummaryRank>,
+    failed: Vec<(String, EngineError)>,
+    /// Parts read, of how many.
+    read: (u64, u64),
 }
 
 /// Starts a job over `files` (a drop or pick of several, or a folder), replacing any other.
@@ -44,10 +63,108 @@ pub fn start(state: AppState, files: Vec<File>) {
     next(state, SERIAL.with(Cell::get));
 }
 
-/// Ends the file being summarised; the rows already there stay.
+/// Shows the parts of an exported summary table (`files`, found at `paths`) as a job, read
+/// by a worker of its own. The job shown is the one with the most ranks; the view switches.
+pub fn start_summary(state: AppState, files: Vec<File>, paths: Vec<String>) {
+    stop();
+    crate::compare::forget(state);
+    FILES.with(|f| f.borrow_mut().clear());
+    TABLE.with(|t| {
+        *t.borrow_mut() = SummaryTable {
+            read: (0, paths.len() as u64),
+            ..SummaryTable::default()
+        }
+    });
+    show_summary(state, None);
+    state.screen.set(Screen::Ranks);
+    let message = envelope(&ToWorker::ReadSummaries { paths });
+    let attached = js_sys::Array::new();
+    for f in &files {
+        attached.push(f);
+    }
+    let _ = js_sys::Reflect::set(&message, &"files".into(), &attached);
+    let serial = SERIAL.with(Cell::get);
+    let reading = oneshot::spawn(message, move |message| {
+        if SERIAL.with(Cell::get) != serial {
+            return;
+        }
+        match message {
+            FromWorker::Summaries(reads) => TABLE.with(|t| {
+                let mut t = t.borrow_mut();
+                for read in reads {
+                    match read.ranks {
+                        Ok(ranks) => t.ranks.extend(ranks),
+                        Err(why) => t.failed.push((read.path, why)),
+                    }
+                }
+            }),
+            FromWorker::Progress(Progress::Reading { done, total }) => {
+                TABLE.with(|t| t.borrow_mut().read = (done, total));
+                show_summary(state, None);
+            }
+            FromWorker::SummariesDone => done_reading(state),
+            FromWorker::Failed(why) => {
+                TABLE.with(|t| t.borrow_mut().failed.push(("(the reader)".into(), why)));
+                done_reading(state);
+            }
+            _ => {}
+        }
+    });
+    match reading {
+        Ok(r) => READING.with(|slot| *slot.borrow_mut() = Some(r)),
+        Err(why) => {
+            TABLE.with(|t| t.borrow_mut().failed.push(("(the reader)".into(), why)));
+            show_summary(state, None);
+        }
+    }
+}
+
+/// The reader is done: its worker ends (not from inside its own handler).
+fn done_reading(state: AppState) {
+    show_summary(state, None);
+    wasm_bindgen_futures::spawn_local(async {
+        drop(READING.with(|r| r.borrow_mut().take()));
+    });
+}
+
+/// Shows `job` of the summary table read so far; `None` keeps the job shown, or else takes
+/// the one with the most ranks.
+fn show_summary(state: AppState, job: Option<String>) {
+    let shown = job.or_else(|| {
+        state
+            .job
+            .with_untracked(|j| j.as_ref()?.summary().map(|s| s.job.clone()))
+    });
+    let job = TABLE.with(|t| {
+        let t = t.borrow();
+        let job = shown
+            .filter(|j| t.ranks.iter().any(|r| &r.job == j))
+            .or_else(|| largest_job(&t.ranks))
+            .unwrap_or_default();
+        Job::from_summary(&job, &t.ranks, &t.failed, t.read, Metric::Active)
+    });
+    state.job.set(Some(job));
+}
+
+/// The job with the most ranks (the first in natural order of those).
+fn largest_job(ranks: &[SummaryRank]) -> Option<String> {
+    let mut counts: Vec<(&str, usize)> = Vec::new();
+    for r in ranks {
+        match counts.iter_mut().find(|(j, _)| *j == r.job) {
+            Some((_, n)) => *n += 1,
+            None => counts.push((&r.job, 1)),
+        }
+    }
+    counts.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| natural_cmp(a.0, b.0)));
+    counts.first().map(|(j, _)| (*j).to_owned())
+}
+
+/// Ends the file being summarised, or the summary table being read; the rows already
+/// there stay.
 pub fn stop() {
     SERIAL.with(|s| s.set(s.get() + 1));
     drop(RUNNING.with(|r| r.borrow_mut().take()));
+    drop(READING.with(|r| r.borrow_mut().take()));
 }
 
 /// File `i` of the job.
@@ -105,13 +222,22 @@ fn next(state: AppState, serial: u64) {
     RUNNING.with(|r| *r.borrow_mut() = Some(asking));
 }
 
-/// Opens file `i` of the job in every other view.
+/// Opens file `i` of the job in every other view (a summary table has none to open).
 fn open(state: AppState, i: usize) {
+    if state
+        .job
+        .with_untracked(|j| j.as_ref().is_some_and(|j| j.summary().is_some()))
+    {
+        return;
+    }
     if let Some(file) = FILES.with(|f| f.borrow().get(i).cloned()) {
         state.screen.set(Screen::File);
         loader::load(state, file);
     }
 }
+
+/// Rows of the table shown at once.
+const TABLE_PAGE: usize = 100;
 
 /// Sort keys of the table.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -128,12 +254,15 @@ enum Column {
 pub fn RanksView() -> impl IntoView {
     let state = expect_context::<AppState>();
     let sort = RwSignal::new((Column::Rank, false));
+    let page = RwSignal::new(0usize);
     move || {
         sort.track();
+        page.track();
         let Some(job) = state.job.get() else {
             return ().into_any();
         };
         let report = job.report();
+        let exported = job.summary().cloned();
         let total = job.names.len();
         let done = job.finished();
         let working = job
@@ -144,23 +273,43 @@ pub fn RanksView() -> impl IntoView {
                 Member::Working(s) => Some(format!("{n}: {s}")),
                 _ => None,
             });
+        let reading = READING.with(|r| r.borrow().is_some());
         let failures: Vec<(String, EngineError)> = job
             .failures()
             .into_iter()
             .map(|(n, f)| (n.to_owned(), f.clone()))
             .collect();
+        let (title, progress) = match &exported {
+            None => (
+                format!("Ranks · {total} files"),
+                match &working {
+                    Some(w) => format!("{done} of {total} summarised · {w}"),
+                    None if done == total => format!("all {total} summarised"),
+                    None => format!("{done} of {total} summarised · stopped"),
+                },
+            ),
+            Some(e) => (
+                format!("Ranks · {} of job {}", report.rows.len(), e.job),
+                match e.read {
+                    (d, t) if d == t => format!("all {t} summary parts read"),
+                    (d, t) if reading => format!("{d} of {t} summary parts read"),
+                    (d, t) => format!("{d} of {t} summary parts read · stopped"),
+                },
+            ),
+        };
+        let (progress_done, progress_total) = match &exported {
+            None => (done as u64, total as u64),
+            Some(e) => e.read,
+        };
+        let busy = working.is_some() || (exported.is_some() && reading);
         view! {
-            <section class="panel ranks" data-testid="ranks-view">
+            <section class="panel ranks" data-testid="ranks-view" data-source=if exported.is_some() { "summary" } else { "files" }>
                 <div class="ranks-head">
-                    <h2>{format!("Ranks · {total} files")}</h2>
-                    <span class="muted" data-testid="ranks-progress" data-done=done.to_string() data-total=total.to_string()>
-                        {match &working {
-                            Some(w) => format!("{done} of {total} summarised · {w}"),
-                            None if done == total => format!("all {total} summarised"),
-                            None => format!("{done} of {total} summarised · stopped"),
-                        }}
+                    <h2>{title}</h2>
+                    <span class="muted" data-testid="ranks-progress" data-done=progress_done.to_string() data-total=progress_total.to_string()>
+                        {progress}
                     </span>
-                    {working.is_some().then(|| view! {
+                    {busy.then(|| view! {
                         <button class="button small" data-testid="ranks-stop" on:click=move |_| {
                             stop();
                             state.job.update(|j| if let Some(j) = j {
@@ -172,18 +321,40 @@ pub fn RanksView() -> impl IntoView {
                             });
                         }>"Stop"</button>
                     })}
-                    <CompareButton report=report.clone()/>
+                    {exported.as_ref().filter(|e| e.jobs.len() > 1).map(|e| {
+                        let shown = e.job.clone();
+                        view! {
+                            <label class="small">"job "
+                                <select data-testid="ranks-job" on:change=move |ev| show_summary(state, Some(event_target_value(&ev)))>
+                                    {e.jobs.iter().map(|j| view! {
+                                        <option value=j.clone() selected=*j == shown>{j.clone()}</option>
+                                    }).collect_view()}
+                                </select>
+                            </label>
+                        }
+                    })}
+                    {exported.is_none().then(|| view! { <CompareButton report=report.clone()/> })}
                 </div>
                 <p class="muted small">
-                    {rank_note(&report)}
-                    " Each file's numbers are what " <code>"pt-snap ranks"</code>
-                    " gives for it; an outlier's active peak is more than 3 scaled MADs (1.4826·MAD) and at least 10% from the median of the files summarised. Click a rank to open it; pick two as A and B to compare them."
+                    {match &exported {
+                        None => view! {
+                            {rank_note(&report)}
+                            " Each file's numbers are what " <code>"pt-snap ranks"</code>
+                            " gives for it; an outlier's active peak is more than 3 scaled MADs (1.4826·MAD) and at least 10% from the median of the files summarised. Click a rank to open it; pick two as A and B to compare them."
+                        }.into_any(),
+                        Some(_) => view! {
+                            "From an exported summary table (" <code>"pt-snap export --format parquet"</code>
+                            "): each rank's numbers are what " <code>"pt-snap ranks"</code>
+                            " gave for it at export, ranks as the export stated them. Outliers are judged here, across the ranks shown: an active peak more than 3 scaled MADs (1.4826·MAD) and at least 10% from their median. The snapshots are not here, so a rank cannot be opened or compared; drop its snapshot or "
+                            <code>".db"</code> " to open it."
+                        }.into_any(),
+                    }}
                 </p>
-                <RankBars report=report.clone()/>
-                <RankTable report=report sort=sort/>
+                <RankBars report=report.clone() exported=exported.is_some()/>
+                <RankTable report=report sort=sort page=page exported=exported.is_some()/>
                 {(!failures.is_empty()).then(|| view! {
                     <div class="ranks-failed" data-testid="ranks-failed">
-                        <h3>"Files that could not be summarised"</h3>
+                        <h3>{if exported.is_some() { "Parts that could not be read" } else { "Files that could not be summarised" }}</h3>
                         <ul>{failures.into_iter().map(|(n, f)| view! {
                             <li><strong>{n}</strong>{format!(" — {}: {}", f.code, f.message)}</li>
                         }).collect_view()}</ul>
@@ -236,10 +407,14 @@ fn rank_note(report: &RanksReport) -> String {
     }
 }
 
+/// Past this many rows the bars are drawn as one path per counter, without a label or a
+/// click of their own: thousands of ranks stay one cheap element each.
+const BARS_ONE_BY_ONE: usize = 256;
+
 /// One group of three bars per row (allocated, active, reserved), the median of the active
 /// peak as a line, outliers in the warning colour.
 #[component]
-fn RankBars(report: RanksReport) -> impl IntoView {
+fn RankBars(report: RanksReport, exported: bool) -> impl IntoView {
     let state = expect_context::<AppState>();
     const W: f64 = 1000.0;
     const H: f64 = 180.0;
@@ -261,26 +436,60 @@ fn RankBars(report: RanksReport) -> impl IntoView {
     let bar = (slot * 0.8 / 3.0).min(24.0);
     let y = move |v: i64| H - H * v as f64 / top;
     let median = report.medians.peak_active;
+    let series = ["allocated", "active", "reserved"];
+    let value = |s: &pt_snap_report::ranks::DeviceSummary, j: usize| match j {
+        0 => s.peaks.allocated.bytes,
+        1 => s.peaks.active.bytes,
+        _ => s.peaks.reserved.bytes,
+    };
+    let bars = if rows.len() > BARS_ONE_BY_ONE {
+        // Each counter one path of rectangles; the outliers' active bars a path of their own.
+        let mut paths = [String::new(), String::new(), String::new(), String::new()];
+        for (k, (row, s)) in rows.iter().enumerate() {
+            let outlier = row.verdict.as_ref().is_some_and(|v| v.outlier);
+            for j in 0..3 {
+                let Some(v) = value(s, j) else { continue };
+                let x = slot * k as f64 + (slot - 3.0 * bar) / 2.0 + bar * j as f64;
+                let path = if j == 1 && outlier { 3 } else { j };
+                let _ = std::fmt::Write::write_fmt(
+                    &mut paths[path],
+                    format_args!("M{x:.2} {H}V{:.2}h{:.3}V{H}Z", y(v), bar * 0.9),
+                );
+            }
+        }
+        let classes = [
+            "rank-bar allocated",
+            "rank-bar active",
+            "rank-bar reserved",
+            "rank-bar active outlier-bars",
+        ];
+        view! {
+            {paths.into_iter().zip(classes).map(|(d, class)| view! { <path class=class d=d></path> }).collect_view()}
+            <text x=0 y=H + 14.0>{format!("{} ranks, in rank order", rows.len())}</text>
+        }
+        .into_any()
+    } else {
+        rows.iter().enumerate().map(|(k, (row, s))| {
+            let x0 = slot * k as f64 + (slot - 3.0 * bar) / 2.0;
+            let outlier = row.verdict.as_ref().is_some_and(|v| v.outlier);
+            let file = row.file;
+            let rank = report.files[file].rank;
+            view! {
+                <g class="rank" class:outlier=outlier class:openable=!exported on:click=move |_| open(state, file_index(state, file))>
+                    <title>{format!("rank {rank} · device {} · active {} · reserved {}", s.device,
+                        s.peaks.active.bytes.map_or("—".into(), fmt::bytes), s.peaks.reserved.bytes.map_or("—".into(), fmt::bytes))}</title>
+                    {series.into_iter().enumerate().map(|(j, name)| value(s, j).map(|v| view! {
+                        <rect class=format!("rank-bar {name}") x=x0 + bar * j as f64 y=y(v) width=bar * 0.9 height=H - y(v)></rect>
+                    })).collect_view()}
+                    <text x=x0 + 1.5 * bar y=H + 14.0 text-anchor="middle">{rank.to_string()}</text>
+                </g>
+            }
+        }).collect_view().into_any()
+    };
     view! {
         <svg class="rank-bars" data-testid="ranks-bars" viewBox=format!("0 0 {W} {}", H + 18.0) preserveAspectRatio="none" role="img"
             aria-label="Peak allocated, active and reserved per rank">
-            {rows.iter().enumerate().map(|(k, (row, s))| {
-                let x0 = slot * k as f64 + (slot - 3.0 * bar) / 2.0;
-                let outlier = row.verdict.as_ref().is_some_and(|v| v.outlier);
-                let file = row.file;
-                let rank = report.files[file].rank;
-                let bars = [("allocated", s.peaks.allocated.bytes), ("active", s.peaks.active.bytes), ("reserved", s.peaks.reserved.bytes)];
-                view! {
-                    <g class="rank" class:outlier=outlier on:click=move |_| open(state, file_index(state, file))>
-                        <title>{format!("rank {rank} · device {} · active {} · reserved {}", s.device,
-                            s.peaks.active.bytes.map_or("—".into(), fmt::bytes), s.peaks.reserved.bytes.map_or("—".into(), fmt::bytes))}</title>
-                        {bars.into_iter().enumerate().map(|(j, (name, v))| v.map(|v| view! {
-                            <rect class=format!("rank-bar {name}") x=x0 + bar * j as f64 y=y(v) width=bar * 0.9 height=H - y(v)></rect>
-                        })).collect_view()}
-                        <text x=x0 + 1.5 * bar y=H + 14.0 text-anchor="middle">{rank.to_string()}</text>
-                    </g>
-                }
-            }).collect_view()}
+            {bars}
             {median.map(|m| view! {
                 <line class="median" x1=0 x2=W y1=y(m as i64) y2=y(m as i64)></line>
             })}
@@ -322,7 +531,12 @@ fn pick_buttons(state: AppState, pick: Pick) -> impl IntoView {
 }
 
 #[component]
-fn RankTable(report: RanksReport, sort: RwSignal<(Column, bool)>) -> impl IntoView {
+fn RankTable(
+    report: RanksReport,
+    sort: RwSignal<(Column, bool)>,
+    page: RwSignal<usize>,
+    exported: bool,
+) -> impl IntoView {
     let state = expect_context::<AppState>();
     let (column, descending) = sort.get();
     let key = |r: &pt_snap_report::ranks::RankRow| -> (i64, u64) {
@@ -343,6 +557,21 @@ fn RankTable(report: RanksReport, sort: RwSignal<(Column, bool)>) -> impl IntoVi
     if descending {
         rows.reverse();
     }
+    let count = rows.len();
+    let pages = count.div_ceil(TABLE_PAGE).max(1);
+    let shown = page.get_untracked().min(pages - 1);
+    let first = shown * TABLE_PAGE;
+    let rows: Vec<_> = rows.into_iter().skip(first).take(TABLE_PAGE).collect();
+    let pager = (pages > 1).then(|| {
+        let go = move |to: usize| move |_| page.set(to);
+        view! {
+            <div class="pager small" data-testid="ranks-pager">
+                <button class="button small" disabled=shown == 0 on:click=go(shown.saturating_sub(1))>"‹ previous"</button>
+                <span data-testid="ranks-page">{format!("rows {}–{} of {count}", first + 1, first + TABLE_PAGE.min(count - first))}</span>
+                <button class="button small" data-testid="ranks-next" disabled=shown + 1 == pages on:click=go(shown + 1)>"next ›"</button>
+            </div>
+        }
+    });
     let header = move |label: &'static str, c: Column, id: &'static str| {
         let mark = match sort.get() {
             (s, true) if s == c => " ▾",
@@ -350,10 +579,13 @@ fn RankTable(report: RanksReport, sort: RwSignal<(Column, bool)>) -> impl IntoVi
             _ => "",
         };
         view! {
-            <th class="num sortable" data-testid=format!("ranks-sort-{id}") on:click=move |_| sort.update(|(s, d)| {
-                *d = if *s == c { !*d } else { c != Column::Rank };
-                *s = c;
-            })>{format!("{label}{mark}")}</th>
+            <th class="num sortable" data-testid=format!("ranks-sort-{id}") on:click=move |_| {
+                page.set(0);
+                sort.update(|(s, d)| {
+                    *d = if *s == c { !*d } else { c != Column::Rank };
+                    *s = c;
+                })
+            }>{format!("{label}{mark}")}</th>
         }
     };
     view! {
@@ -368,7 +600,7 @@ fn RankTable(report: RanksReport, sort: RwSignal<(Column, bool)>) -> impl IntoVi
                 {header("OOM", Column::Oom, "oom")}
                 <th class="num">"vs median"</th>
                 <th>"largest group at the active peak"</th>
-                <th title="Pick two ranks to compare">"compare"</th>
+                {(!exported).then(|| view! { <th title="Pick two ranks to compare">"compare"</th> })}
             </tr></thead>
             <tbody>
             {rows.into_iter().map(|r| {
@@ -382,12 +614,16 @@ fn RankTable(report: RanksReport, sort: RwSignal<(Column, bool)>) -> impl IntoVi
                     <td class="num" title=v.map(fmt::exact)>{v.map_or("—".into(), fmt::bytes)}</td>
                 };
                 view! {
-                    <tr class="rank-row" class:outlier=outlier data-testid="ranks-row" data-rank=f.rank.to_string()
+                    <tr class="rank-row" class:outlier=outlier class:openable=!exported data-testid="ranks-row" data-rank=f.rank.to_string()
                         data-device=s.device.to_string() data-outlier=outlier.to_string()
                         data-peak-active=s.peaks.active.bytes.map(|v| v.to_string())
                         title=reason.clone().unwrap_or_default()
                         on:click=move |_| open(state, file_index(state, file))>
-                        <td class="num"><button class="link" data-testid="ranks-open">{f.rank.to_string()}</button></td>
+                        <td class="num">{if exported {
+                            view! { <span>{f.rank.to_string()}</span> }.into_any()
+                        } else {
+                            view! { <button class="link" data-testid="ranks-open">{f.rank.to_string()}</button> }.into_any()
+                        }}</td>
                         <td class="wrap">{f.path.clone()}</td>
                         <td class="num">{s.device.to_string()}</td>
                         {cell(s.peaks.allocated.bytes)}
@@ -398,11 +634,14 @@ fn RankTable(report: RanksReport, sort: RwSignal<(Column, bool)>) -> impl IntoVi
                         <td class="num">{vs.map_or("—".into(), |p| format!("{p:+.1}%"))}
                             {outlier.then(|| view! { <span class="outlier-mark" title=reason.clone().unwrap_or_default()>" outlier"</span> })}</td>
                         <td class="wrap small">{s.top_group.as_ref().map(|g| format!("{} · {}", site(g), fmt::bytes(g.size_bytes)))}</td>
-                        <td class="picks">{pick_buttons(state, Pick { file: file_index(state, file), device: s.device })}</td>
+                        {(!exported).then(|| view! {
+                            <td class="picks">{pick_buttons(state, Pick { file: file_index(state, file), device: s.device })}</td>
+                        })}
                     </tr>
                 }
             }).collect_view()}
             </tbody>
         </table>
+        {pager}
     }
 }

@@ -126,6 +126,9 @@ mod imp {
                     post(&FromWorker::Answer { id, answer });
                 }
                 Ok(ToWorker::Download) => download(),
+                Ok(ToWorker::ReadSummaries { paths }) => {
+                    read_summaries(&paths, &get(&data, "files").unchecked_into())
+                }
                 Err(f) => post(&FromWorker::Failed(f)),
             }
         });
@@ -544,6 +547,44 @@ mod imp {
         });
         worker.post_message(file).ok()?;
         Some(promise)
+    }
+
+    /// Parts posted per [`FromWorker::Summaries`] message.
+    const SUMMARIES_PER_MESSAGE: usize = 256;
+
+    /// Reads `files` (the `paths` of them) as parts of an exported summary table, posting
+    /// the ranks as they come: a few hundred parts per message.
+    fn read_summaries(paths: &[String], files: &js_sys::Array) {
+        let total = paths.len() as u64;
+        let mut batch = Vec::new();
+        for (i, path) in paths.iter().enumerate() {
+            let read = match files.get(i as u32).dyn_into::<File>() {
+                Ok(file) => FileReaderSync::new()
+                    .and_then(|r| r.read_as_array_buffer(&file))
+                    .map(|b| Uint8Array::new(&b).to_vec())
+                    .map(|bytes| pt_snap_engine::SummaryRead::of(path, bytes))
+                    .unwrap_or_else(|e| pt_snap_engine::SummaryRead {
+                        path: path.clone(),
+                        ranks: Err(backend(format!("cannot read the file: {e:?}"))),
+                    }),
+                Err(_) => pt_snap_engine::SummaryRead {
+                    path: path.clone(),
+                    ranks: Err(EngineError::new(
+                        "INTERNAL_ERROR",
+                        "The worker was sent no file.",
+                    )),
+                },
+            };
+            batch.push(read);
+            if batch.len() == SUMMARIES_PER_MESSAGE || i + 1 == paths.len() {
+                post(&FromWorker::Summaries(std::mem::take(&mut batch)));
+                post(&FromWorker::Progress(Progress::Reading {
+                    done: i as u64 + 1,
+                    total,
+                }));
+            }
+        }
+        post(&FromWorker::SummariesDone);
     }
 
     fn get(v: &JsValue, key: &str) -> JsValue {
