@@ -894,6 +894,70 @@ await check('Compare: two ranks on one axis, what pt-snap diff gives; swap, metr
   await p.close();
 });
 
+await check('an exported summary table: the Ranks view without the snapshots, what ranks and DataFusion give', async () => {
+  const want = read('expected-ranks.json');
+  const byRank = new Map(want.ranks.filter((r) => r.error == null).map((r) => [String(r.rank), r]));
+  const sql = new Map(read('expected-sql-peaks.json').rows.map((r) => [String(r.rank), r]));
+  const p = await ctx.newPage();
+  watch(p);
+  await p.goto(url);
+  // The whole export chosen as a folder: only its summary table is read.
+  await p.setInputFiles('[data-testid=folder-input]', path.join(out, 'export'));
+  await p.waitForSelector('[data-testid=ranks-view][data-source=summary]');
+  await p.waitForSelector('[data-testid=ranks-progress][data-done="4"][data-total="4"]', { timeout: 60000 });
+  const rows = await p.$$eval('[data-testid=ranks-row]', (rs) => rs.map((r) => ({
+    rank: r.dataset.rank, active: r.dataset.peakActive, outlier: r.dataset.outlier,
+    cells: [...r.querySelectorAll('td.num[title]')].map((td) => td.title) })));
+  eq(rows.map((r) => r.rank).join(), '0,1,2,3', 'the four exported ranks, as stated');
+  for (const row of rows) {
+    const cli = byRank.get(row.rank);
+    eq(row.active, String(cli.peak_active), `rank ${row.rank} peak_active as ranks gives it`);
+    eq(row.outlier, String(cli.outlier), `rank ${row.rank} outlier as ranks judges it`);
+    const df = sql.get(row.rank);
+    const exact = (n) => n.toLocaleString('en-US');
+    eq(row.cells.slice(0, 3).join(' '), [df.peak_allocated, df.peak_active, df.peak_reserved].map(exact).join(' '),
+      `rank ${row.rank}: the peaks DataFusion reads from the same table`);
+  }
+  eq(await p.$$eval('[data-testid=ranks-pick-a]', (b) => b.length), 0, 'nothing to compare without the snapshots');
+  ok(!(await p.$('[data-testid=ranks-compare]')), 'no Compare button');
+  await p.click('[data-testid=ranks-row][data-rank="1"]');
+  ok(await p.$('[data-testid=ranks-view]'), 'a rank of a summary table opens nothing');
+  await shot('33-summary', p);
+  await p.close();
+});
+
+await check('2,048 ranks from a summary table: read off the page thread, a page of rows at a time', async () => {
+  const p = await ctx.newPage();
+  watch(p);
+  await p.addInitScript(() => {
+    window.__long = [];
+    new PerformanceObserver((list) => { for (const e of list.getEntries()) window.__long.push([Math.round(e.startTime), Math.round(e.duration)]); })
+      .observe({ type: 'longtask', buffered: true });
+  });
+  await p.goto(url);
+  await p.waitForTimeout(500);
+  const from = await p.evaluate(() => performance.now());
+  const t0 = Date.now();
+  await p.setInputFiles('[data-testid=folder-input]', path.join(out, 'export-big'));
+  await p.waitForSelector('[data-testid=ranks-progress][data-done="2048"]', { timeout: 120000 });
+  const took = Date.now() - t0;
+  eq(await p.$$eval('[data-testid=ranks-row]', (rs) => rs.length), 100, 'one page of rows');
+  eq(await p.textContent('[data-testid=ranks-page]'), 'rows 1–100 of 2048', 'the pager counts every rank');
+  eq(await p.textContent('.ranks-head h2'), 'Ranks · 2048 of job big', 'the title');
+  await p.click('[data-testid=ranks-next]');
+  eq(await p.getAttribute('[data-testid=ranks-row] >> nth=0', 'data-rank'), '100', 'the second page');
+  await p.click('[data-testid=ranks-sort-active]');
+  const top = await p.$$eval('[data-testid=ranks-row]', (rs) => rs.map((r) => [Number(r.dataset.rank), r.dataset.outlier]));
+  eq(await p.textContent('[data-testid=ranks-page]'), 'rows 1–100 of 2048', 'sorting goes back to the first page');
+  ok(top.every(([r, o]) => r % 4 === 2 && o === 'true'), `the largest active peaks are rank 2's copies, flagged: ${JSON.stringify(top.slice(0, 5))}`);
+  const long = (await p.evaluate(() => window.__long)).filter(([start]) => start >= from);
+  const over = long.filter(([, d]) => d > 100);
+  console.log(`    2,048 summary parts: ${took} ms to all read; longest main-thread task ${Math.max(0, ...long.map(([, d]) => d))} ms`);
+  eq(over.length, 0, `no main-thread task over 100 ms: ${JSON.stringify(over)}`);
+  await shot('34-summary-2048', p);
+  await p.close();
+});
+
 await check('1M events: from drop to every view, no main-thread task over 100 ms', async () => {
   const p = await ctx.newPage();
   watch(p);

@@ -96,6 +96,17 @@ printf '[[rule]]\nname = "everything"\ncategory = "temporary"\nfile = "."\n' > "
 target/debug/pt-snap report oom "$out/oom.pkl" --categories "$out/all-temporary.toml" --json > "$out/expected-oom-custom.json"
 # The Compare view's default pair (the first rank and the outlier), every group listed.
 target/debug/pt-snap diff "$out/job/rank0.pickle" "$out/job/rank2.pickle" -n 0 --json > "$out/expected-diff.json"
+# The job's four good ranks exported as Parquet: the Ranks view reads their summary table
+# as DataFusion (`pt-snap sql`) and `ranks` give it. Then the same parts as 2,048 ranks
+# (rank R holds rank R mod 4's part): a job too large for its snapshots to be opened.
+target/debug/pt-snap export "$out"/job/rank[0-3].pickle -o "$out/export" --job demo --json >/dev/null
+target/debug/pt-snap sql "$out/export" --query peak_by_rank --json > "$out/expected-sql-peaks.json"
+if [ ! -d "$out/export-big" ]; then
+  for r in $(seq 0 2047); do
+    mkdir -p "$out/export-big/summary/job=big/rank=$r"
+    cp "$out/export/summary/job=demo/rank=$((r % 4))/part-0.parquet" "$out/export-big/summary/job=big/rank=$r/"
+  done
+fi
 # The 1M-event benchmark snapshot (~109 MB): no main-thread task over 100 ms from its drop
 # to every view.
 [ -f "$out/bench-1m.pickle" ] || cargo run -q --release -p pt-snap-gen -- --seed 7 --events 1000000 --out "$out/bench-1m.pickle" >/dev/null

@@ -7,14 +7,9 @@
 //! its columns when the file has them, else from the `job=` / `rank=` directories of its
 //! path, else from the part's footer.
 
-use std::sync::Arc;
-
-use arrow_array::cast::AsArray;
-use arrow_array::types::Int64Type;
-use arrow_array::{Array, ArrayRef, Int64Array, RecordBatch, StringArray};
-use arrow_schema::{ArrowError, DataType};
 use bytes::Bytes;
-use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use parquet::file::reader::{FileReader, SerializedFileReader};
+use parquet::record::{Field, Row};
 use pt_snap_query::NoTimes;
 use pt_snap_report::ranks::{
     DeviceSummary, FileSummary, Frame, InputKind, PeakTimes, RankSource, TopGroup,
@@ -71,8 +66,6 @@ impl SummaryRank {
 pub enum SummaryError {
     #[error("not a readable Parquet file: {0}")]
     Parquet(#[from] parquet::errors::ParquetError),
-    #[error("cannot read the Parquet columns: {0}")]
-    Arrow(#[from] ArrowError),
     #[error(
         "not a pt-snap summary table: it has no column `{0}` (export one with `pt-snap export --format parquet`)"
     )]
@@ -83,13 +76,15 @@ pub enum SummaryError {
 
 /// The ranks in one Parquet file of a summary table, in the order of its rows. `path` is
 /// where the file was found (relative to what was chosen), read for `job=` and `rank=`.
+///
+/// Rows are read with Parquet's record API rather than as Arrow arrays: a summary table is
+/// small, and the browser's worker, which reads it, stays megabytes smaller without Arrow's
+/// readers and casts.
 pub fn read_summary(bytes: impl Into<Bytes>, path: &str) -> Result<Vec<SummaryRank>, SummaryError> {
-    let builder = ParquetRecordBatchReaderBuilder::try_new(bytes.into())?;
+    let file = SerializedFileReader::new(bytes.into())?;
+    let meta = file.metadata().file_metadata();
     let footer = |key: &str| {
-        builder
-            .metadata()
-            .file_metadata()
-            .key_value_metadata()
+        meta.key_value_metadata()
             .and_then(|kv| kv.iter().find(|k| k.key == key))
             .and_then(|k| k.value.clone())
     };
@@ -104,130 +99,104 @@ pub fn read_summary(bytes: impl Into<Bytes>, path: &str) -> Result<Vec<SummaryRa
     let rank = directory("rank")
         .or_else(|| footer(KEY_RANK))
         .and_then(|r| r.parse::<u64>().ok());
-    let schema = builder.schema().clone();
+    let columns: Vec<&str> = meta
+        .schema_descr()
+        .root_schema()
+        .get_fields()
+        .iter()
+        .map(|f| f.name())
+        .collect();
     for field in Table::Summary.schema().fields() {
-        if schema.field_with_name(field.name()).is_err() {
+        if !columns.contains(&field.name().as_str()) {
             return Err(SummaryError::NotSummary(field.name().clone()));
         }
     }
     let mut ranks: Vec<SummaryRank> = Vec::new();
-    for batch in builder.build()? {
-        let batch = batch?;
-        let columns = Columns::of(&batch)?;
-        for i in 0..batch.num_rows() {
-            let job = columns
-                .job
-                .as_ref()
-                .and_then(|c| text(c, i))
-                .or_else(|| job.clone())
-                .unwrap_or_default();
-            let rank = columns
-                .rank
-                .as_ref()
-                .and_then(|c| int(c, i))
-                .and_then(|r| u64::try_from(r).ok())
-                .or(rank)
-                .ok_or_else(|| SummaryError::NoRank(path.to_owned()))?;
-            let path = columns.text("path", i).unwrap_or_default();
-            let device = columns.device(i);
-            match ranks.last_mut() {
-                Some(last) if last.job == job && last.rank == rank && last.path == path => {
-                    last.devices.push(device)
-                }
-                _ => ranks.push(SummaryRank {
-                    job,
-                    rank,
-                    rank_source: columns.text("rank_source", i).unwrap_or_default(),
-                    path,
-                    input: columns.text("input", i).unwrap_or_default(),
-                    db_path: columns.text("db_path", i),
-                    reused: columns.flag("reused", i),
-                    lenient_replay_issues: columns.int("lenient_replay_issues", i),
-                    devices: vec![device],
-                }),
+    for row in file.get_row_iter(None)? {
+        let row = Values(row?);
+        let job = row
+            .get("job")
+            .and_then(text)
+            .or_else(|| job.clone())
+            .unwrap_or_default();
+        let rank = row
+            .get("rank")
+            .and_then(int)
+            .and_then(|r| u64::try_from(r).ok())
+            .or(rank)
+            .ok_or_else(|| SummaryError::NoRank(path.to_owned()))?;
+        let path = row.text("path").unwrap_or_default();
+        let device = row.device();
+        match ranks.last_mut() {
+            Some(last) if last.job == job && last.rank == rank && last.path == path => {
+                last.devices.push(device)
             }
+            _ => ranks.push(SummaryRank {
+                job,
+                rank,
+                rank_source: row.text("rank_source").unwrap_or_default(),
+                path,
+                input: row.text("input").unwrap_or_default(),
+                db_path: row.text("db_path"),
+                reused: row.get("reused").and_then(flag),
+                lenient_replay_issues: row.int("lenient_replay_issues"),
+                devices: vec![device],
+            }),
         }
     }
     Ok(ranks)
 }
 
-/// One batch's columns, each cast to the type the export writes, so that a table another
-/// engine rewrote (dictionary-encoded text, 32-bit integers, string partitions) reads alike.
-struct Columns<'a> {
-    batch: &'a RecordBatch,
-    job: Option<ArrayRef>,
-    rank: Option<ArrayRef>,
-}
+/// One row's values by column name. Values are read by what they hold, not by the type
+/// the export writes, so that a table another engine rewrote (32-bit integers, partition
+/// columns as text, text as bytes) reads alike.
+struct Values(Row);
 
-impl<'a> Columns<'a> {
-    fn of(batch: &'a RecordBatch) -> Result<Self, ArrowError> {
-        let cast = |name: &str, to: &DataType| {
-            batch
-                .column_by_name(name)
-                .map(|c| arrow_cast::cast(c, to))
-                .transpose()
-        };
-        Ok(Columns {
-            batch,
-            job: cast("job", &DataType::Utf8)?,
-            rank: cast("rank", &DataType::Int64)?,
-        })
+impl Values {
+    fn get(&self, name: &str) -> Option<&Field> {
+        self.0
+            .get_column_iter()
+            .find(|(n, _)| n.as_str() == name)
+            .map(|(_, f)| f)
     }
 
-    fn column(&self, name: &str, to: &DataType) -> Option<ArrayRef> {
-        let c = self.batch.column_by_name(name)?;
-        if c.data_type() == to {
-            return Some(Arc::clone(c));
-        }
-        arrow_cast::cast(c, to).ok()
+    fn int(&self, name: &str) -> Option<i64> {
+        self.get(name).and_then(int)
     }
 
-    fn int(&self, name: &str, i: usize) -> Option<i64> {
-        int(&self.column(name, &DataType::Int64)?, i)
+    fn text(&self, name: &str) -> Option<String> {
+        self.get(name).and_then(text)
     }
 
-    fn text(&self, name: &str, i: usize) -> Option<String> {
-        text(&self.column(name, &DataType::Utf8)?, i)
-    }
-
-    fn flag(&self, name: &str, i: usize) -> Option<bool> {
-        let c = self.column(name, &DataType::Boolean)?;
-        let c = c.as_boolean_opt()?;
-        c.is_valid(i).then(|| c.value(i))
-    }
-
-    fn device(&self, i: usize) -> DeviceSummary {
+    fn device(&self) -> DeviceSummary {
         let peak = |name: &str| Peak {
-            bytes: self.int(&format!("peak_{name}"), i),
-            event_id: self.int(&format!("peak_{name}_event_id"), i),
+            bytes: self.int(&format!("peak_{name}")),
+            event_id: self.int(&format!("peak_{name}_event_id")),
         };
-        let time = |name: &str| self.int(&format!("peak_{name}_time_us"), i);
-        let unknown = match self.text("time_us_status", i).as_deref() {
+        let time = |name: &str| self.int(&format!("peak_{name}_time_us"));
+        let unknown = match self.text("time_us_status").as_deref() {
             Some("not_in_trace") => Some(NoTimes::NotInTrace),
             Some("not_in_database") => Some(NoTimes::NotInDatabase),
             Some("dataset") => Some(NoTimes::Dataset),
             _ => None,
         };
-        let top_group = self.int("top_group_event_id", i).map(|event_id| TopGroup {
+        let top_group = self.int("top_group_event_id").map(|event_id| TopGroup {
             event_id,
-            category: self.text("top_group_category", i).unwrap_or_default(),
-            size_bytes: self.int("top_group_size_bytes", i).unwrap_or_default(),
-            block_count: self.int("top_group_block_count", i).unwrap_or_default(),
-            callstack: self.text("top_group_callstack", i).unwrap_or_default(),
-            frames: self
-                .batch
-                .column_by_name("top_group_frames")
-                .and_then(|c| frames(c, i)),
+            category: self.text("top_group_category").unwrap_or_default(),
+            size_bytes: self.int("top_group_size_bytes").unwrap_or_default(),
+            block_count: self.int("top_group_block_count").unwrap_or_default(),
+            callstack: self.text("top_group_callstack").unwrap_or_default(),
+            frames: self.get("top_group_frames").and_then(frames),
         });
         DeviceSummary {
-            device: self.int("device", i).unwrap_or_default(),
+            device: self.int("device").unwrap_or_default(),
             peaks: Peaks {
                 allocated: peak("allocated"),
                 active: peak("active"),
                 reserved: peak("reserved"),
             },
-            reserved_minus_allocated: self.int("reserved_minus_allocated", i),
-            oom_events: self.int("oom_events", i).unwrap_or_default(),
+            reserved_minus_allocated: self.int("reserved_minus_allocated"),
+            oom_events: self.int("oom_events").unwrap_or_default(),
             top_group,
             peak_times: PeakTimes {
                 allocated: time("allocated"),
@@ -239,56 +208,59 @@ impl<'a> Columns<'a> {
     }
 }
 
-fn int(column: &ArrayRef, i: usize) -> Option<i64> {
-    let c: &Int64Array = column.as_primitive_opt::<Int64Type>()?;
-    c.is_valid(i).then(|| c.value(i))
-}
-
-fn text(column: &ArrayRef, i: usize) -> Option<String> {
-    let c: &StringArray = column.as_string_opt::<i32>()?;
-    c.is_valid(i).then(|| c.value(i).to_owned())
-}
-
-/// Row `i` of a list of frame structs (`None` for a null list, as the export writes a
-/// database without structured frames).
-fn frames(column: &ArrayRef, i: usize) -> Option<Vec<Frame>> {
-    let list = match column.data_type() {
-        DataType::List(_) => column.as_list::<i32>().clone(),
-        DataType::LargeList(_) => {
-            let cast = arrow_cast::cast(column, &DataType::List(list_item(column)?)).ok()?;
-            cast.as_list::<i32>().clone()
-        }
-        _ => return None,
-    };
-    if list.is_null(i) {
-        return None;
+fn int(field: &Field) -> Option<i64> {
+    match field {
+        Field::Long(v) => Some(*v),
+        Field::Int(v) => Some(i64::from(*v)),
+        Field::Short(v) => Some(i64::from(*v)),
+        Field::Byte(v) => Some(i64::from(*v)),
+        Field::UInt(v) => Some(i64::from(*v)),
+        Field::UShort(v) => Some(i64::from(*v)),
+        Field::UByte(v) => Some(i64::from(*v)),
+        Field::ULong(v) => i64::try_from(*v).ok(),
+        Field::Str(s) => s.parse().ok(),
+        _ => None,
     }
-    let items = list.value(i);
-    let items = items.as_struct_opt()?;
-    let field = |name: &str, to: &DataType| {
-        items
-            .column_by_name(name)
-            .and_then(|c| arrow_cast::cast(c, to).ok())
+}
+
+fn text(field: &Field) -> Option<String> {
+    match field {
+        Field::Str(s) => Some(s.clone()),
+        Field::Bytes(b) => std::str::from_utf8(b.data()).ok().map(str::to_owned),
+        Field::Long(_) | Field::Int(_) | Field::ULong(_) | Field::UInt(_) => {
+            int(field).map(|v| v.to_string())
+        }
+        _ => None,
+    }
+}
+
+fn flag(field: &Field) -> Option<bool> {
+    match field {
+        Field::Bool(b) => Some(*b),
+        _ => None,
+    }
+}
+
+/// A list of frame structs (`None` for a null list, as the export writes a database
+/// without structured frames).
+fn frames(field: &Field) -> Option<Vec<Frame>> {
+    let Field::ListInternal(list) = field else {
+        return None;
     };
-    let (names, files, lines) = (
-        field("name", &DataType::Utf8)?,
-        field("filename", &DataType::Utf8)?,
-        field("line", &DataType::Int64)?,
-    );
     Some(
-        (0..items.len())
-            .map(|k| Frame {
-                name: text(&names, k).unwrap_or_default(),
-                filename: text(&files, k).unwrap_or_default(),
-                line: int(&lines, k).unwrap_or_default(),
+        list.elements()
+            .iter()
+            .filter_map(|item| {
+                let Field::Group(frame) = item else {
+                    return None;
+                };
+                let frame = Values(frame.clone());
+                Some(Frame {
+                    name: frame.text("name").unwrap_or_default(),
+                    filename: frame.text("filename").unwrap_or_default(),
+                    line: frame.int("line").unwrap_or_default(),
+                })
             })
             .collect(),
     )
-}
-
-fn list_item(column: &ArrayRef) -> Option<arrow_schema::FieldRef> {
-    match column.data_type() {
-        DataType::LargeList(f) => Some(Arc::clone(f)),
-        _ => None,
-    }
 }
