@@ -285,11 +285,6 @@ pub enum Progress {
         bytes: Option<f64>,
         total: f64,
     },
-    /// Reading exported `summary` parts: `done` of `total` files read.
-    Reading {
-        done: u64,
-        total: u64,
-    },
 }
 
 /// Page → worker.
@@ -322,7 +317,8 @@ pub enum ToWorker {
     /// The database file as a `Blob`, for "Download .db".
     Download,
     /// Read the attached `files` (an array, in the order of `paths`, each where it was
-    /// found) as parts of an exported `summary` table, then end.
+    /// found) as parts of an exported `summary` table. The page sends a table's parts a
+    /// batch at a time: posting thousands of `File`s at once blocks its thread.
     ReadSummaries { paths: Vec<String> },
 }
 
@@ -351,11 +347,8 @@ pub enum FromWorker {
     },
     /// The attached `Blob` is the database (or why there is none).
     Download(Result<String, EngineError>),
-    /// Some of the summary parts asked for, in order; more follow until
-    /// [`FromWorker::SummariesDone`]. Sent a few hundred at a time, so the page never
-    /// parses one huge message.
+    /// The summary parts of one [`ToWorker::ReadSummaries`], in its order.
     Summaries(Vec<SummaryRead>),
-    SummariesDone,
 }
 
 /// One file read as a part of an exported `summary` table: its ranks, or why it has none.

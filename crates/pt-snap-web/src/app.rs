@@ -392,7 +392,7 @@ pub fn App() -> impl IntoView {
                 // their name.
                 <input id="file-input" data-testid="file-input" class="visually-hidden" type="file" multiple
                     accept=".pkl,.pickle,.json,.gz,.zst,.bz2,.db,.parquet" on:change=on_pick/>
-                <label class="button" for="folder-input" title="The snapshots of a job, one per rank: the Ranks view compares them">"Open folder…"</label>
+                <label class="button" for="folder-input" title="The snapshots of a job, one per rank, or an exported summary table (pt-snap export --format parquet): the Ranks view compares them">"Open folder…"</label>
                 <input id="folder-input" data-testid="folder-input" class="visually-hidden" type="file" multiple
                     node_ref=folder_input on:change=on_pick_folder/>
                 <Show when=move || state.job.with(Option::is_some)>
@@ -400,12 +400,15 @@ pub fn App() -> impl IntoView {
                         on:click=move |_| state.screen.update(|s| *s = if *s == Screen::Ranks { Screen::File } else { Screen::Ranks })>
                         {move || state.job.with(|j| j.as_ref().map_or(String::new(), |j| format!("Ranks ({})", j.names.len())))}
                     </button>
-                    <button class="button" data-testid="show-compare" class:selected=move || state.screen.get() == Screen::Compare
-                        on:click=move |_| if state.screen.get_untracked() == Screen::Compare {
-                            state.screen.set(Screen::File);
-                        } else {
-                            crate::compare::show(state);
-                        }>"Compare"</button>
+                    // A summary table's ranks have no snapshots to compare.
+                    <Show when=move || state.job.with(|j| j.as_ref().is_some_and(|j| j.summary().is_none()))>
+                        <button class="button" data-testid="show-compare" class:selected=move || state.screen.get() == Screen::Compare
+                            on:click=move |_| if state.screen.get_untracked() == Screen::Compare {
+                                state.screen.set(Screen::File);
+                            } else {
+                                crate::compare::show(state);
+                            }>"Compare"</button>
+                    </Show>
                 </Show>
                 <Show when=move || state.opened.with(|o| o.as_ref().and_then(|o| o.overview.as_ref()).is_some_and(|o| o.imported))>
                     <button class="button" data-testid="download-db" on:click=move |_| client::request_download()>"Download .db"</button>
@@ -597,14 +600,6 @@ fn progress_text(progress: Option<&Progress>, total: f64) -> (f64, String) {
             format!("writing the database (device {device}); the peaks are ready"),
         ),
         Some(Progress::Indexing) => (1.0, "indexing the database; the peaks are ready".to_owned()),
-        Some(Progress::Reading { done, total }) => (
-            if *total > 0 {
-                *done as f64 / *total as f64
-            } else {
-                1.0
-            },
-            format!("reading summary parts: {done} of {total}"),
-        ),
     }
 }
 

@@ -268,8 +268,7 @@ fn on_message(state: AppState, name: &str, total: f64, message: FromWorker, atta
         FromWorker::Ready
         | FromWorker::Answer { .. }
         | FromWorker::Stored { .. }
-        | FromWorker::Summaries(_)
-        | FromWorker::SummariesDone => {}
+        | FromWorker::Summaries(_) => {}
     }
 }
 

@@ -36,6 +36,13 @@ pub struct Running {
     _on_error: Closure<dyn FnMut(web_sys::ErrorEvent)>,
 }
 
+impl Running {
+    /// Posts `message` to the worker (which must have said it is ready).
+    pub fn post(&self, message: &Object) {
+        let _ = self.worker.post_message(message);
+    }
+}
+
 impl Drop for Running {
     /// A message the worker already queued finds no handler (the closures go with this).
     fn drop(&mut self) {
@@ -213,6 +220,5 @@ fn describe(p: &Progress) -> String {
         Progress::Replaying { device, .. } => format!("replaying device {device}"),
         Progress::Writing { device } => format!("writing device {device}"),
         Progress::Indexing => "indexing".into(),
-        Progress::Reading { done, total } => format!("read {done} of {total}"),
     }
 }

@@ -13,7 +13,7 @@
 use std::cell::{Cell, RefCell};
 
 use leptos::prelude::*;
-use pt_snap_engine::{Answer, EngineError, FromWorker, Progress, Query, ToWorker};
+use pt_snap_engine::{Answer, EngineError, FromWorker, Query, ToWorker};
 use pt_snap_parquet::SummaryRank;
 use pt_snap_report::ranks::{natural_cmp, site, RanksReport};
 use pt_snap_report::Metric;
@@ -38,7 +38,12 @@ thread_local! {
     static TABLE: RefCell<SummaryTable> = RefCell::new(SummaryTable::default());
     /// The worker reading it.
     static READING: RefCell<Option<Running>> = const { RefCell::new(None) };
+    /// When the table read so far was last shown (`Date.now()`).
+    static LAST_SHOWN: Cell<f64> = const { Cell::new(0.0) };
 }
+
+/// How often the view of a summary table being read is rebuilt, at most.
+const SHOW_EVERY_MS: f64 = 400.0;
 
 /// What the parts of an exported summary table gave so far.
 #[derive(Default)]
@@ -47,6 +52,8 @@ struct SummaryTable {
     failed: Vec<(String, EngineError)>,
     /// Parts read, of how many.
     read: (u64, u64),
+    /// Parts not sent to the reader yet, with where each was found.
+    waiting: Vec<(File, String)>,
 }
 
 /// Starts a job over `files` (a drop or pick of several, or a folder), replacing any other.
@@ -63,8 +70,12 @@ pub fn start(state: AppState, files: Vec<File>) {
     next(state, SERIAL.with(Cell::get));
 }
 
+/// Parts sent to the reading worker per message: posting a `File` costs the page's thread
+/// a fraction of a millisecond, so thousands at once would block it for most of a second.
+const PARTS_PER_MESSAGE: usize = 128;
+
 /// Shows the parts of an exported summary table (`files`, found at `paths`) as a job, read
-/// by a worker of its own. The job shown is the one with the most ranks; the view switches.
+/// by a worker of its own a batch at a time. The job shown is the one with the most ranks.
 pub fn start_summary(state: AppState, files: Vec<File>, paths: Vec<String>) {
     stop();
     crate::compare::forget(state);
@@ -72,40 +83,53 @@ pub fn start_summary(state: AppState, files: Vec<File>, paths: Vec<String>) {
     TABLE.with(|t| {
         *t.borrow_mut() = SummaryTable {
             read: (0, paths.len() as u64),
+            waiting: files.into_iter().zip(paths).collect(),
             ..SummaryTable::default()
         }
     });
     show_summary(state, None);
     state.screen.set(Screen::Ranks);
-    let message = envelope(&ToWorker::ReadSummaries { paths });
-    let attached = js_sys::Array::new();
-    for f in &files {
-        attached.push(f);
-    }
-    let _ = js_sys::Reflect::set(&message, &"files".into(), &attached);
     let serial = SERIAL.with(Cell::get);
-    let reading = oneshot::spawn(message, move |message| {
+    let reading = oneshot::spawn(next_parts(), move |message| {
         if SERIAL.with(Cell::get) != serial {
             return;
         }
         match message {
-            FromWorker::Summaries(reads) => TABLE.with(|t| {
-                let mut t = t.borrow_mut();
-                for read in reads {
-                    match read.ranks {
-                        Ok(ranks) => t.ranks.extend(ranks),
-                        Err(why) => t.failed.push((read.path, why)),
+            FromWorker::Summaries(reads) => {
+                TABLE.with(|t| {
+                    let mut t = t.borrow_mut();
+                    t.read.0 += reads.len() as u64;
+                    for read in reads {
+                        match read.ranks {
+                            Ok(ranks) => t.ranks.extend(ranks),
+                            Err(why) => t.failed.push((read.path, why)),
+                        }
                     }
+                });
+                if TABLE.with(|t| t.borrow().waiting.is_empty()) {
+                    done_reading();
+                    show_summary(state, None);
+                    return;
                 }
-            }),
-            FromWorker::Progress(Progress::Reading { done, total }) => {
-                TABLE.with(|t| t.borrow_mut().read = (done, total));
-                show_summary(state, None);
+                // Posting the next batch and showing this one are tasks of their own, and the
+                // view (whose cost grows with the ranks) is rebuilt a few times a second at most.
+                set_timeout(
+                    || {
+                        let next = next_parts();
+                        READING.with(|r| r.borrow().as_ref().map(|r| r.post(&next)));
+                    },
+                    std::time::Duration::ZERO,
+                );
+                let now = js_sys::Date::now();
+                if now - LAST_SHOWN.with(Cell::get) >= SHOW_EVERY_MS {
+                    LAST_SHOWN.with(|l| l.set(now));
+                    set_timeout(move || show_summary(state, None), std::time::Duration::ZERO);
+                }
             }
-            FromWorker::SummariesDone => done_reading(state),
             FromWorker::Failed(why) => {
                 TABLE.with(|t| t.borrow_mut().failed.push(("(the reader)".into(), why)));
-                done_reading(state);
+                done_reading();
+                show_summary(state, None);
             }
             _ => {}
         }
@@ -119,9 +143,25 @@ pub fn start_summary(state: AppState, files: Vec<File>, paths: Vec<String>) {
     }
 }
 
+/// The next batch of waiting parts as a message, the files attached.
+fn next_parts() -> js_sys::Object {
+    let batch: Vec<(File, String)> = TABLE.with(|t| {
+        let waiting = &mut t.borrow_mut().waiting;
+        let n = waiting.len().min(PARTS_PER_MESSAGE);
+        waiting.drain(..n).collect()
+    });
+    let attached = js_sys::Array::new();
+    for (f, _) in &batch {
+        attached.push(f);
+    }
+    let paths = batch.into_iter().map(|(_, p)| p).collect();
+    let message = envelope(&ToWorker::ReadSummaries { paths });
+    let _ = js_sys::Reflect::set(&message, &"files".into(), &attached);
+    message
+}
+
 /// The reader is done: its worker ends (not from inside its own handler).
-fn done_reading(state: AppState) {
-    show_summary(state, None);
+fn done_reading() {
     wasm_bindgen_futures::spawn_local(async {
         drop(READING.with(|r| r.borrow_mut().take()));
     });
@@ -258,27 +298,34 @@ pub fn RanksView() -> impl IntoView {
     move || {
         sort.track();
         page.track();
-        let Some(job) = state.job.get() else {
+        // Read in place: a job of thousands of ranks is not cloned on every rebuild.
+        let Some((report, exported, total, done, working, failures)) = state.job.with(|job| {
+            let job = job.as_ref()?;
+            let working = job
+                .members
+                .iter()
+                .zip(&job.names)
+                .find_map(|(m, n)| match m {
+                    Member::Working(s) => Some(format!("{n}: {s}")),
+                    _ => None,
+                });
+            let failures: Vec<(String, EngineError)> = job
+                .failures()
+                .into_iter()
+                .map(|(n, f)| (n.to_owned(), f.clone()))
+                .collect();
+            Some((
+                job.report(),
+                job.summary().cloned(),
+                job.names.len(),
+                job.finished(),
+                working,
+                failures,
+            ))
+        }) else {
             return ().into_any();
         };
-        let report = job.report();
-        let exported = job.summary().cloned();
-        let total = job.names.len();
-        let done = job.finished();
-        let working = job
-            .members
-            .iter()
-            .zip(&job.names)
-            .find_map(|(m, n)| match m {
-                Member::Working(s) => Some(format!("{n}: {s}")),
-                _ => None,
-            });
         let reading = READING.with(|r| r.borrow().is_some());
-        let failures: Vec<(String, EngineError)> = job
-            .failures()
-            .into_iter()
-            .map(|(n, f)| (n.to_owned(), f.clone()))
-            .collect();
         let (title, progress) = match &exported {
             None => (
                 format!("Ranks · {total} files"),
@@ -442,29 +489,34 @@ fn RankBars(report: RanksReport, exported: bool) -> impl IntoView {
         1 => s.peaks.active.bytes,
         _ => s.peaks.reserved.bytes,
     };
-    let bars = if rows.len() > BARS_ONE_BY_ONE {
-        // Each counter one path of rectangles; the outliers' active bars a path of their own.
-        let mut paths = [String::new(), String::new(), String::new(), String::new()];
+    let many = rows.len() > BARS_ONE_BY_ONE;
+    let bars = if many {
+        // Too many for three bars each: the active peak as one bar per rank (one path, the
+        // outliers' another, in red) and the reserved peak as a line over them.
+        let (mut active, mut outliers, mut reserved) =
+            (String::new(), String::new(), String::new());
         for (k, (row, s)) in rows.iter().enumerate() {
-            let outlier = row.verdict.as_ref().is_some_and(|v| v.outlier);
-            for j in 0..3 {
-                let Some(v) = value(s, j) else { continue };
-                let x = slot * k as f64 + (slot - 3.0 * bar) / 2.0 + bar * j as f64;
-                let path = if j == 1 && outlier { 3 } else { j };
+            let x = slot * k as f64;
+            if let Some(v) = s.peaks.active.bytes {
+                let outlier = row.verdict.as_ref().is_some_and(|v| v.outlier);
+                let path = if outlier { &mut outliers } else { &mut active };
                 let _ = std::fmt::Write::write_fmt(
-                    &mut paths[path],
-                    format_args!("M{x:.2} {H}V{:.2}h{:.3}V{H}Z", y(v), bar * 0.9),
+                    path,
+                    format_args!("M{x:.2} {H}V{:.2}h{slot:.3}V{H}Z", y(v)),
+                );
+            }
+            if let Some(v) = s.peaks.reserved.bytes {
+                let step = if reserved.is_empty() { 'M' } else { 'L' };
+                let _ = std::fmt::Write::write_fmt(
+                    &mut reserved,
+                    format_args!("{step}{x:.2} {y:.2}h{slot:.3}", y = y(v)),
                 );
             }
         }
-        let classes = [
-            "rank-bar allocated",
-            "rank-bar active",
-            "rank-bar reserved",
-            "rank-bar active outlier-bars",
-        ];
         view! {
-            {paths.into_iter().zip(classes).map(|(d, class)| view! { <path class=class d=d></path> }).collect_view()}
+            <path class="rank-bar active" d=active shape-rendering="crispEdges"></path>
+            <path class="rank-bar active outlier-bars" d=outliers shape-rendering="crispEdges"></path>
+            <path class="reserved-line" d=reserved></path>
             <text x=0 y=H + 14.0>{format!("{} ranks, in rank order", rows.len())}</text>
         }
         .into_any()
@@ -495,9 +547,9 @@ fn RankBars(report: RanksReport, exported: bool) -> impl IntoView {
             })}
         </svg>
         <div class="legend small rank-legend">
-            <span><span class="key allocated"></span>"allocated"</span>
+            {(!many).then(|| view! { <span><span class="key allocated"></span>"allocated"</span> })}
             <span><span class="key active"></span>"active (an outlier's in red)"</span>
-            <span><span class="key reserved"></span>"reserved"</span>
+            <span><span class="key reserved"></span>{if many { "reserved (the line)" } else { "reserved" }}</span>
             <span><span class="key median"></span>{format!("median active peak {}", median.map_or("—".into(), |m| fmt::bytes(m as i64)))}</span>
             <span class="muted">{format!("scale: 0 to {}", fmt::bytes(max as i64))}</span>
         </div>
@@ -624,7 +676,7 @@ fn RankTable(
                         } else {
                             view! { <button class="link" data-testid="ranks-open">{f.rank.to_string()}</button> }.into_any()
                         }}</td>
-                        <td class="wrap">{f.path.clone()}</td>
+                        <td class="wrap" title=f.path.clone()>{f.path.rsplit('/').next().unwrap_or_default().to_owned()}</td>
                         <td class="num">{s.device.to_string()}</td>
                         {cell(s.peaks.allocated.bytes)}
                         {cell(s.peaks.active.bytes)}

@@ -549,16 +549,12 @@ mod imp {
         Some(promise)
     }
 
-    /// Parts posted per [`FromWorker::Summaries`] message.
-    const SUMMARIES_PER_MESSAGE: usize = 256;
-
-    /// Reads `files` (the `paths` of them) as parts of an exported summary table, posting
-    /// the ranks as they come: a few hundred parts per message.
+    /// Reads `files` (the `paths` of them) as parts of an exported summary table.
     fn read_summaries(paths: &[String], files: &js_sys::Array) {
-        let total = paths.len() as u64;
-        let mut batch = Vec::new();
-        for (i, path) in paths.iter().enumerate() {
-            let read = match files.get(i as u32).dyn_into::<File>() {
+        let reads = paths
+            .iter()
+            .enumerate()
+            .map(|(i, path)| match files.get(i as u32).dyn_into::<File>() {
                 Ok(file) => FileReaderSync::new()
                     .and_then(|r| r.read_as_array_buffer(&file))
                     .map(|b| Uint8Array::new(&b).to_vec())
@@ -574,17 +570,9 @@ mod imp {
                         "The worker was sent no file.",
                     )),
                 },
-            };
-            batch.push(read);
-            if batch.len() == SUMMARIES_PER_MESSAGE || i + 1 == paths.len() {
-                post(&FromWorker::Summaries(std::mem::take(&mut batch)));
-                post(&FromWorker::Progress(Progress::Reading {
-                    done: i as u64 + 1,
-                    total,
-                }));
-            }
-        }
-        post(&FromWorker::SummariesDone);
+            })
+            .collect();
+        post(&FromWorker::Summaries(reads));
     }
 
     fn get(v: &JsValue, key: &str) -> JsValue {
