@@ -943,14 +943,14 @@ await check('2,048 ranks from a summary table: read off the page thread, a page 
   await p.setInputFiles('[data-testid=folder-input]', path.join(out, 'export-big'));
   await p.waitForSelector('[data-testid=ranks-progress][data-done="2048"]', { timeout: 120000 });
   const took = Date.now() - t0;
-  eq(await p.$$eval('[data-testid=ranks-row]', (rs) => rs.length), 100, 'one page of rows');
-  eq(await p.textContent('[data-testid=ranks-page]'), 'rows 1–100 of 2048', 'the pager counts every rank');
+  eq(await p.$$eval('[data-testid=ranks-row]', (rs) => rs.length), 50, 'one page of rows');
+  eq(await p.textContent('[data-testid=ranks-page]'), 'rows 1–50 of 2048', 'the pager counts every rank');
   eq(await p.textContent('.ranks-head h2'), 'Ranks · 2048 of job big', 'the title');
   await p.click('[data-testid=ranks-next]');
-  eq(await p.getAttribute('[data-testid=ranks-row] >> nth=0', 'data-rank'), '100', 'the second page');
+  eq(await p.getAttribute('[data-testid=ranks-row] >> nth=0', 'data-rank'), '50', 'the second page');
   await p.click('[data-testid=ranks-sort-active]');
   const top = await p.$$eval('[data-testid=ranks-row]', (rs) => rs.map((r) => [Number(r.dataset.rank), r.dataset.outlier]));
-  eq(await p.textContent('[data-testid=ranks-page]'), 'rows 1–100 of 2048', 'sorting goes back to the first page');
+  eq(await p.textContent('[data-testid=ranks-page]'), 'rows 1–50 of 2048', 'sorting goes back to the first page');
   ok(top.every(([r, o]) => r % 4 === 2 && o === 'true'), `the largest active peaks are rank 2's copies, flagged: ${JSON.stringify(top.slice(0, 5))}`);
   const from = await p.evaluate(() => window.__from);
   const long = (await p.evaluate(() => window.__long)).filter(([start]) => start >= from);

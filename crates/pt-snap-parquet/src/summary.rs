@@ -39,16 +39,21 @@ pub struct SummaryRank {
 }
 
 impl SummaryRank {
+    /// How the export read the rank.
+    pub fn rank_source(&self) -> RankSource {
+        if self.rank_source == "position" {
+            RankSource::Position
+        } else {
+            RankSource::Name
+        }
+    }
+
     /// The file as `pt_snap_report::ranks` judges a set of them.
     pub fn file_summary(&self) -> FileSummary {
         FileSummary {
             path: self.path.clone(),
             rank: self.rank,
-            rank_source: if self.rank_source == "position" {
-                RankSource::Position
-            } else {
-                RankSource::Name
-            },
+            rank_source: self.rank_source(),
             input: if self.input == "database" {
                 InputKind::Database
             } else {

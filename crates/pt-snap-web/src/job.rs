@@ -159,10 +159,8 @@ impl Job {
             .iter()
             .map(|r| Member::Done(r.devices.clone()))
             .collect();
-        let mut stated: Vec<(u64, RankSource)> = kept
-            .iter()
-            .map(|r| (r.rank, r.file_summary().rank_source))
-            .collect();
+        let mut stated: Vec<(u64, RankSource)> =
+            kept.iter().map(|r| (r.rank, r.rank_source())).collect();
         for (path, why) in failed {
             names.push(path.clone());
             members.push(Member::Failed(why.clone()));

@@ -11,6 +11,7 @@
 //! ranks a few hundred at a time; they are judged here as a set, as `ranks` judges files.
 
 use std::cell::{Cell, RefCell};
+use std::rc::Rc;
 
 use leptos::prelude::*;
 use pt_snap_engine::{Answer, EngineError, FromWorker, Query, ToWorker};
@@ -72,7 +73,7 @@ pub fn start(state: AppState, files: Vec<File>) {
 
 /// Parts sent to the reading worker per message: posting a `File` costs the page's thread
 /// a fraction of a millisecond, so thousands at once would block it for most of a second.
-const PARTS_PER_MESSAGE: usize = 128;
+const PARTS_PER_MESSAGE: usize = 32;
 
 /// Shows the parts of an exported summary table (`files`, found at `paths`) as a job, read
 /// by a worker of its own a batch at a time. The job shown is the one with the most ranks.
@@ -277,7 +278,7 @@ fn open(state: AppState, i: usize) {
 }
 
 /// Rows of the table shown at once.
-const TABLE_PAGE: usize = 100;
+const TABLE_PAGE: usize = 50;
 
 /// Sort keys of the table.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -325,6 +326,8 @@ pub fn RanksView() -> impl IntoView {
         }) else {
             return ().into_any();
         };
+        // Shared by the chart and the table: a report of thousands of ranks is not copied.
+        let report = Rc::new(report);
         let reading = READING.with(|r| r.borrow().is_some());
         let (title, progress) = match &exported {
             None => (
@@ -380,7 +383,7 @@ pub fn RanksView() -> impl IntoView {
                             </label>
                         }
                     })}
-                    {exported.is_none().then(|| view! { <CompareButton report=report.clone()/> })}
+                    {exported.is_none().then(|| view! { <CompareButton report=(*report).clone()/> })}
                 </div>
                 <p class="muted small">
                     {match &exported {
@@ -397,7 +400,7 @@ pub fn RanksView() -> impl IntoView {
                         }.into_any(),
                     }}
                 </p>
-                <RankBars report=report.clone() exported=exported.is_some()/>
+                <RankBars report=Rc::clone(&report) exported=exported.is_some()/>
                 <RankTable report=report sort=sort page=page exported=exported.is_some()/>
                 {(!failures.is_empty()).then(|| view! {
                     <div class="ranks-failed" data-testid="ranks-failed">
@@ -461,7 +464,7 @@ const BARS_ONE_BY_ONE: usize = 256;
 /// One group of three bars per row (allocated, active, reserved), the median of the active
 /// peak as a line, outliers in the warning colour.
 #[component]
-fn RankBars(report: RanksReport, exported: bool) -> impl IntoView {
+fn RankBars(report: Rc<RanksReport>, exported: bool) -> impl IntoView {
     let state = expect_context::<AppState>();
     const W: f64 = 1000.0;
     const H: f64 = 180.0;
@@ -584,7 +587,7 @@ fn pick_buttons(state: AppState, pick: Pick) -> impl IntoView {
 
 #[component]
 fn RankTable(
-    report: RanksReport,
+    report: Rc<RanksReport>,
     sort: RwSignal<(Column, bool)>,
     page: RwSignal<usize>,
     exported: bool,
