@@ -926,7 +926,7 @@ await check('an exported summary table: the Ranks view without the snapshots, wh
   await p.close();
 });
 
-await check('2,048 ranks from a summary table: read off the page thread, a page of rows at a time', async () => {
+await check('2,048 ranks from a summary table: read off the page thread, a page of rows at a time, no task over 200 ms', async () => {
   const p = await ctx.newPage();
   watch(p);
   await p.addInitScript(() => {
@@ -954,9 +954,11 @@ await check('2,048 ranks from a summary table: read off the page thread, a page 
   ok(top.every(([r, o]) => r % 4 === 2 && o === 'true'), `the largest active peaks are rank 2's copies, flagged: ${JSON.stringify(top.slice(0, 5))}`);
   const from = await p.evaluate(() => window.__from);
   const long = (await p.evaluate(() => window.__long)).filter(([start]) => start >= from);
-  const over = long.filter(([, d]) => d > 100);
+  // 200 ms, not the 1M check's 100: this guards against posting thousands of Files at once
+  // (~450 ms) and whole-table rebuilds; the first render's ~60 ms doubles on a loaded machine.
+  const over = long.filter(([, d]) => d > 200);
   console.log(`    2,048 summary parts: ${took} ms to all read; longest main-thread task ${Math.max(0, ...long.map(([, d]) => d))} ms`);
-  eq(over.length, 0, `no main-thread task over 100 ms: ${JSON.stringify(over)}`);
+  eq(over.length, 0, `no main-thread task over 200 ms: ${JSON.stringify(over)}`);
   await shot('34-summary-2048', p);
   await p.close();
 });

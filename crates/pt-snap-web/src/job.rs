@@ -61,7 +61,8 @@ pub struct SummaryJob {
 /// Which of the chosen paths are parts of an exported `summary` table: the `.parquet`
 /// files under a `summary` directory (the export's layout, so that choosing the whole
 /// export takes only its summary) or named `summary*.parquet`; failing both, every
-/// `.parquet` file, for a table another engine wrote under a name of its own.
+/// `.parquet` file when only Parquet files were chosen, for a table another engine wrote
+/// under a name of its own.
 pub fn summary_parts(paths: &[String]) -> Vec<usize> {
     let parquet: Vec<usize> = (0..paths.len())
         .filter(|&i| paths[i].to_ascii_lowercase().ends_with(".parquet"))
@@ -75,7 +76,9 @@ pub fn summary_parts(paths: &[String]) -> Vec<usize> {
             name.to_ascii_lowercase().starts_with("summary") || parts.any(|d| d == "summary")
         })
         .collect();
-    if summary.is_empty() {
+    // Every Parquet file only when nothing else was chosen: a folder of snapshots with some
+    // other `.parquet` beside them is still a folder of snapshots.
+    if summary.is_empty() && parquet.len() == paths.len() {
         parquet
     } else {
         summary
@@ -410,6 +413,13 @@ mod tests {
             "no summary by name: every Parquet file"
         );
         assert!(summary_parts(&["rank0.pkl".to_owned()]).is_empty());
+        let beside: Vec<String> = ["job/rank0.pkl", "job/metrics.parquet"]
+            .map(String::from)
+            .to_vec();
+        assert!(
+            summary_parts(&beside).is_empty(),
+            "snapshots with a stray Parquet file"
+        );
     }
 
     #[test]

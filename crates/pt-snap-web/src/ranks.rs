@@ -7,8 +7,8 @@
 //! browser has one); two ranks picked as A and B open in the Compare view.
 //!
 //! An exported `summary` table (`pt-snap export --format parquet`) gives the same rows for
-//! thousands of ranks without their snapshots: a worker reads its parts and posts their
-//! ranks a few hundred at a time; they are judged here as a set, as `ranks` judges files.
+//! thousands of ranks without their snapshots: a worker reads its parts, 32 per
+//! message, and posts their ranks; they are judged here as a set, as `ranks` judges files.
 
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
@@ -115,7 +115,10 @@ pub fn start_summary(state: AppState, files: Vec<File>, paths: Vec<String>) {
                 // Posting the next batch and showing this one are tasks of their own, and the
                 // view (whose cost grows with the ranks) is rebuilt a few times a second at most.
                 set_timeout(
-                    || {
+                    move || {
+                        if SERIAL.with(Cell::get) != serial {
+                            return;
+                        }
                         let next = next_parts();
                         READING.with(|r| r.borrow().as_ref().map(|r| r.post(&next)));
                     },
@@ -124,7 +127,14 @@ pub fn start_summary(state: AppState, files: Vec<File>, paths: Vec<String>) {
                 let now = js_sys::Date::now();
                 if now - LAST_SHOWN.with(Cell::get) >= SHOW_EVERY_MS {
                     LAST_SHOWN.with(|l| l.set(now));
-                    set_timeout(move || show_summary(state, None), std::time::Duration::ZERO);
+                    set_timeout(
+                        move || {
+                            if SERIAL.with(Cell::get) == serial {
+                                show_summary(state, None)
+                            }
+                        },
+                        std::time::Duration::ZERO,
+                    );
                 }
             }
             FromWorker::Failed(why) => {
@@ -339,7 +349,7 @@ pub fn RanksView() -> impl IntoView {
                 },
             ),
             Some(e) => (
-                format!("Ranks · {} of job {}", report.rows.len(), e.job),
+                format!("Ranks · {} of job {}", report.files.len(), e.job),
                 match e.read {
                     (d, t) if d == t => format!("all {t} summary parts read"),
                     (d, t) if reading => format!("{d} of {t} summary parts read"),
@@ -520,7 +530,7 @@ fn RankBars(report: Rc<RanksReport>, exported: bool) -> impl IntoView {
             <path class="rank-bar active" d=active shape-rendering="crispEdges"></path>
             <path class="rank-bar active outlier-bars" d=outliers shape-rendering="crispEdges"></path>
             <path class="reserved-line" d=reserved></path>
-            <text x=0 y=H + 14.0>{format!("{} ranks, in rank order", rows.len())}</text>
+            <text x=0 y=H + 14.0>{format!("{} rows, in rank order", rows.len())}</text>
         }
         .into_any()
     } else {
