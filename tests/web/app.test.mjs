@@ -81,6 +81,15 @@ async function peaksAre(p, want, what) {
   eq(JSON.stringify(await values()), JSON.stringify(expect), `${what} peaks (allocated, active, reserved)`);
 }
 const shot = (name, p = page) => p.screenshot({ path: path.join(out, `${name}.png`), fullPage: true });
+/** Records the page's main-thread long tasks (and when it first saw chosen files) from its load on. */
+const observeLongTasks = (p) => p.addInitScript(() => {
+  window.__long = [];
+  new PerformanceObserver((list) => { for (const e of list.getEntries()) window.__long.push([Math.round(e.startTime), Math.round(e.duration)]); })
+    .observe({ type: 'longtask', buffered: true });
+  window.addEventListener('change', () => { window.__from ??= performance.now(); }, true);
+});
+/** The long tasks `observeLongTasks` recorded that started at or after `from` (page time). */
+const longTasksSince = async (p, from) => (await p.evaluate(() => window.__long)).filter(([start]) => start >= from);
 const tab = async (key) => { await page.click(`[data-testid=tab-${key}]`); await page.waitForFunction((k) => location.hash.includes(`view=${k}`), key); };
 const hashOf = (p = page) => Object.fromEntries(new URL(p.url()).hash.slice(1).split('&').filter(Boolean).map((kv) => kv.split('=')));
 const fgText = () => page.textContent('.ptsnap-fg');
@@ -929,14 +938,9 @@ await check('an exported summary table: the Ranks view without the snapshots, wh
 await check('2,048 ranks from a summary table: read off the page thread, a page of rows at a time, no task over 200 ms', async () => {
   const p = await ctx.newPage();
   watch(p);
-  await p.addInitScript(() => {
-    window.__long = [];
-    new PerformanceObserver((list) => { for (const e of list.getEntries()) window.__long.push([Math.round(e.startTime), Math.round(e.duration)]); })
-      .observe({ type: 'longtask', buffered: true });
-    // From the page's first sight of the files: making a FileList of 2,048 files is the
-    // browser's (a task of its own, ~0.5 s here, before any of the page's code runs).
-    window.addEventListener('change', () => { window.__from ??= performance.now(); }, true);
-  });
+  // From the page's first sight of the files: making a FileList of 2,048 files is the
+  // browser's (a task of its own, ~0.5 s here, before any of the page's code runs).
+  await observeLongTasks(p);
   await p.goto(url);
   await p.waitForTimeout(500);
   const t0 = Date.now();
@@ -952,8 +956,7 @@ await check('2,048 ranks from a summary table: read off the page thread, a page 
   const top = await p.$$eval('[data-testid=ranks-row]', (rs) => rs.map((r) => [Number(r.dataset.rank), r.dataset.outlier]));
   eq(await p.textContent('[data-testid=ranks-page]'), 'rows 1–50 of 2048', 'sorting goes back to the first page');
   ok(top.every(([r, o]) => r % 4 === 2 && o === 'true'), `the largest active peaks are rank 2's copies, flagged: ${JSON.stringify(top.slice(0, 5))}`);
-  const from = await p.evaluate(() => window.__from);
-  const long = (await p.evaluate(() => window.__long)).filter(([start]) => start >= from);
+  const long = await longTasksSince(p, await p.evaluate(() => window.__from));
   // 200 ms, not the 1M check's 100: this guards against posting thousands of Files at once
   // (~450 ms) and whole-table rebuilds; the first render's ~60 ms doubles on a loaded machine.
   const over = long.filter(([, d]) => d > 200);
@@ -966,11 +969,7 @@ await check('2,048 ranks from a summary table: read off the page thread, a page 
 await check('1M events: from drop to every view, no main-thread task over 100 ms', async () => {
   const p = await ctx.newPage();
   watch(p);
-  await p.addInitScript(() => {
-    window.__long = [];
-    new PerformanceObserver((list) => { for (const e of list.getEntries()) window.__long.push([Math.round(e.startTime), Math.round(e.duration)]); })
-      .observe({ type: 'longtask', buffered: true });
-  });
+  await observeLongTasks(p);
   await p.goto(url);
   // Only what happens from the drop counts (loading the page's wasm is before it).
   await p.waitForTimeout(500);
@@ -1000,7 +999,7 @@ await check('1M events: from drop to every view, no main-thread task over 100 ms
   await p.click('[data-testid=tab-templates]');
   await p.click('[data-testid=run-template]');
   await p.waitForSelector('[data-testid=result-table]', { timeout: 60000 });
-  const long = (await p.evaluate(() => window.__long)).filter(([start]) => start >= from);
+  const long = await longTasksSince(p, from);
   const over = long.filter(([, d]) => d > 100);
   console.log(`     drop → peaks ${toPeaks} ms, → ready ${toReady} ms; main-thread tasks over 50 ms: ${JSON.stringify(long.map(([, d]) => d))}`);
   eq(over.length, 0, `main-thread tasks over 100 ms: ${JSON.stringify(over)}`);

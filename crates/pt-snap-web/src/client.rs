@@ -168,15 +168,9 @@ fn open_worker(
         }
     });
     worker.set_onmessage(Some(on_message.as_ref().unchecked_ref()));
-    // A worker that dies (its wasm traps, e.g. out of memory on a huge file) posts nothing.
     let on_error =
         Closure::<dyn FnMut(web_sys::ErrorEvent)>::new(move |ev: web_sys::ErrorEvent| {
-            ev.prevent_default();
-            let failure = EngineError::from(pt_snap_import::ImportFailure::backend(format!(
-                "the worker stopped ({}); the file may be too large for this browser tab",
-                ev.message()
-            )));
-            received(serial, FromWorker::Failed(failure), JsValue::UNDEFINED);
+            received(serial, FromWorker::Failed(died(&ev)), JsValue::UNDEFINED);
         });
     worker.set_onerror(Some(on_error.as_ref().unchecked_ref()));
     let cancel = cancel_cell();
@@ -311,6 +305,16 @@ fn promote() {
 }
 
 /// The cancel cell, where `SharedArrayBuffer` exists (a cross-origin isolated page).
+/// What a worker that died says: it posts nothing (its wasm trapped, e.g. out of memory on a
+/// huge file), so its error event is turned into the failure shown.
+pub fn died(ev: &web_sys::ErrorEvent) -> EngineError {
+    ev.prevent_default();
+    EngineError::from(pt_snap_import::ImportFailure::backend(format!(
+        "the worker stopped ({}); the file may be too large for this browser tab",
+        ev.message()
+    )))
+}
+
 fn cancel_cell() -> Option<Int32Array> {
     let isolated = Reflect::get(&js_sys::global(), &"crossOriginIsolated".into())
         .ok()

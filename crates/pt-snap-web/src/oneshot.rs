@@ -121,12 +121,7 @@ pub fn spawn(
     worker.set_onmessage(Some(on_message.as_ref().unchecked_ref()));
     let on_error =
         Closure::<dyn FnMut(web_sys::ErrorEvent)>::new(move |ev: web_sys::ErrorEvent| {
-            ev.prevent_default();
-            let failure = EngineError::from(pt_snap_import::ImportFailure::backend(format!(
-                "the worker stopped ({}); the file may be too large for this browser tab",
-                ev.message()
-            )));
-            (tell.borrow_mut())(FromWorker::Failed(failure));
+            (tell.borrow_mut())(FromWorker::Failed(crate::client::died(&ev)));
         });
     worker.set_onerror(Some(on_error.as_ref().unchecked_ref()));
     Ok(Running {

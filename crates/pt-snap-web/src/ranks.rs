@@ -138,7 +138,7 @@ pub fn start_summary(state: AppState, files: Vec<File>, paths: Vec<String>) {
                 }
             }
             FromWorker::Failed(why) => {
-                TABLE.with(|t| t.borrow_mut().failed.push(("(the reader)".into(), why)));
+                reader_failed(why);
                 done_reading();
                 show_summary(state, None);
             }
@@ -148,10 +148,15 @@ pub fn start_summary(state: AppState, files: Vec<File>, paths: Vec<String>) {
     match reading {
         Ok(r) => READING.with(|slot| *slot.borrow_mut() = Some(r)),
         Err(why) => {
-            TABLE.with(|t| t.borrow_mut().failed.push(("(the reader)".into(), why)));
+            reader_failed(why);
             show_summary(state, None);
         }
     }
+}
+
+/// The reader itself failed (its worker died, or could not start): listed with the parts.
+fn reader_failed(why: EngineError) {
+    TABLE.with(|t| t.borrow_mut().failed.push(("(the reader)".into(), why)));
 }
 
 /// The next batch of waiting parts as a message, the files attached.
