@@ -705,6 +705,7 @@ fn unpublish(dest: &Path) -> io::Result<()> {
 mod tests {
     use super::*;
     use crate::Catalog;
+    use pt_snap_testkit::tree_of;
 
     /// A temporary HOME and project directory, and a two-skill catalog on disk.
     struct Fixture {
@@ -1191,25 +1192,6 @@ mod tests {
             hosts: Some(vec![Host::Agents]),
             scope: Scope::User,
         }
-    }
-
-    /// Every file below `dir`, `/`-separated and sorted (hidden ones included).
-    fn tree_of(dir: &Path) -> Vec<String> {
-        let mut out = Vec::new();
-        let mut stack = vec![dir.to_path_buf()];
-        while let Some(d) = stack.pop() {
-            for entry in fs::read_dir(&d).unwrap() {
-                let path = entry.unwrap().path();
-                if path.is_dir() {
-                    stack.push(path);
-                } else {
-                    let rel = path.strip_prefix(dir).unwrap();
-                    out.push(rel.to_string_lossy().replace('\\', "/"));
-                }
-            }
-        }
-        out.sort();
-        out
     }
 
     fn location_of(f: &Fixture, name: &str, host: Host) -> Location {
