@@ -17,7 +17,7 @@ use pt_snap_report::ranks::{assign_ranks, summarize, FileSummary, RankSource, Ra
 use pt_snap_report::Metric;
 use serde_json::{json, Value as Json};
 
-use super::ranks::{database_of, file_name, list_inputs, on_workers, Input};
+use super::ranks::{database_of, file_name, list_inputs, on_workers, panic_as_error, Input};
 use crate::budget::Deadline;
 use crate::cli::ExportArgs;
 use crate::error::{CliError, CliResult};
@@ -172,19 +172,8 @@ fn export_one(
         kept: false,
         error: None,
     };
-    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+    let result = panic_as_error("exporting", input, || {
         export_parts(input, &mut outcome, dir, job, progress, json)
-    }))
-    .unwrap_or_else(|panic| {
-        let what = panic
-            .downcast_ref::<String>()
-            .map(String::as_str)
-            .or_else(|| panic.downcast_ref::<&str>().copied())
-            .unwrap_or("a panic");
-        Err(CliError::internal(format!(
-            "internal error while exporting {}: {what}",
-            input.path.display()
-        )))
     });
     if let Err(e) = result {
         outcome.error = Some(e);

@@ -84,6 +84,26 @@ pub(crate) fn on_workers<T: Send>(
         .collect()
 }
 
+/// `work` on one input of a set, where a panic becomes that file's internal error
+/// ("internal error while `doing` PATH: …") rather than ending the whole command.
+pub(crate) fn panic_as_error<T>(
+    doing: &str,
+    input: &Input,
+    work: impl FnOnce() -> CliResult<T>,
+) -> CliResult<T> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(work)).unwrap_or_else(|panic| {
+        let what = panic
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| panic.downcast_ref::<&str>().copied())
+            .unwrap_or("a panic");
+        Err(CliError::internal(format!(
+            "internal error while {doing} {}: {what}",
+            input.path.display()
+        )))
+    })
+}
+
 /// One file of the set.
 pub(crate) struct Input {
     /// Absolute (canonical when it exists).
@@ -249,20 +269,7 @@ impl Job<'_> {
             lenient_replay_issues: None,
             devices: Ok(Vec::new()),
         };
-        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            self.summarize(input, &mut summary)
-        }))
-        .unwrap_or_else(|panic| {
-            let what = panic
-                .downcast_ref::<String>()
-                .map(String::as_str)
-                .or_else(|| panic.downcast_ref::<&str>().copied())
-                .unwrap_or("a panic");
-            Err(CliError::internal(format!(
-                "internal error while summarising {}: {what}",
-                input.path.display()
-            )))
-        });
+        let outcome = panic_as_error("summarising", input, || self.summarize(input, &mut summary));
         summary.devices = outcome.map_err(|e| RowError {
             code: e.code,
             message: e.message,
