@@ -15,40 +15,13 @@
 // listed group, and "Show" revealing that group's stack in the flamegraph.
 // Screenshots: target/browser/<page>-diff.png (light, as opened) and -diff-dark.png.
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
-import { pathToFileURL, fileURLToPath } from 'node:url';
-import { chromium } from 'playwright-core';
+import {
+  expect, poll, frameSel, getState, getTree, shotDir, pagesFromArgs, openPage, runPages, tally,
+} from './harness.mjs';
 
-const here = path.dirname(fileURLToPath(import.meta.url));
-const repoRoot = path.resolve(here, '..', '..');
-const shotDir = path.join(repoRoot, 'target', 'browser');
-const CHROMIUM = process.env.PT_SNAP_CHROMIUM || '/usr/bin/chromium';
+const pages = pagesFromArgs('diff.test.mjs');
 
-const pages = process.argv.slice(2);
-if (!pages.length) {
-  console.error('usage: node tests/browser/diff.test.mjs <page.html> [<page2.html> …]');
-  process.exit(2);
-}
-
-let passed = 0;
-let failed = 0;
-
-class Check extends Error {}
-function expect(cond, message) {
-  if (!cond) throw new Check(message);
-}
-
-async function poll(fn, what, timeout = 5000) {
-  const end = Date.now() + timeout;
-  let last;
-  while (Date.now() < end) {
-    last = await fn();
-    if (last) return last;
-    await new Promise((r) => setTimeout(r, 25));
-  }
-  throw new Check(`timed out waiting for ${what}`);
-}
 
 // The JSON of <script id="…" type="application/json"> in a page file, or null.
 function scriptData(html, id) {
@@ -58,10 +31,6 @@ function scriptData(html, id) {
   const end = html.indexOf('</script>', start);
   return JSON.parse(html.slice(start + open.length, end));
 }
-
-const frameSel = (id) => `[data-testid="fg-frame"][data-node-id=${JSON.stringify(id)}]`;
-const getState = (page) => page.evaluate(() => window.ptSnapFlamegraphView.getState());
-const getTree = (page) => page.evaluate(() => window.ptSnapFlamegraphView.getTree());
 
 // The checks that fold test the noise fold alone: the Python frames view goes off first.
 async function setFold(page, on) {
@@ -120,28 +89,7 @@ async function testPage(context, file) {
   const name = path.basename(abs).replace(/\.html?$/i, '');
   if (!tree || tree.mode !== 'diff') return;
   const full = scriptData(html, 'diff-data');
-  const url = pathToFileURL(abs).href;
-  const problems = [];
-  const requests = [];
-  const page = await context.newPage();
-  await page.setViewportSize({ width: 1400, height: 1000 });
-  page.setDefaultTimeout(5000);
-  page.on('console', (msg) => {
-    if (msg.type() === 'error' || msg.type() === 'warning') problems.push(`console ${msg.type()}: ${msg.text()}`);
-  });
-  page.on('pageerror', (err) => problems.push(`page error: ${err.message}`));
-  page.on('request', (req) => {
-    if (req.url() !== url) requests.push(req.url());
-  });
-  const results = [];
-  async function step(label, fn) {
-    try {
-      await fn();
-      results.push([true, label]);
-    } catch (err) {
-      results.push([false, `${label}: ${err instanceof Check ? err.message : err.stack || err}`]);
-    }
-  }
+  const { page, url, step, finish } = await openPage(context, abs, { width: 1400, height: 1000 });
 
   await step('loads in diff mode', async () => {
     await page.goto(url, { waitUntil: 'load' });
@@ -343,49 +291,13 @@ async function testPage(context, file) {
     await page.emulateMedia({ colorScheme: 'light' });
   });
 
-  await step('no console error or warning, no page error', async () => {
-    expect(problems.length === 0, problems.join('; '));
-  });
-  await step('no network request', async () => {
-    expect(requests.length === 0, `requests made: ${requests.join(', ')}`);
-  });
-
-  await page.close();
-  console.log(`${name} (diff mode): ${tree.nodes.length} nodes${full ? `, ${full.groups.length} groups listed` : ''}`);
-  for (const [ok, label] of results) {
-    console.log(`  ${ok ? 'ok  ' : 'FAIL'} ${label}`);
-    if (ok) passed++;
-    else failed++;
-  }
+  await finish(`${name} (diff mode): ${tree.nodes.length} nodes${full ? `, ${full.groups.length} groups listed` : ''}`);
 }
 
-const profile = fs.mkdtempSync(path.join(os.tmpdir(), 'pt-snap-chromium-'));
-let context;
-try {
-  context = await chromium.launchPersistentContext(profile, {
-    executablePath: CHROMIUM,
-    headless: true,
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-      '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-  });
-  for (const p of pages) {
-    if (!fs.existsSync(p)) {
-      console.log(`FAIL ${p}: no such file`);
-      failed++;
-      continue;
-    }
-    await testPage(context, p);
-  }
-} catch (err) {
-  console.error(`diff test: could not drive Chromium: ${err.stack || err}`);
-  failed++;
-} finally {
-  if (context) await context.close().catch(() => {});
-  fs.rmSync(profile, { recursive: true, force: true });
-}
-if (passed + failed === 0) {
+await runPages('diff', pages, testPage);
+if (tally.passed + tally.failed === 0) {
   console.log('diff: no diff-mode page given');
   process.exit(1);
 }
-console.log(`diff: ${passed} passed, ${failed} failed`);
-process.exit(failed ? 1 : 0);
+console.log(`diff: ${tally.passed} passed, ${tally.failed} failed`);
+process.exit(tally.failed ? 1 : 0);

@@ -16,51 +16,16 @@
 // folds) goes to target/browser/<page-basename>.png; PT_SNAP_SHOTS=all adds search, dark
 // and unfolded ones. Exits 1 on any failure.
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
-import { pathToFileURL, fileURLToPath } from 'node:url';
-import { chromium } from 'playwright-core';
+import {
+  expect, poll, frameSel, getState, getTree, shotDir, pagesFromArgs, openPage, runPages, tally,
+} from './harness.mjs';
 
-const here = path.dirname(fileURLToPath(import.meta.url));
-const repoRoot = path.resolve(here, '..', '..');
-const shotDir = path.join(repoRoot, 'target', 'browser');
-const CHROMIUM = process.env.PT_SNAP_CHROMIUM || '/usr/bin/chromium';
+const pages = pagesFromArgs('flamegraph.test.mjs');
 
-const pages = process.argv.slice(2);
-if (!pages.length) {
-  console.error('usage: node tests/browser/flamegraph.test.mjs <page.html> [<page2.html> …]');
-  process.exit(2);
-}
-if (!fs.existsSync(CHROMIUM)) {
-  console.error(`flamegraph test: ${CHROMIUM} is missing; run tests/browser/setup.sh first`);
-  process.exit(1);
-}
-
-let passed = 0;
-let failed = 0;
-
-class Check extends Error {}
-function expect(cond, message) {
-  if (!cond) throw new Check(message);
-}
-
-async function poll(fn, what, timeout = 5000) {
-  const end = Date.now() + timeout;
-  let last;
-  while (Date.now() < end) {
-    last = await fn();
-    if (last) return last;
-    await new Promise((r) => setTimeout(r, 25));
-  }
-  throw new Check(`timed out waiting for ${what}`);
-}
-
-const frameSel = (id) => `[data-testid="fg-frame"][data-node-id=${JSON.stringify(id)}]`;
 const crumbCount = (page) => page.locator('[data-testid="fg-breadcrumb"] button[data-node-id]').count();
 const zoomId = (page) => page.getAttribute('[data-testid="fg-breadcrumb"]', 'data-zoom-id');
 const activeId = (page) => page.evaluate(() => document.activeElement && document.activeElement.getAttribute('data-node-id'));
-const getState = (page) => page.evaluate(() => window.ptSnapFlamegraphView.getState());
-const getTree = (page) => page.evaluate(() => window.ptSnapFlamegraphView.getTree());
 const zoomTo = (page, id) => page.evaluate((id) => window.ptSnapFlamegraphView.zoomTo(id), id);
 const SYNTHETIC = ['static', 'preexisting_live_at_event', 'empty_callstack', 'missing'];
 
@@ -153,31 +118,8 @@ const FOLD_MERGE_PYTHON = [
 
 async function testPage(context, file) {
   const abs = path.resolve(file);
-  const url = pathToFileURL(abs).href;
   const name = path.basename(abs).replace(/\.html?$/i, '');
-  const problems = [];
-  const requests = [];
-  const page = await context.newPage();
-  await page.setViewportSize({ width: 1280, height: 900 });
-  // Fail fast: every wait here is for something that takes milliseconds when it works.
-  page.setDefaultTimeout(5000);
-  page.on('console', (msg) => {
-    if (msg.type() === 'error' || msg.type() === 'warning') problems.push(`console ${msg.type()}: ${msg.text()}`);
-  });
-  page.on('pageerror', (err) => problems.push(`page error: ${err.message}`));
-  page.on('request', (req) => {
-    if (req.url() !== url) requests.push(req.url());
-  });
-
-  const results = [];
-  async function step(label, fn) {
-    try {
-      await fn();
-      results.push([true, label]);
-    } catch (err) {
-      results.push([false, `${label}: ${err instanceof Check ? err.message : err.stack || err}`]);
-    }
-  }
+  const { page, url, step, finish } = await openPage(context, abs, { width: 1280, height: 900 });
 
   let data = null;
   let timing = '';
@@ -626,48 +568,10 @@ async function testPage(context, file) {
     });
   }
 
-  await step('no console error or warning, no page error', async () => {
-    expect(problems.length === 0, problems.join('; '));
-  });
-  await step('no network request', async () => {
-    expect(requests.length === 0, `requests made: ${requests.join(', ')}`);
-  });
-
-  await page.close();
-  console.log(`${name}: ${timing}`);
-  for (const [ok, label] of results) {
-    console.log(`  ${ok ? 'ok  ' : 'FAIL'} ${label}`);
-    if (ok) passed++;
-    else failed++;
-  }
+  await finish(`${name}: ${timing}`);
 }
 
-const profile = fs.mkdtempSync(path.join(os.tmpdir(), 'pt-snap-chromium-'));
-let context;
-try {
-  // A persistent context is how Playwright takes an explicit --user-data-dir: a fresh temp
-  // profile per run, removed afterwards.
-  context = await chromium.launchPersistentContext(profile, {
-    executablePath: CHROMIUM,
-    headless: true,
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-      '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-  });
-  for (const p of pages) {
-    if (!fs.existsSync(p)) {
-      console.log(`FAIL ${p}: no such file`);
-      failed++;
-      continue;
-    }
-    await testPage(context, p);
-  }
-} catch (err) {
-  console.error(`flamegraph test: could not drive Chromium: ${err.stack || err}`);
-  failed++;
-} finally {
-  if (context) await context.close().catch(() => {});
-  fs.rmSync(profile, { recursive: true, force: true });
-}
+await runPages('flamegraph', pages, testPage);
 console.log(`screenshots: ${path.relative(process.cwd(), shotDir) || '.'}/`);
-console.log(`flamegraph: ${passed} passed, ${failed} failed`);
-process.exit(failed ? 1 : 0);
+console.log(`flamegraph: ${tally.passed} passed, ${tally.failed} failed`);
+process.exit(tally.failed ? 1 : 0);

@@ -12,19 +12,12 @@ use arrow_array::types::Int64Type;
 use arrow_array::Array;
 use arrow_schema::DataType;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
-use pt_snap_testkit::repo_root;
+use pt_snap_testkit::{pickles_in, repo_root, FIXTURE_DIRS};
 use rusqlite::Connection;
 use serde_json::{json, Value};
 
-fn pt_snap(args: &[&str], cwd: &Path) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_pt-snap"))
-        .args(args)
-        .current_dir(cwd)
-        .env("HOME", cwd)
-        .env_remove("PT_SNAP_DB_PATH")
-        .output()
-        .unwrap()
-}
+mod common;
+use common::pt_snap;
 
 /// The JSON on stdout, checked against the command's contract.
 fn json_of(out: &Output, command: &str) -> Value {
@@ -43,26 +36,7 @@ fn json_of(out: &Output, command: &str) -> Value {
 
 /// Every redistributable snapshot fixture, as the engine's tests list them.
 fn fixtures() -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    for dir in [
-        "fixtures/upstream-pkg/snapshots",
-        "fixtures/synthetic",
-        "fixtures/real",
-    ] {
-        let Ok(entries) = fs::read_dir(repo_root().join(dir)) else {
-            continue;
-        };
-        for e in entries.flatten() {
-            let p = e.path();
-            if matches!(
-                p.extension().and_then(|x| x.to_str()),
-                Some("pkl" | "pickle")
-            ) {
-                out.push(p);
-            }
-        }
-    }
-    out.sort();
+    let out = pickles_in(&repo_root(), &FIXTURE_DIRS);
     assert!(out.len() >= 10, "fixtures missing: {out:?}");
     out
 }
@@ -300,6 +274,7 @@ fn every_fixture_round_trips_through_parquet() {
         fs::copy(&fixture, &copy).unwrap();
         let r = rank.to_string();
         let out = pt_snap(
+            &root,
             &[
                 "export",
                 copy.to_str().unwrap(),
@@ -311,7 +286,6 @@ fn every_fixture_round_trips_through_parquet() {
                 &r,
                 "--json",
             ],
-            &root,
         );
         let doc = json_of(&out, "export");
         // A trace the strict replay refuses: through its lenient database, as the hint says.
@@ -323,6 +297,7 @@ fn every_fixture_round_trips_through_parquet() {
             assert_eq!(out.status.code(), Some(1));
             let lenient = root.join("lenient");
             let imported = pt_snap(
+                &root,
                 &[
                     "import",
                     copy.to_str().unwrap(),
@@ -332,11 +307,11 @@ fn every_fixture_round_trips_through_parquet() {
                     "--no-focus",
                     "--json",
                 ],
-                &root,
             );
             assert!(imported.status.success(), "{name}: {imported:?}");
             let db = lenient.join(format!("{name}.db"));
             let out = pt_snap(
+                &root,
                 &[
                     "export",
                     db.to_str().unwrap(),
@@ -348,7 +323,6 @@ fn every_fixture_round_trips_through_parquet() {
                     &r,
                     "--json",
                 ],
-                &root,
             );
             assert!(out.status.success(), "{name}: {out:?}");
             (db.clone(), db)
@@ -371,7 +345,7 @@ fn every_fixture_round_trips_through_parquet() {
         }
         // summary: the rows `ranks --json` gives the same input, less what a set judges.
         // A file without a trace has no devices: no rows (`ranks` fails it instead).
-        let ranks = pt_snap(&["ranks", input.to_str().unwrap(), "--json"], &root);
+        let ranks = pt_snap(&root, &["ranks", input.to_str().unwrap(), "--json"]);
         let ranks = json_of(&ranks, "ranks");
         let want: Vec<Value> = if ranks["ranks"][0]["error"]["code"] == "DEVICE_NOT_FOUND" {
             Vec::new()
@@ -446,8 +420,8 @@ fn a_second_export_keeps_every_part() {
     let root = dir.path().canonicalize().unwrap();
     let job = job(&root, 3, 3000);
     let out = pt_snap(
-        &["export", job.to_str().unwrap(), "-o", "ds", "--json"],
         &root,
+        &["export", job.to_str().unwrap(), "-o", "ds", "--json"],
     );
     assert!(out.status.success(), "{out:?}");
     let first = json_of(&out, "export");
@@ -456,8 +430,8 @@ fn a_second_export_keeps_every_part() {
     let before = inventory(&root.join("ds"));
     assert_eq!(before.len(), 12, "{before:?}");
     let out = pt_snap(
-        &["export", job.to_str().unwrap(), "-o", "ds", "--json"],
         &root,
+        &["export", job.to_str().unwrap(), "-o", "ds", "--json"],
     );
     assert!(out.status.success(), "{out:?}");
     let second = json_of(&out, "export");
@@ -488,6 +462,7 @@ fn a_second_export_keeps_every_part() {
     let file = fs::File::create(other.join("rank1.pickle")).unwrap();
     pt_snap_gen::generate(&cfg, std::io::BufWriter::new(file)).unwrap();
     let out = pt_snap(
+        &root,
         &[
             "export",
             other.join("rank1.pickle").to_str().unwrap(),
@@ -497,7 +472,6 @@ fn a_second_export_keeps_every_part() {
             "job7",
             "--json",
         ],
-        &root,
     );
     assert!(out.status.success(), "{out:?}");
     let after = inventory(&root.join("ds"));
@@ -540,6 +514,7 @@ fn a_failed_or_killed_export_leaves_no_partial_part() {
     let blocked = part(&root.join("ds"), "summary", "j", 1);
     fs::create_dir_all(blocked.join("x")).unwrap();
     let out = pt_snap(
+        &root,
         &[
             "export",
             job.to_str().unwrap(),
@@ -549,7 +524,6 @@ fn a_failed_or_killed_export_leaves_no_partial_part() {
             "j",
             "--json",
         ],
-        &root,
     );
     assert_eq!(out.status.code(), Some(1), "{out:?}");
     let doc = json_of(&out, "export");
@@ -570,7 +544,7 @@ fn a_failed_or_killed_export_leaves_no_partial_part() {
     let file = fs::File::create(big.join("rank0.pickle")).unwrap();
     pt_snap_gen::generate(&cfg, std::io::BufWriter::new(file)).unwrap();
     let snapshot = big.join("rank0.pickle");
-    let imported = pt_snap(&["import", snapshot.to_str().unwrap(), "--no-focus"], &root);
+    let imported = pt_snap(&root, &["import", snapshot.to_str().unwrap(), "--no-focus"]);
     assert!(imported.status.success());
     for delay_ms in [50, 150, 300, 600, 1000] {
         let _ = fs::remove_dir_all(root.join("killed"));
@@ -596,6 +570,7 @@ fn a_failed_or_killed_export_leaves_no_partial_part() {
         }
     }
     let out = pt_snap(
+        &root,
         &[
             "export",
             snapshot.to_str().unwrap(),
@@ -603,7 +578,6 @@ fn a_failed_or_killed_export_leaves_no_partial_part() {
             "killed",
             "--json",
         ],
-        &root,
     );
     assert!(out.status.success(), "{out:?}");
     assert_eq!(only_whole_parts(&root.join("killed")), 4);
@@ -615,6 +589,7 @@ fn usage_errors() {
     let root = dir.path().canonicalize().unwrap();
     let job = job(&root, 2, 500);
     let out = pt_snap(
+        &root,
         &[
             "export",
             job.to_str().unwrap(),
@@ -624,12 +599,12 @@ fn usage_errors() {
             "3",
             "--json",
         ],
-        &root,
     );
     assert_eq!(out.status.code(), Some(1));
     let envelope: Value = serde_json::from_slice(&out.stderr).unwrap();
     assert_eq!(envelope["error"]["code"], "INVALID_PARAMETER");
     let out = pt_snap(
+        &root,
         &[
             "export",
             job.to_str().unwrap(),
@@ -639,12 +614,11 @@ fn usage_errors() {
             "a/b",
             "--json",
         ],
-        &root,
     );
     assert_eq!(out.status.code(), Some(1));
-    let out = pt_snap(&["export", job.to_str().unwrap(), "--json"], &root);
+    let out = pt_snap(&root, &["export", job.to_str().unwrap(), "--json"]);
     assert_eq!(out.status.code(), Some(2), "-o is required");
-    let out = pt_snap(&["export", "missing.pickle", "-o", "ds", "--json"], &root);
+    let out = pt_snap(&root, &["export", "missing.pickle", "-o", "ds", "--json"]);
     assert_eq!(out.status.code(), Some(1));
     assert_eq!(
         json_of(&out, "export")["files"][0]["error"]["code"],

@@ -208,22 +208,18 @@ fn a_rules_file_replaces_the_builtin_categories() {
     let fixture = pt_snap_testkit::repo_root().join("fixtures/synthetic/synth_small_2dev_oom.pkl");
     let dir = tempfile_dir(&fixture);
     std::fs::copy(&fixture, dir.join("oom.pkl")).unwrap();
+    let oom_report = |rules: &str| {
+        pt_snap(
+            &dir,
+            &["report", "oom", "oom.pkl", "--categories", rules, "--json"],
+        )
+    };
     std::fs::write(
         dir.join("rules.toml"),
         "[[rule]]\nname = \"fn-b\"\ncategory = \"activation\"\nfile = 'synthetic_B\\.py$'\n",
     )
     .unwrap();
-    let out = pt_snap(
-        &dir,
-        &[
-            "report",
-            "oom",
-            "oom.pkl",
-            "--categories",
-            "rules.toml",
-            "--json",
-        ],
-    );
+    let out = oom_report("rules.toml");
     assert!(out.status.success(), "{out:?}");
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["category_rules"], "custom");
@@ -237,17 +233,7 @@ fn a_rules_file_replaces_the_builtin_categories() {
         "[[rule]]\nname = 'x'\ncategory = 'weights'\nfile = 'a'\n",
     )
     .unwrap();
-    let out = pt_snap(
-        &dir,
-        &[
-            "report",
-            "oom",
-            "oom.pkl",
-            "--categories",
-            "bad.toml",
-            "--json",
-        ],
-    );
+    let out = oom_report("bad.toml");
     assert_eq!(out.status.code(), Some(1));
     let err: Value = serde_json::from_slice(&out.stderr).unwrap();
     assert_eq!(err["error"]["code"], "INVALID_PARAMETER");

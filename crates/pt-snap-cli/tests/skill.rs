@@ -5,6 +5,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use pt_snap_testkit::tree_of;
 use serde_json::{json, Value};
 
 const SKILLS: [&str; 7] = [
@@ -585,25 +586,6 @@ fn pt_snap_skills_dir_replaces_the_catalog() {
 }
 
 const MANIFEST: &str = ".pt-snap-skill.json";
-
-/// Every file below `dir`, `/`-separated and sorted (hidden ones included).
-fn tree_of(dir: &Path) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for entry in fs::read_dir(&d).unwrap() {
-            let path = entry.unwrap().path();
-            if path.is_dir() {
-                stack.push(path);
-            } else {
-                let rel = path.strip_prefix(dir).unwrap();
-                out.push(rel.to_string_lossy().into_owned());
-            }
-        }
-    }
-    out.sort();
-    out
-}
 
 #[test]
 fn install_then_uninstall_leaves_nothing_behind() {

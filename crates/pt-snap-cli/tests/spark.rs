@@ -16,22 +16,15 @@ use pt_snap_query::{Analyzer, QueryRequest};
 use pt_snap_testkit::repo_root;
 use serde_json::{json, Value};
 
+mod common;
+use common::pt_snap;
+
 const RANKS: u32 = 16;
 const LEAKING: u32 = 11;
 const JOB: &str = "job16";
 
 /// A site's bytes, blocks and ranks.
 type Site = (i64, i64, Vec<u64>);
-
-fn pt_snap(args: &[&str], cwd: &Path) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_pt-snap"))
-        .args(args)
-        .current_dir(cwd)
-        .env("HOME", cwd)
-        .env_remove("PT_SNAP_DB_PATH")
-        .output()
-        .unwrap()
-}
 
 fn ok_json(out: &Output) -> Value {
     assert!(out.status.success(), "{out:?}");
@@ -102,8 +95,8 @@ fn assert_same(what: &str, a: &[Vec<Value>], b: &[Vec<Value>]) {
 /// DataFusion's answer to a named query, as rows in column order.
 fn datafusion(dataset: &Path, name: &str, cwd: &Path) -> (Vec<String>, Vec<Vec<Value>>) {
     let doc = ok_json(&pt_snap(
-        &["sql", dataset.to_str().unwrap(), "--query", name, "--json"],
         cwd,
+        &["sql", dataset.to_str().unwrap(), "--query", name, "--json"],
     ));
     let columns: Vec<String> = doc["columns"]
         .as_array()
@@ -141,8 +134,8 @@ fn named_queries_agree_across_datafusion_spark_and_the_snapshot_dbs() {
         pt_snap_gen::generate(&cfg, std::io::BufWriter::new(file)).unwrap();
     }
     let exported = ok_json(&pt_snap(
-        &["export", job.to_str().unwrap(), "-o", "ds", "--json"],
         &root,
+        &["export", job.to_str().unwrap(), "-o", "ds", "--json"],
     ));
     assert_eq!(exported["written"], RANKS);
     let dataset = root.join("ds");
@@ -242,7 +235,7 @@ fn named_queries_agree_across_datafusion_spark_and_the_snapshot_dbs() {
     );
 
     // rank_outliers: the rows `ranks` flags, with its percentages.
-    let ranks = pt_snap(&["ranks", job.to_str().unwrap(), "--json"], &root);
+    let ranks = pt_snap(&root, &["ranks", job.to_str().unwrap(), "--json"]);
     let ranks = ok_json(&ranks);
     let flagged: Vec<Vec<Value>> = ranks["ranks"]
         .as_array()

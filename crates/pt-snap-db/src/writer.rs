@@ -166,19 +166,8 @@ impl<'c> Writer<'c> {
         rows: impl IntoIterator<Item = TraceRecord<'r>>,
     ) -> rusqlite::Result<()> {
         let slot = self.slot(device);
-        let mut batch = Vec::with_capacity(BATCH);
-        for r in rows {
-            batch.push(r);
-            if batch.len() == BATCH {
-                let st = &mut self.trace_batch[slot];
-                for (i, r) in batch.iter().enumerate() {
-                    bind_trace(st, i * TRACE_COLUMNS, r)?;
-                }
-                st.raw_execute()?;
-                batch.clear();
-            }
-        }
-        batch.iter().try_for_each(|r| self.trace(device, r))
+        let (batch, one) = (&mut self.trace_batch[slot], &mut self.trace[slot]);
+        insert_batched(batch, one, TRACE_COLUMNS, rows, bind_trace)
     }
 
     pub fn block(&mut self, device: usize, r: &BlockRecord) -> rusqlite::Result<()> {
@@ -196,19 +185,8 @@ impl<'c> Writer<'c> {
         rows: impl IntoIterator<Item = BlockRecord>,
     ) -> rusqlite::Result<()> {
         let slot = self.slot(device);
-        let mut batch = Vec::with_capacity(BATCH);
-        for r in rows {
-            batch.push(r);
-            if batch.len() == BATCH {
-                let st = &mut self.block_batch[slot];
-                for (i, r) in batch.iter().enumerate() {
-                    bind_block(st, i * BLOCK_COLUMNS, r)?;
-                }
-                st.raw_execute()?;
-                batch.clear();
-            }
-        }
-        batch.iter().try_for_each(|r| self.block(device, r))
+        let (batch, one) = (&mut self.block_batch[slot], &mut self.block[slot]);
+        insert_batched(batch, one, BLOCK_COLUMNS, rows, bind_block)
     }
 
     /// `(event_id, time_us)` rows of [`schema::event_time_table`], inserted in the order
@@ -220,27 +198,11 @@ impl<'c> Writer<'c> {
         rows: impl IntoIterator<Item = (i64, i64)>,
     ) -> rusqlite::Result<()> {
         let slot = self.slot(device);
-        let mut batch = Vec::with_capacity(BATCH);
-        let bind = |st: &mut Statement<'_>, after: usize, (id, time): (i64, i64)| {
+        let (batch, one) = (&mut self.time_batch[slot], &mut self.time[slot]);
+        insert_batched(batch, one, 2, rows, |st, after, &(id, time)| {
             st.raw_bind_parameter(after + 1, id)?;
             st.raw_bind_parameter(after + 2, time)
-        };
-        for r in rows {
-            batch.push(r);
-            if batch.len() == BATCH {
-                let st = &mut self.time_batch[slot];
-                for (i, r) in batch.drain(..).enumerate() {
-                    bind(st, i * 2, r)?;
-                }
-                st.raw_execute()?;
-            }
-        }
-        let st = &mut self.time[slot];
-        for r in batch {
-            bind(st, 0, r)?;
-            st.raw_execute()?;
-        }
-        Ok(())
+        })
     }
 
     /// A callstack: its rendered text and its frame ids, innermost (position 0) first.
@@ -331,6 +293,34 @@ impl<'c> Writer<'c> {
         self.committed = true;
         Ok(())
     }
+}
+
+/// `rows` in the order given: [`BATCH`] at a time through `batch` (a statement of `BATCH`
+/// rows of `columns` parameters each), the rest one by one through `one`. `bind` binds a
+/// row's values after the first `after` parameters.
+fn insert_batched<R>(
+    batch: &mut Statement<'_>,
+    one: &mut Statement<'_>,
+    columns: usize,
+    rows: impl IntoIterator<Item = R>,
+    bind: impl Fn(&mut Statement<'_>, usize, &R) -> rusqlite::Result<()>,
+) -> rusqlite::Result<()> {
+    let mut pending = Vec::with_capacity(BATCH);
+    for r in rows {
+        pending.push(r);
+        if pending.len() == BATCH {
+            for (i, r) in pending.iter().enumerate() {
+                bind(batch, i * columns, r)?;
+            }
+            batch.raw_execute()?;
+            pending.clear();
+        }
+    }
+    for r in &pending {
+        bind(one, 0, r)?;
+        one.raw_execute()?;
+    }
+    Ok(())
 }
 
 const TRACE_ROW: &str = "(?, ?, ?, ?, ?, ?, ?, ?, ?)";

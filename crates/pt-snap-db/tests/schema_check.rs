@@ -223,21 +223,8 @@ fn a_wal_database_is_read_without_side_files() {
             .unwrap()
     };
     let before = count(&SnapshotDb::open_readonly(&path).unwrap());
-    {
-        let conn = Connection::open(&path).unwrap();
-        let mode: String = conn
-            .query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))
-            .unwrap();
-        assert_eq!(mode, "wal");
-    }
-    let names = || {
-        let mut v: Vec<String> = std::fs::read_dir(dir.path())
-            .unwrap()
-            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-            .collect();
-        v.sort();
-        v
-    };
+    pt_snap_testkit::switch_to_wal(&path);
+    let names = || pt_snap_testkit::names_in(dir.path());
     assert_eq!(names(), ["w a#l?%.db"]);
     assert_eq!(std::fs::read(&path).unwrap()[18..20], [2, 2]);
     let db = SnapshotDb::open_readonly(&path).unwrap();

@@ -8,6 +8,7 @@ use pt_snap_engine::preview::device_preview;
 use pt_snap_engine::*;
 use pt_snap_import::{ImportRequest, ReplayMode};
 use pt_snap_report::allocations::{Colour, Item};
+use pt_snap_testkit::{pickles_in, FIXTURE_DIRS};
 use rusqlite::Connection;
 use serde_json::json;
 
@@ -19,26 +20,7 @@ fn root() -> PathBuf {
 
 /// Every snapshot in the repository's fixtures that imports strictly.
 fn fixtures() -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    for dir in [
-        "fixtures/upstream-pkg/snapshots",
-        "fixtures/synthetic",
-        "fixtures/real",
-    ] {
-        let Ok(entries) = std::fs::read_dir(root().join(dir)) else {
-            continue;
-        };
-        for e in entries.flatten() {
-            let p = e.path();
-            if matches!(
-                p.extension().and_then(|x| x.to_str()),
-                Some("pkl" | "pickle")
-            ) {
-                out.push(p);
-            }
-        }
-    }
-    out.sort();
+    let out = pickles_in(&root(), &FIXTURE_DIRS);
     assert!(out.len() >= 5, "the repository's fixtures are missing");
     out
 }

@@ -213,8 +213,12 @@ impl Analyzer {
         validated(t, raw)
     }
 
-    /// Runs one template.
-    pub fn run(&self, req: &QueryRequest) -> Result<QueryOutcome, QueryError> {
+    /// What `run` and `statement` start from: the request's template, its parameters
+    /// validated, and the device resolved.
+    fn prepare(
+        &self,
+        req: &QueryRequest,
+    ) -> Result<(&'static Template, Params, Target), QueryError> {
         let device = self.resolve_device(req.device)?;
         let t = registry::find(&req.template)
             .ok_or_else(|| QueryError::TemplateNotFound(req.template.clone()))?;
@@ -223,6 +227,12 @@ impl Analyzer {
             device,
             layout: self.layout.clone(),
         };
+        Ok((t, params, target))
+    }
+
+    /// Runs one template.
+    pub fn run(&self, req: &QueryRequest) -> Result<QueryOutcome, QueryError> {
+        let (t, params, target) = self.prepare(req)?;
         let c = &t.contract;
 
         let limit_param = c.has_parameter("limit").then(|| params.int_or("limit", -1));
@@ -294,7 +304,7 @@ impl Analyzer {
         }
         Ok(QueryOutcome {
             template: c.name.clone(),
-            device_id: device,
+            device_id: target.device,
             effective_params,
             semantics_version: c.semantics_version,
             columns,
@@ -311,14 +321,7 @@ impl Analyzer {
     /// The statement `run` would execute first, with its bound values, for display and
     /// `EXPLAIN QUERY PLAN` (the row window is not included).
     pub fn statement(&self, req: &QueryRequest) -> Result<(String, Vec<Value>), QueryError> {
-        let device = self.resolve_device(req.device)?;
-        let t = registry::find(&req.template)
-            .ok_or_else(|| QueryError::TemplateNotFound(req.template.clone()))?;
-        let params = validated(t, &req.params)?;
-        let target = Target {
-            device,
-            layout: self.layout.clone(),
-        };
+        let (t, params, target) = self.prepare(req)?;
         let sql = (t.plan)(&params, &target)?;
         let binds = sql
             .binds()

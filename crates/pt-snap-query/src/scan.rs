@@ -270,21 +270,8 @@ mod tests {
     #[test]
     fn parts_leave_no_side_files_beside_a_wal_database() {
         let (dir, path) = database(20_000);
-        {
-            let conn = Connection::open(&path).unwrap();
-            let mode: String = conn
-                .query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))
-                .unwrap();
-            assert_eq!(mode, "wal");
-        }
-        let names = || {
-            let mut v: Vec<String> = std::fs::read_dir(dir.path())
-                .unwrap()
-                .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-                .collect();
-            v.sort();
-            v
-        };
+        pt_snap_testkit::switch_to_wal(&path);
+        let names = || pt_snap_testkit::names_in(dir.path());
         assert_eq!(names(), ["t.db"]);
         let main = pt_snap_db::open_readonly_connection(&path).unwrap();
         functions::register(&main).unwrap();

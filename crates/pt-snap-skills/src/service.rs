@@ -705,6 +705,7 @@ fn unpublish(dest: &Path) -> io::Result<()> {
 mod tests {
     use super::*;
     use crate::Catalog;
+    use pt_snap_testkit::tree_of;
 
     /// A temporary HOME and project directory, and a two-skill catalog on disk.
     struct Fixture {
@@ -740,6 +741,21 @@ mod tests {
             _tmp: tmp,
             root,
             skills,
+        }
+    }
+
+    /// The user-scope `.agents` host, where most of these tests install one skill at a time.
+    impl Fixture {
+        fn install_for_agents(&self, name: &str) -> Result<Report, SkillError> {
+            self.skills.install(&names(&[name]), &agents_only(), false)
+        }
+
+        fn uninstall_for_agents(&self, name: &str) -> Result<Report, SkillError> {
+            self.skills.uninstall(&names(&[name]), &agents_only())
+        }
+
+        fn agents_dir(&self, name: &str) -> PathBuf {
+            self.root.join("home/.agents/skills").join(name)
         }
     }
 
@@ -810,7 +826,7 @@ mod tests {
             serde_json::json!({
                 "host": "agents",
                 "scope": "user",
-                "path": f.root.join("home/.agents/skills/alpha").to_str().unwrap(),
+                "path": f.agents_dir("alpha").to_str().unwrap(),
                 "status": "missing",
             })
         );
@@ -927,7 +943,7 @@ mod tests {
                 ("beta", Host::Claude, Action::Uninstalled),
             ]
         );
-        assert!(!f.root.join("home/.agents/skills/beta").exists());
+        assert!(!f.agents_dir("beta").exists());
         let again = f
             .skills
             .uninstall(&names(&["beta"]), &Target::default())
@@ -1095,7 +1111,7 @@ mod tests {
     #[test]
     fn a_folder_that_is_not_a_skill_is_never_replaced_or_deleted_silently() {
         let f = fixture();
-        let dest = f.root.join("home/.agents/skills/alpha");
+        let dest = f.agents_dir("alpha");
         fs::create_dir_all(&dest).unwrap();
         fs::write(dest.join("mine.txt"), "user data").unwrap();
         assert_eq!(status_of(&f, "alpha", &all_builtin()), Status::Outdated);
@@ -1132,7 +1148,7 @@ mod tests {
         f.skills
             .install(&names(&["alpha"]), &agents, false)
             .unwrap();
-        let dest = f.root.join("home/.agents/skills/alpha");
+        let dest = f.agents_dir("alpha");
         fs::write(dest.join("SKILL.md"), "old local copy").unwrap();
         // The catalog's file vanishes after the catalog was read: copying it fails midway.
         fs::remove_file(f.root.join("catalog/alpha/ref/notes.md")).unwrap();
@@ -1178,25 +1194,6 @@ mod tests {
         }
     }
 
-    /// Every file below `dir`, `/`-separated and sorted (hidden ones included).
-    fn tree_of(dir: &Path) -> Vec<String> {
-        let mut out = Vec::new();
-        let mut stack = vec![dir.to_path_buf()];
-        while let Some(d) = stack.pop() {
-            for entry in fs::read_dir(&d).unwrap() {
-                let path = entry.unwrap().path();
-                if path.is_dir() {
-                    stack.push(path);
-                } else {
-                    let rel = path.strip_prefix(dir).unwrap();
-                    out.push(rel.to_string_lossy().replace('\\', "/"));
-                }
-            }
-        }
-        out.sort();
-        out
-    }
-
     fn location_of(f: &Fixture, name: &str, host: Host) -> Location {
         let target = ListTarget::Builtin {
             hosts: Some(vec![host]),
@@ -1210,10 +1207,8 @@ mod tests {
     #[test]
     fn install_writes_a_manifest_of_the_installed_files() {
         let f = fixture();
-        f.skills
-            .install(&names(&["alpha"]), &agents_only(), false)
-            .unwrap();
-        let dest = f.root.join("home/.agents/skills/alpha");
+        f.install_for_agents("alpha").unwrap();
+        let dest = f.agents_dir("alpha");
         assert_eq!(
             tree_of(&dest),
             [MANIFEST, "SKILL.md", "ref/notes.md"],
@@ -1268,17 +1263,14 @@ mod tests {
     #[test]
     fn uninstall_leaves_a_same_named_folder_the_user_wrote() {
         let f = fixture();
-        let dest = f.root.join("home/.agents/skills/alpha");
+        let dest = f.agents_dir("alpha");
         fs::create_dir_all(&dest).unwrap();
         fs::write(dest.join("SKILL.md"), "---\nname: alpha\n---\nmine\n").unwrap();
         fs::write(dest.join("notes.txt"), "my notes").unwrap();
         let loc = location_of(&f, "alpha", Host::Agents);
         assert_eq!((loc.status, loc.managed), (Status::Outdated, Some(false)));
 
-        let report = f
-            .skills
-            .uninstall(&names(&["alpha"]), &agents_only())
-            .unwrap();
+        let report = f.uninstall_for_agents("alpha").unwrap();
         assert_eq!(actions(&report), [("alpha", Host::Agents, Action::Kept)]);
         assert!(!report.restart_required());
         assert_eq!(
@@ -1304,10 +1296,8 @@ mod tests {
     #[test]
     fn uninstall_keeps_files_the_user_added_and_drops_the_installed_ones() {
         let f = fixture();
-        f.skills
-            .install(&names(&["alpha"]), &agents_only(), false)
-            .unwrap();
-        let dest = f.root.join("home/.agents/skills/alpha");
+        f.install_for_agents("alpha").unwrap();
+        let dest = f.agents_dir("alpha");
         fs::write(dest.join("mine.md"), "mine").unwrap();
         fs::write(dest.join("ref/also-mine.md"), "mine too").unwrap();
         fs::write(dest.join(".DS_Store"), "").unwrap();
@@ -1315,10 +1305,7 @@ mod tests {
         assert_eq!((loc.status, loc.managed), (Status::Installed, Some(true)));
         assert_eq!(loc.local_changes, ["mine.md", "ref/also-mine.md"]);
 
-        let report = f
-            .skills
-            .uninstall(&names(&["alpha"]), &agents_only())
-            .unwrap();
+        let report = f.uninstall_for_agents("alpha").unwrap();
         assert_eq!(
             actions(&report),
             [("alpha", Host::Agents, Action::Uninstalled)]
@@ -1334,29 +1321,21 @@ mod tests {
         );
         assert_eq!(tree_of(&dest), [".DS_Store", "mine.md", "ref/also-mine.md"]);
         // What is left is the user's: no longer a skill, and never deleted silently.
-        assert!(f
-            .skills
-            .uninstall(&names(&["alpha"]), &agents_only())
-            .is_err());
+        assert!(f.uninstall_for_agents("alpha").is_err());
         assert_eq!(tree_of(&dest), [".DS_Store", "mine.md", "ref/also-mine.md"]);
     }
 
     #[test]
     fn uninstall_keeps_an_installed_file_the_user_modified() {
         let f = fixture();
-        f.skills
-            .install(&names(&["alpha"]), &agents_only(), false)
-            .unwrap();
-        let dest = f.root.join("home/.agents/skills/alpha");
+        f.install_for_agents("alpha").unwrap();
+        let dest = f.agents_dir("alpha");
         fs::write(dest.join("ref/notes.md"), "my edits\n").unwrap();
         let loc = location_of(&f, "alpha", Host::Agents);
         assert_eq!((loc.status, loc.managed), (Status::Outdated, Some(true)));
         assert_eq!(loc.local_changes, ["ref/notes.md"]);
 
-        let report = f
-            .skills
-            .uninstall(&names(&["alpha"]), &agents_only())
-            .unwrap();
+        let report = f.uninstall_for_agents("alpha").unwrap();
         assert_eq!(
             actions(&report),
             [("alpha", Host::Agents, Action::Uninstalled)]
@@ -1376,16 +1355,11 @@ mod tests {
         );
 
         // Every installed file modified: nothing of pt-snap's is left to delete but the manifest.
-        f.skills
-            .install(&names(&["beta"]), &agents_only(), false)
-            .unwrap();
-        let beta = f.root.join("home/.agents/skills/beta");
+        f.install_for_agents("beta").unwrap();
+        let beta = f.agents_dir("beta");
         fs::write(beta.join("SKILL.md"), "mine").unwrap();
         fs::write(beta.join("ref/notes.md"), "mine").unwrap();
-        let report = f
-            .skills
-            .uninstall(&names(&["beta"]), &agents_only())
-            .unwrap();
+        let report = f.uninstall_for_agents("beta").unwrap();
         assert_eq!(actions(&report), [("beta", Host::Agents, Action::Kept)]);
         assert_eq!(tree_of(&beta), ["SKILL.md", "ref/notes.md"]);
     }
@@ -1393,19 +1367,14 @@ mod tests {
     #[test]
     fn an_install_without_manifest_is_left_with_a_warning_until_adopted() {
         let f = fixture();
-        f.skills
-            .install(&names(&["alpha"]), &agents_only(), false)
-            .unwrap();
-        let dest = f.root.join("home/.agents/skills/alpha");
+        f.install_for_agents("alpha").unwrap();
+        let dest = f.agents_dir("alpha");
         // What an older pt-snap (or the reference) leaves: the same files, no manifest.
         fs::remove_file(dest.join(MANIFEST)).unwrap();
         let loc = location_of(&f, "alpha", Host::Agents);
         assert_eq!((loc.status, loc.managed), (Status::Installed, Some(false)));
 
-        let report = f
-            .skills
-            .uninstall(&names(&["alpha"]), &agents_only())
-            .unwrap();
+        let report = f.uninstall_for_agents("alpha").unwrap();
         assert_eq!(actions(&report), [("alpha", Host::Agents, Action::Kept)]);
         assert_eq!(report.warnings.len(), 1);
         assert!(report.warnings[0].contains("no pt-snap install manifest"));
@@ -1413,10 +1382,7 @@ mod tests {
 
         // An unreadable manifest is no manifest either.
         fs::write(dest.join(MANIFEST), "{ not json").unwrap();
-        let report = f
-            .skills
-            .uninstall(&names(&["alpha"]), &agents_only())
-            .unwrap();
+        let report = f.uninstall_for_agents("alpha").unwrap();
         assert_eq!(actions(&report), [("alpha", Host::Agents, Action::Kept)]);
         assert!(
             report.warnings[0].contains("is unreadable"),
@@ -1427,19 +1393,14 @@ mod tests {
 
         // Installing over an identical copy adopts it (no restart: same files); then
         // uninstall removes it.
-        let report = f
-            .skills
-            .install(&names(&["alpha"]), &agents_only(), false)
-            .unwrap();
+        let report = f.install_for_agents("alpha").unwrap();
         assert_eq!(
             actions(&report),
             [("alpha", Host::Agents, Action::AlreadyInstalled)]
         );
         assert!(!report.restart_required());
         assert_eq!(location_of(&f, "alpha", Host::Agents).managed, Some(true));
-        f.skills
-            .uninstall(&names(&["alpha"]), &agents_only())
-            .unwrap();
+        f.uninstall_for_agents("alpha").unwrap();
         assert!(!dest.exists());
     }
 

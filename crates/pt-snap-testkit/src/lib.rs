@@ -124,6 +124,55 @@ pub fn copy_from_repo(relative: &str, to: &Path) {
     }
 }
 
+/// Every file below `dir`, at any depth, as its `/`-separated path relative to `dir`, sorted
+/// (hidden ones included).
+///
+/// # Panics
+/// On any I/O error.
+pub fn tree_of(dir: &Path) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for entry in std::fs::read_dir(&d).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                stack.push(path);
+            } else {
+                let rel = path.strip_prefix(dir).unwrap();
+                out.push(rel.to_string_lossy().replace('\\', "/"));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// The names of the entries directly in `dir`, sorted: what a test looks at to see that
+/// nothing was left beside a database.
+///
+/// # Panics
+/// On any I/O error.
+pub fn names_in(dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    v.sort();
+    v
+}
+
+/// Turns the database at `path` into WAL mode, as a user's own tools may leave it.
+///
+/// # Panics
+/// If it cannot be opened or does not switch.
+pub fn switch_to_wal(path: &Path) {
+    let conn = Connection::open(path).unwrap();
+    let mode: String = conn
+        .query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(mode, "wal");
+}
+
 /// Every file below `dir`, at any depth, whose extension is `extension`, sorted.
 ///
 /// # Panics
@@ -144,6 +193,14 @@ pub fn files_below(dir: &Path, extension: &str) -> Vec<PathBuf> {
     out.sort();
     out
 }
+
+/// Where the repository keeps its redistributable snapshot fixtures (below its root), for
+/// [`pickles_in`].
+pub const FIXTURE_DIRS: [&str; 3] = [
+    "fixtures/upstream-pkg/snapshots",
+    "fixtures/synthetic",
+    "fixtures/real",
+];
 
 /// The snapshot pickles (`.pkl`, `.pickle`) directly in each of the directories `dirs` below
 /// `root` (a missing directory has none), sorted.

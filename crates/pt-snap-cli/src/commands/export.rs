@@ -9,8 +9,6 @@
 
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::mpsc;
 
 use pt_snap_contract::{envelope, hint, publish, ErrorCode};
 use pt_snap_parquet::{Built, PartInfo, Table, PART_NAME};
@@ -19,7 +17,7 @@ use pt_snap_report::ranks::{assign_ranks, summarize, FileSummary, RankSource, Ra
 use pt_snap_report::Metric;
 use serde_json::{json, Value as Json};
 
-use super::ranks::{database_of, file_name, list_inputs, Input};
+use super::ranks::{database_of, file_name, list_inputs, on_workers, panic_as_error, Input};
 use crate::budget::Deadline;
 use crate::cli::ExportArgs;
 use crate::error::{CliError, CliResult};
@@ -64,43 +62,12 @@ pub fn run(args: &ExportArgs) -> CliResult {
     let dir = crate::focus::absolute(&args.output)?;
     fs::create_dir_all(&dir).map_err(|e| write_error(&dir, &e))?;
 
-    let jobs = args
-        .jobs
-        .map(|j| j as usize)
-        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
-        .clamp(1, inputs.len());
     let total_bytes = inputs.iter().map(|i| i.bytes).sum();
     let progress = SetProgress::new(total_bytes, inputs.len() as u64, !args.json);
-    let mut outcomes: Vec<Option<Outcome>> = (0..inputs.len()).map(|_| None).collect();
-    let next = AtomicUsize::new(0);
-    let (sender, results) = mpsc::channel();
-    std::thread::scope(|scope| {
-        for _ in 0..jobs {
-            let sender = sender.clone();
-            let (inputs, assignment, next) = (&inputs, &assignment, &next);
-            let (dir, job, progress) = (&dir, &job, &progress);
-            let json = args.json;
-            scope.spawn(move || loop {
-                let i = next.fetch_add(1, Ordering::Relaxed);
-                let Some(input) = inputs.get(i) else { break };
-                let rank = (assignment.ranks[i], assignment.source);
-                let outcome = export_one(input, rank, dir, job, progress, json);
-                if sender.send((i, outcome)).is_err() {
-                    break;
-                }
-            });
-        }
-        drop(sender);
-        for (done, (i, outcome)) in results.iter().enumerate() {
-            outcomes[i] = Some(outcome);
-            progress.files_done(done as u64 + 1);
-        }
+    let outcomes = on_workers(&inputs, args.jobs, &progress, |i, input| {
+        let rank = (assignment.ranks[i], assignment.source);
+        export_one(input, rank, &dir, &job, &progress, args.json)
     });
-    progress.finish();
-    let outcomes: Vec<Outcome> = outcomes
-        .into_iter()
-        .map(|o| o.expect("every worker answers every file it takes"))
-        .collect();
 
     let failed: Vec<&Outcome> = outcomes.iter().filter(|o| o.error.is_some()).collect();
     let failure = failed.first().map(|first| {
@@ -205,19 +172,8 @@ fn export_one(
         kept: false,
         error: None,
     };
-    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+    let result = panic_as_error("exporting", input, || {
         export_parts(input, &mut outcome, dir, job, progress, json)
-    }))
-    .unwrap_or_else(|panic| {
-        let what = panic
-            .downcast_ref::<String>()
-            .map(String::as_str)
-            .or_else(|| panic.downcast_ref::<&str>().copied())
-            .unwrap_or("a panic");
-        Err(CliError::internal(format!(
-            "internal error while exporting {}: {what}",
-            input.path.display()
-        )))
     });
     if let Err(e) = result {
         outcome.error = Some(e);

@@ -43,6 +43,67 @@ const DIRECTORY_SUFFIXES: [&str; 11] = [
     ".db",
 ];
 
+/// `work` over every input on `jobs` scoped threads (default one per core), each taking the
+/// next file not yet taken, so one large file does not hold up the rest; the answers in the
+/// inputs' order. `progress` counts each file as it is answered and is finished on return.
+pub(crate) fn on_workers<T: Send>(
+    inputs: &[Input],
+    jobs: Option<u32>,
+    progress: &SetProgress,
+    work: impl Fn(usize, &Input) -> T + Sync,
+) -> Vec<T> {
+    let jobs = jobs
+        .map(|j| j as usize)
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+        .clamp(1, inputs.len());
+    let mut answers: Vec<Option<T>> = (0..inputs.len()).map(|_| None).collect();
+    let next = AtomicUsize::new(0);
+    let (sender, results) = mpsc::channel();
+    std::thread::scope(|scope| {
+        for _ in 0..jobs {
+            let sender = sender.clone();
+            let (next, work) = (&next, &work);
+            scope.spawn(move || loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                let Some(input) = inputs.get(i) else { break };
+                if sender.send((i, work(i, input))).is_err() {
+                    break;
+                }
+            });
+        }
+        drop(sender);
+        for (done, (i, answer)) in results.iter().enumerate() {
+            answers[i] = Some(answer);
+            progress.files_done(done as u64 + 1);
+        }
+    });
+    progress.finish();
+    answers
+        .into_iter()
+        .map(|a| a.expect("every worker answers every file it takes"))
+        .collect()
+}
+
+/// `work` on one input of a set, where a panic becomes that file's internal error
+/// ("internal error while `doing` PATH: …") rather than ending the whole command.
+pub(crate) fn panic_as_error<T>(
+    doing: &str,
+    input: &Input,
+    work: impl FnOnce() -> CliResult<T>,
+) -> CliResult<T> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(work)).unwrap_or_else(|panic| {
+        let what = panic
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| panic.downcast_ref::<&str>().copied())
+            .unwrap_or("a panic");
+        Err(CliError::internal(format!(
+            "internal error while {doing} {}: {what}",
+            input.path.display()
+        )))
+    })
+}
+
 /// One file of the set.
 pub(crate) struct Input {
     /// Absolute (canonical when it exists).
@@ -67,11 +128,6 @@ pub fn run(args: &RanksArgs) -> CliResult {
     let names: Vec<&str> = inputs.iter().map(|i| file_name(&i.path)).collect();
     let assignment = assign_ranks(&names);
 
-    let jobs = args
-        .jobs
-        .map(|j| j as usize)
-        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
-        .clamp(1, inputs.len());
     let total_bytes = inputs.iter().map(|i| i.bytes).sum();
     let progress = SetProgress::new(total_bytes, inputs.len() as u64, !args.json);
     let job = Job {
@@ -80,33 +136,9 @@ pub fn run(args: &RanksArgs) -> CliResult {
         json: args.json,
         progress: &progress,
     };
-    let mut files: Vec<Option<FileSummary>> = (0..inputs.len()).map(|_| None).collect();
-    let next = AtomicUsize::new(0);
-    let (sender, results) = mpsc::channel();
-    std::thread::scope(|scope| {
-        for _ in 0..jobs {
-            let sender = sender.clone();
-            let (inputs, assignment, next, job) = (&inputs, &assignment, &next, &job);
-            scope.spawn(move || loop {
-                let i = next.fetch_add(1, Ordering::Relaxed);
-                let Some(input) = inputs.get(i) else { break };
-                let rank = (assignment.ranks[i], assignment.source);
-                if sender.send((i, job.file(input, rank))).is_err() {
-                    break;
-                }
-            });
-        }
-        drop(sender);
-        for (done, (i, summary)) in results.iter().enumerate() {
-            files[i] = Some(summary);
-            progress.files_done(done as u64 + 1);
-        }
+    let files = on_workers(&inputs, args.jobs, &progress, |i, input| {
+        job.file(input, (assignment.ranks[i], assignment.source))
     });
-    progress.finish();
-    let files: Vec<FileSummary> = files
-        .into_iter()
-        .map(|f| f.expect("every worker answers every file it takes"))
-        .collect();
 
     let report = RanksReport::new(metric, files, assignment.note);
     let failure = failure_of(&report);
@@ -237,20 +269,7 @@ impl Job<'_> {
             lenient_replay_issues: None,
             devices: Ok(Vec::new()),
         };
-        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            self.summarize(input, &mut summary)
-        }))
-        .unwrap_or_else(|panic| {
-            let what = panic
-                .downcast_ref::<String>()
-                .map(String::as_str)
-                .or_else(|| panic.downcast_ref::<&str>().copied())
-                .unwrap_or("a panic");
-            Err(CliError::internal(format!(
-                "internal error while summarising {}: {what}",
-                input.path.display()
-            )))
-        });
+        let outcome = panic_as_error("summarising", input, || self.summarize(input, &mut summary));
         summary.devices = outcome.map_err(|e| RowError {
             code: e.code,
             message: e.message,
