@@ -7,6 +7,8 @@
 //! its columns when the file has them, else from the `job=` / `rank=` directories of its
 //! path, else from the part's footer.
 
+use std::collections::hash_map::{Entry, HashMap};
+
 use bytes::Bytes;
 use parquet::file::reader::{FileReader, SerializedFileReader};
 use parquet::record::{Field, Row};
@@ -79,7 +81,7 @@ pub enum SummaryError {
     NoRank(String),
 }
 
-/// The ranks in one Parquet file of a summary table, in the order of its rows. `path` is
+/// The ranks in one Parquet file of a summary table, in the order of their first rows. `path` is
 /// where the file was found (relative to what was chosen), read for `job=` and `rank=`.
 ///
 /// Rows are read with Parquet's record API rather than as Arrow arrays: a summary table is
@@ -117,6 +119,9 @@ pub fn read_summary(bytes: impl Into<Bytes>, path: &str) -> Result<Vec<SummaryRa
         }
     }
     let mut ranks: Vec<SummaryRank> = Vec::new();
+    // An engine's rewrite may order rows by anything (device, peak), so a rank's devices
+    // are gathered wherever its rows stand, not only when they are adjacent.
+    let mut index: HashMap<(String, u64, String), usize> = HashMap::new();
     for row in file.get_row_iter(None)? {
         let row = Values(row?);
         let job = row
@@ -132,21 +137,23 @@ pub fn read_summary(bytes: impl Into<Bytes>, path: &str) -> Result<Vec<SummaryRa
             .ok_or_else(|| SummaryError::NoRank(path.to_owned()))?;
         let path = row.text("path").unwrap_or_default();
         let device = row.device();
-        match ranks.last_mut() {
-            Some(last) if last.job == job && last.rank == rank && last.path == path => {
-                last.devices.push(device)
+        match index.entry((job, rank, path)) {
+            Entry::Occupied(at) => ranks[*at.get()].devices.push(device),
+            Entry::Vacant(at) => {
+                let (job, rank, path) = at.key().clone();
+                at.insert(ranks.len());
+                ranks.push(SummaryRank {
+                    job,
+                    rank,
+                    rank_source: row.text("rank_source").unwrap_or_default(),
+                    path,
+                    input: row.text("input").unwrap_or_default(),
+                    db_path: row.text("db_path"),
+                    reused: row.get("reused").and_then(flag),
+                    lenient_replay_issues: row.int("lenient_replay_issues"),
+                    devices: vec![device],
+                });
             }
-            _ => ranks.push(SummaryRank {
-                job,
-                rank,
-                rank_source: row.text("rank_source").unwrap_or_default(),
-                path,
-                input: row.text("input").unwrap_or_default(),
-                db_path: row.text("db_path"),
-                reused: row.get("reused").and_then(flag),
-                lenient_replay_issues: row.int("lenient_replay_issues"),
-                devices: vec![device],
-            }),
         }
     }
     Ok(ranks)

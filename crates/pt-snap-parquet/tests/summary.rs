@@ -93,10 +93,14 @@ fn an_exported_part_reads_back_as_the_file_it_was_made_of() {
 
 #[test]
 fn a_table_rewritten_as_one_file_reads_with_its_partition_columns() {
-    // What `COPY (SELECT * FROM summary) TO 'summary.parquet'` gives in another engine: every
-    // rank's rows in one file, `job` dictionary-encoded and `rank` a 32-bit integer.
+    // What `COPY (SELECT * FROM summary ORDER BY device) TO 'summary.parquet'` gives in
+    // another engine: every rank's rows in one file, a rank's devices apart, `job`
+    // dictionary-encoded and `rank` a 32-bit integer.
     let files: Vec<FileSummary> = (0..3)
-        .map(|r| file(r, vec![device(0, 1000 * (r as i64 + 1))]))
+        .map(|r| {
+            let base = 1000 * (r as i64 + 1);
+            file(r, vec![device(0, base), device(1, base + 1)])
+        })
         .collect();
     let mut batches = Vec::new();
     for (r, f) in files.iter().enumerate() {
@@ -130,8 +134,10 @@ fn a_table_rewritten_as_one_file_reads_with_its_partition_columns() {
     }
     let mut out = Vec::new();
     let mut writer = ArrowWriter::try_new(&mut out, batches[0].schema(), None).unwrap();
-    for b in &batches {
-        writer.write(b).unwrap();
+    for device in 0..2 {
+        for b in &batches {
+            writer.write(&b.slice(device, 1)).unwrap();
+        }
     }
     writer.close().unwrap();
     let read = read_summary(out, "summary.parquet").unwrap();

@@ -2,7 +2,9 @@
 //! file's `ranks` rows once its worker has answered, judged as a set by
 //! `pt_snap_report::ranks`, the CLI's own rules.
 
-use pt_snap_engine::EngineError;
+use std::collections::HashMap;
+
+use pt_snap_engine::{EngineError, SummaryRead};
 use pt_snap_parquet::SummaryRank;
 use pt_snap_report::ranks::{
     assign_ranks, natural_cmp, DeviceSummary, FileSummary, InputKind, RankSource, RanksReport,
@@ -56,6 +58,100 @@ pub struct SummaryJob {
     pub ranks: Vec<(u64, RankSource)>,
     /// Parts read, of how many.
     pub read: (u64, u64),
+}
+
+/// An exported summary table being read: what its parts gave so far, and which are still
+/// to read. `F` is how a part is held (a browser `File`; anything in tests).
+#[derive(Debug)]
+pub struct SummaryTable<F> {
+    ranks: Vec<SummaryRank>,
+    failed: Vec<(String, EngineError)>,
+    /// Parts answered (read or failed), of how many.
+    read: (u64, u64),
+    /// Parts not sent to a reader yet, with where each was found.
+    waiting: Vec<(F, String)>,
+    /// Parts sent to the reader and not answered yet.
+    sent: Vec<String>,
+    /// The job the user chose; else the one with the most ranks is shown.
+    chosen: Option<String>,
+}
+
+impl<F> SummaryTable<F> {
+    pub fn new(parts: Vec<(F, String)>) -> Self {
+        SummaryTable {
+            ranks: Vec::new(),
+            failed: Vec::new(),
+            read: (0, parts.len() as u64),
+            waiting: parts,
+            sent: Vec::new(),
+            chosen: None,
+        }
+    }
+
+    /// The next `n` waiting parts, now sent.
+    pub fn next_batch(&mut self, n: usize) -> Vec<(F, String)> {
+        let batch: Vec<(F, String)> = self.waiting.drain(..n.min(self.waiting.len())).collect();
+        self.sent.extend(batch.iter().map(|(_, p)| p.clone()));
+        batch
+    }
+
+    pub fn is_waiting(&self) -> bool {
+        !self.waiting.is_empty()
+    }
+
+    /// The reader's answer to the batch sent.
+    pub fn answered(&mut self, reads: Vec<SummaryRead>) {
+        self.sent.clear();
+        self.read.0 += reads.len() as u64;
+        for read in reads {
+            match read.ranks {
+                Ok(ranks) => self.ranks.extend(ranks),
+                Err(why) => self.failed.push((read.path, why)),
+            }
+        }
+    }
+
+    /// The reader failed (a panic, a worker that died): the batch it was reading failed
+    /// with it, the parts still waiting go to another reader.
+    pub fn batch_failed(&mut self, why: &EngineError) {
+        self.read.0 += self.sent.len() as u64;
+        let failed = self.sent.drain(..).map(|path| (path, why.clone()));
+        self.failed.extend(failed);
+    }
+
+    /// No reader could start: listed with the parts, which stay unread.
+    pub fn reader_failed(&mut self, why: EngineError) {
+        self.failed.push(("(the reader)".into(), why));
+    }
+
+    /// Shows `job` from now on (the user's choice).
+    pub fn choose(&mut self, job: String) {
+        self.chosen = Some(job);
+    }
+
+    /// The job shown, as read so far: the one chosen while the table has it, else the one
+    /// with the most ranks (the first in natural order of those), which can change as parts
+    /// arrive.
+    pub fn job(&self, metric: Metric) -> Job {
+        let job = self
+            .chosen
+            .clone()
+            .filter(|j| self.ranks.iter().any(|r| &r.job == j))
+            .or_else(|| self.largest_job())
+            .unwrap_or_default();
+        Job::from_summary(&job, &self.ranks, &self.failed, self.read, metric)
+    }
+
+    fn largest_job(&self) -> Option<String> {
+        let mut counts: HashMap<&str, usize> = HashMap::new();
+        for r in &self.ranks {
+            *counts.entry(&r.job).or_default() += 1;
+        }
+        counts
+            .into_iter()
+            .min_by(|a, b| b.1.cmp(&a.1).then_with(|| natural_cmp(a.0, b.0)))
+            .map(|(j, _)| j.to_owned())
+    }
 }
 
 /// Which of the chosen paths are parts of an exported `summary` table: the `.parquet`
@@ -460,5 +556,58 @@ mod tests {
         assert_eq!(report.rank_note, None);
         assert_eq!(job.failures().len(), 1, "the part that could not be read");
         assert_eq!(job.finished(), 7);
+    }
+
+    #[test]
+    fn a_summary_table_read_in_batches_survives_a_failed_reader() {
+        let rank = |job: &str, rank: u64| SummaryRank {
+            job: job.into(),
+            rank,
+            rank_source: "name".into(),
+            path: format!("{job}/r{rank}.pkl"),
+            input: "snapshot".into(),
+            db_path: None,
+            reused: None,
+            lenient_replay_issues: None,
+            devices: vec![device(1_000)],
+        };
+        let read = |path: &str, ranks: Vec<SummaryRank>| SummaryRead {
+            path: path.into(),
+            ranks: Ok(ranks),
+        };
+        let parts: Vec<((), String)> = (0..5).map(|i| ((), format!("p{i}"))).collect();
+        let mut table = SummaryTable::new(parts);
+        let batch = table.next_batch(2);
+        assert_eq!(batch.len(), 2);
+        table.answered(vec![
+            read("p0", vec![rank("a", 0)]),
+            read("p1", vec![rank("a", 1)]),
+        ]);
+        let job = table.job(Metric::Active);
+        assert_eq!(job.summary().map(|s| s.job.as_str()), Some("a"));
+        assert_eq!(job.summary().map(|s| s.read), Some((2, 5)));
+        // The reader dies on the next batch: those parts fail, the last one still waits.
+        table.next_batch(2);
+        let died = EngineError::new("INTERNAL_ERROR", "The worker died.");
+        table.batch_failed(&died);
+        assert!(table.is_waiting());
+        let job = table.job(Metric::Active);
+        assert_eq!(
+            job.failures(),
+            [("p2", &died), ("p3", &died)],
+            "the batch that was being read"
+        );
+        assert_eq!(job.summary().map(|s| s.read), Some((4, 5)));
+        // A later batch makes job "b" the largest: shown unless the user chose another.
+        assert_eq!(table.next_batch(32).len(), 1);
+        table.answered(vec![read("p4", (0..3).map(|r| rank("b", r)).collect())]);
+        assert!(!table.is_waiting());
+        let shown = |t: &SummaryTable<()>| t.job(Metric::Active).summary().unwrap().job.clone();
+        assert_eq!(shown(&table), "b");
+        table.choose("a".into());
+        assert_eq!(shown(&table), "a");
+        table.choose("gone".into());
+        assert_eq!(shown(&table), "b", "a job the table lacks is not shown");
+        assert_eq!(table.job(Metric::Active).summary().unwrap().read, (5, 5));
     }
 }

@@ -15,8 +15,7 @@ use std::rc::Rc;
 
 use leptos::prelude::*;
 use pt_snap_engine::{Answer, EngineError, FromWorker, Query, ToWorker};
-use pt_snap_parquet::SummaryRank;
-use pt_snap_report::ranks::{natural_cmp, site, RanksReport};
+use pt_snap_report::ranks::{site, RanksReport};
 use pt_snap_report::Metric;
 use web_sys::File;
 
@@ -24,7 +23,7 @@ use crate::app::{AppState, Screen};
 use crate::client::envelope;
 use crate::compare;
 use crate::fmt;
-use crate::job::{order, Job, Member, Pick};
+use crate::job::{order, Job, Member, Pick, SummaryTable};
 use crate::loader;
 use crate::oneshot::{self, Asking, Running};
 
@@ -36,7 +35,7 @@ thread_local! {
     /// Bumped by every job started or stopped: a late answer of an older one is dropped.
     static SERIAL: Cell<u64> = const { Cell::new(0) };
     /// The summary table being read, or read.
-    static TABLE: RefCell<SummaryTable> = RefCell::new(SummaryTable::default());
+    static TABLE: RefCell<SummaryTable<File>> = RefCell::new(SummaryTable::new(Vec::new()));
     /// The worker reading it.
     static READING: RefCell<Option<Running>> = const { RefCell::new(None) };
     /// When the table read so far was last shown (`Date.now()`).
@@ -45,17 +44,6 @@ thread_local! {
 
 /// How often the view of a summary table being read is rebuilt, at most.
 const SHOW_EVERY_MS: f64 = 400.0;
-
-/// What the parts of an exported summary table gave so far.
-#[derive(Default)]
-struct SummaryTable {
-    ranks: Vec<SummaryRank>,
-    failed: Vec<(String, EngineError)>,
-    /// Parts read, of how many.
-    read: (u64, u64),
-    /// Parts not sent to the reader yet, with where each was found.
-    waiting: Vec<(File, String)>,
-}
 
 /// Starts a job over `files` (a drop or pick of several, or a folder), replacing any other.
 pub fn start(state: AppState, files: Vec<File>) {
@@ -76,51 +64,42 @@ pub fn start(state: AppState, files: Vec<File>) {
 const PARTS_PER_MESSAGE: usize = 32;
 
 /// Shows the parts of an exported summary table (`files`, found at `paths`) as a job, read
-/// by a worker of its own a batch at a time. The job shown is the one with the most ranks.
+/// by a worker of its own a batch at a time. The job shown is the one with the most ranks,
+/// until the user chooses another.
 pub fn start_summary(state: AppState, files: Vec<File>, paths: Vec<String>) {
     stop();
     crate::compare::forget(state);
     FILES.with(|f| f.borrow_mut().clear());
-    TABLE.with(|t| {
-        *t.borrow_mut() = SummaryTable {
-            read: (0, paths.len() as u64),
-            waiting: files.into_iter().zip(paths).collect(),
-            ..SummaryTable::default()
-        }
-    });
-    show_summary(state, None);
+    TABLE.with(|t| *t.borrow_mut() = SummaryTable::new(files.into_iter().zip(paths).collect()));
+    show_summary(state);
     state.screen.set(Screen::Ranks);
-    let serial = SERIAL.with(Cell::get);
+    start_reader(state, SERIAL.with(Cell::get));
+}
+
+/// Starts a worker on the parts still waiting. One that fails (a panic, a worker that
+/// dies) takes down only the batch it was reading; another goes on with the rest.
+fn start_reader(state: AppState, serial: u64) {
+    let current = move || SERIAL.with(Cell::get) == serial;
     let reading = oneshot::spawn(next_parts(), move |message| {
-        if SERIAL.with(Cell::get) != serial {
+        if !current() {
             return;
         }
         match message {
             FromWorker::Summaries(reads) => {
-                TABLE.with(|t| {
-                    let mut t = t.borrow_mut();
-                    t.read.0 += reads.len() as u64;
-                    for read in reads {
-                        match read.ranks {
-                            Ok(ranks) => t.ranks.extend(ranks),
-                            Err(why) => t.failed.push((read.path, why)),
-                        }
-                    }
-                });
-                if TABLE.with(|t| t.borrow().waiting.is_empty()) {
+                TABLE.with(|t| t.borrow_mut().answered(reads));
+                if !TABLE.with(|t| t.borrow().is_waiting()) {
                     done_reading();
-                    show_summary(state, None);
+                    show_summary(state);
                     return;
                 }
                 // Posting the next batch and showing this one are tasks of their own, and the
                 // view (whose cost grows with the ranks) is rebuilt a few times a second at most.
                 set_timeout(
                     move || {
-                        if SERIAL.with(Cell::get) != serial {
-                            return;
+                        if current() {
+                            let next = next_parts();
+                            READING.with(|r| r.borrow().as_ref().map(|r| r.post(&next)));
                         }
-                        let next = next_parts();
-                        READING.with(|r| r.borrow().as_ref().map(|r| r.post(&next)));
                     },
                     std::time::Duration::ZERO,
                 );
@@ -129,8 +108,8 @@ pub fn start_summary(state: AppState, files: Vec<File>, paths: Vec<String>) {
                     LAST_SHOWN.with(|l| l.set(now));
                     set_timeout(
                         move || {
-                            if SERIAL.with(Cell::get) == serial {
-                                show_summary(state, None)
+                            if current() {
+                                show_summary(state)
                             }
                         },
                         std::time::Duration::ZERO,
@@ -138,9 +117,20 @@ pub fn start_summary(state: AppState, files: Vec<File>, paths: Vec<String>) {
                 }
             }
             FromWorker::Failed(why) => {
-                reader_failed(why);
+                TABLE.with(|t| t.borrow_mut().batch_failed(&why));
                 done_reading();
-                show_summary(state, None);
+                if TABLE.with(|t| t.borrow().is_waiting()) {
+                    // Not from inside the failed worker's own handler.
+                    set_timeout(
+                        move || {
+                            if current() {
+                                start_reader(state, serial)
+                            }
+                        },
+                        std::time::Duration::ZERO,
+                    );
+                }
+                show_summary(state);
             }
             _ => {}
         }
@@ -148,24 +138,15 @@ pub fn start_summary(state: AppState, files: Vec<File>, paths: Vec<String>) {
     match reading {
         Ok(r) => READING.with(|slot| *slot.borrow_mut() = Some(r)),
         Err(why) => {
-            reader_failed(why);
-            show_summary(state, None);
+            TABLE.with(|t| t.borrow_mut().reader_failed(why));
+            show_summary(state);
         }
     }
 }
 
-/// The reader itself failed (its worker died, or could not start): listed with the parts.
-fn reader_failed(why: EngineError) {
-    TABLE.with(|t| t.borrow_mut().failed.push(("(the reader)".into(), why)));
-}
-
 /// The next batch of waiting parts as a message, the files attached.
 fn next_parts() -> js_sys::Object {
-    let batch: Vec<(File, String)> = TABLE.with(|t| {
-        let waiting = &mut t.borrow_mut().waiting;
-        let n = waiting.len().min(PARTS_PER_MESSAGE);
-        waiting.drain(..n).collect()
-    });
+    let batch = TABLE.with(|t| t.borrow_mut().next_batch(PARTS_PER_MESSAGE));
     let attached = js_sys::Array::new();
     for (f, _) in &batch {
         attached.push(f);
@@ -183,36 +164,10 @@ fn done_reading() {
     });
 }
 
-/// Shows `job` of the summary table read so far; `None` keeps the job shown, or else takes
-/// the one with the most ranks.
-fn show_summary(state: AppState, job: Option<String>) {
-    let shown = job.or_else(|| {
-        state
-            .job
-            .with_untracked(|j| j.as_ref()?.summary().map(|s| s.job.clone()))
-    });
-    let job = TABLE.with(|t| {
-        let t = t.borrow();
-        let job = shown
-            .filter(|j| t.ranks.iter().any(|r| &r.job == j))
-            .or_else(|| largest_job(&t.ranks))
-            .unwrap_or_default();
-        Job::from_summary(&job, &t.ranks, &t.failed, t.read, Metric::Active)
-    });
+/// Shows the summary table read so far.
+fn show_summary(state: AppState) {
+    let job = TABLE.with(|t| t.borrow().job(Metric::Active));
     state.job.set(Some(job));
-}
-
-/// The job with the most ranks (the first in natural order of those).
-fn largest_job(ranks: &[SummaryRank]) -> Option<String> {
-    let mut counts: Vec<(&str, usize)> = Vec::new();
-    for r in ranks {
-        match counts.iter_mut().find(|(j, _)| *j == r.job) {
-            Some((_, n)) => *n += 1,
-            None => counts.push((&r.job, 1)),
-        }
-    }
-    counts.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| natural_cmp(a.0, b.0)));
-    counts.first().map(|(j, _)| (*j).to_owned())
 }
 
 /// Ends the file being summarised, or the summary table being read; the rows already
@@ -390,7 +345,11 @@ pub fn RanksView() -> impl IntoView {
                         let shown = e.job.clone();
                         view! {
                             <label class="small">"job "
-                                <select data-testid="ranks-job" on:change=move |ev| show_summary(state, Some(event_target_value(&ev)))>
+                                <select data-testid="ranks-job" on:change=move |ev| {
+                                    TABLE.with(|t| t.borrow_mut().choose(event_target_value(&ev)));
+                                    page.set(0);
+                                    show_summary(state);
+                                }>
                                     {e.jobs.iter().map(|j| view! {
                                         <option value=j.clone() selected=*j == shown>{j.clone()}</option>
                                     }).collect_view()}
