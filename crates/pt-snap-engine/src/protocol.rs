@@ -359,9 +359,14 @@ pub struct SummaryRead {
 }
 
 impl SummaryRead {
-    /// `bytes`, the file found at `path`, read as a part of a summary table.
-    pub fn of(path: &str, bytes: Vec<u8>) -> Self {
-        let ranks = pt_snap_parquet::read_summary(bytes, path)
+    /// The file found at `path`, `len` bytes read through `read(start, end)`, read as a
+    /// part of a summary table (its footer first: see [`pt_snap_parquet::read_summary_ranges`]).
+    pub fn of(
+        path: &str,
+        len: u64,
+        read: impl FnMut(u64, u64) -> std::io::Result<Vec<u8>>,
+    ) -> Self {
+        let ranks = pt_snap_parquet::read_summary_ranges(len, path, read)
             .map_err(|e| EngineError::new("INVALID_PARAMETER", format!("{path}: {e}")));
         SummaryRead {
             path: path.to_owned(),

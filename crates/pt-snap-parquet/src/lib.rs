@@ -21,7 +21,7 @@
 
 pub mod summary;
 
-pub use summary::{read_summary, SummaryError, SummaryRank};
+pub use summary::{read_summary, read_summary_ranges, SummaryError, SummaryRank};
 
 use std::sync::{mpsc, Arc};
 

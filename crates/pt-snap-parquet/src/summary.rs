@@ -10,8 +10,12 @@
 use std::collections::hash_map::{Entry, HashMap};
 
 use bytes::Bytes;
+use parquet::errors::ParquetError;
+use parquet::file::metadata::{FooterTail, ParquetMetaDataReader};
 use parquet::file::reader::{FileReader, SerializedFileReader};
+use parquet::file::FOOTER_SIZE;
 use parquet::record::{Field, Row};
+use parquet::schema::types::SchemaDescriptor;
 use pt_snap_query::NoTimes;
 use pt_snap_report::ranks::{
     DeviceSummary, FileSummary, Frame, InputKind, PeakTimes, RankSource, TopGroup,
@@ -77,6 +81,8 @@ pub enum SummaryError {
         "not a pt-snap summary table: it has no column `{0}` (export one with `pt-snap export --format parquet`)"
     )]
     NotSummary(String),
+    #[error("cannot read the file: {0}")]
+    Read(String),
     #[error("no rank for its rows: no `rank` column, no `rank=` directory in `{0}`, no `pt_snap.rank` in its footer")]
     NoRank(String),
 }
@@ -106,18 +112,7 @@ pub fn read_summary(bytes: impl Into<Bytes>, path: &str) -> Result<Vec<SummaryRa
     let rank = directory("rank")
         .or_else(|| footer(KEY_RANK))
         .and_then(|r| r.parse::<u64>().ok());
-    let columns: Vec<&str> = meta
-        .schema_descr()
-        .root_schema()
-        .get_fields()
-        .iter()
-        .map(|f| f.name())
-        .collect();
-    for field in Table::Summary.schema().fields() {
-        if !columns.contains(&field.name().as_str()) {
-            return Err(SummaryError::NotSummary(field.name().clone()));
-        }
-    }
+    has_summary_columns(meta.schema_descr())?;
     let mut ranks: Vec<SummaryRank> = Vec::new();
     // An engine's rewrite may order rows by anything (device, peak), so a rank's devices
     // are gathered wherever its rows stand, not only when they are adjacent.
@@ -157,6 +152,51 @@ pub fn read_summary(bytes: impl Into<Bytes>, path: &str) -> Result<Vec<SummaryRa
         }
     }
     Ok(ranks)
+}
+
+/// [`read_summary`] of a file of `len` bytes read through `read(start, end)`: its footer
+/// first, so that a file that is not a summary table (an `events` part of gigabytes, chosen
+/// by mistake) is turned down having read only its footer.
+pub fn read_summary_ranges(
+    len: u64,
+    path: &str,
+    mut read: impl FnMut(u64, u64) -> std::io::Result<Vec<u8>>,
+) -> Result<Vec<SummaryRank>, SummaryError> {
+    let read_error = |e: std::io::Error| SummaryError::Read(e.to_string());
+    // Shorter than a footer and its magic: Parquet's own reader says what is wrong.
+    if len < FOOTER_SIZE as u64 + 4 {
+        return read_summary(read(0, len).map_err(read_error)?, path);
+    }
+    let tail = read(len - FOOTER_SIZE as u64, len).map_err(read_error)?;
+    let metadata_len = FooterTail::try_from(tail.as_slice())?.metadata_length() as u64;
+    let Some(start) = (len - FOOTER_SIZE as u64).checked_sub(metadata_len) else {
+        return Err(SummaryError::Parquet(ParquetError::General(format!(
+            "its footer says {metadata_len} bytes of metadata, more than the file holds"
+        ))));
+    };
+    let metadata = read(start, len - FOOTER_SIZE as u64).map_err(read_error)?;
+    let metadata = ParquetMetaDataReader::decode_metadata(&metadata)?;
+    has_summary_columns(metadata.file_metadata().schema_descr())?;
+    read_summary(read(0, len).map_err(read_error)?, path)
+}
+
+/// Every column the export writes to `summary` is there (another engine may add some).
+fn has_summary_columns(schema: &SchemaDescriptor) -> Result<(), SummaryError> {
+    let columns: Vec<&str> = schema
+        .root_schema()
+        .get_fields()
+        .iter()
+        .map(|f| f.name())
+        .collect();
+    match Table::Summary
+        .schema()
+        .fields()
+        .iter()
+        .find(|field| !columns.contains(&field.name().as_str()))
+    {
+        Some(missing) => Err(SummaryError::NotSummary(missing.name().clone())),
+        None => Ok(()),
+    }
 }
 
 /// One row's values by column name. Values are read by what they hold, not by the type

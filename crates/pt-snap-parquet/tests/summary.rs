@@ -8,7 +8,7 @@ use arrow_array::{ArrayRef, DictionaryArray, Int32Array, RecordBatch, StringArra
 use arrow_schema::{DataType, Field, Schema};
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use parquet::arrow::ArrowWriter;
-use pt_snap_parquet::{read_summary, summary_part, PartInfo, SummaryError};
+use pt_snap_parquet::{read_summary, read_summary_ranges, summary_part, PartInfo, SummaryError};
 use pt_snap_report::ranks::{
     DeviceSummary, FileSummary, Frame, InputKind, PeakTimes, RankSource, RanksReport, TopGroup,
 };
@@ -81,6 +81,13 @@ fn an_exported_part_reads_back_as_the_file_it_was_made_of() {
     let bytes = part_of(made.clone());
     let read = read_summary(bytes.clone(), "x/summary/job=a/rank=3/part-0.parquet").unwrap();
     assert_eq!(read.len(), 1, "one file, both devices");
+    let ranged = read_summary_ranges(
+        bytes.len() as u64,
+        "x/summary/job=a/rank=3/part-0.parquet",
+        |a, b| Ok(bytes[a as usize..b as usize].to_vec()),
+    )
+    .unwrap();
+    assert_eq!(ranged, read, "footer first, then the file");
     assert_eq!((read[0].job.as_str(), read[0].rank), ("a", 3));
     assert_eq!(read[0].file_summary(), made);
     // The directories are what engines read as the partition: a part moved reads as moved.
@@ -180,4 +187,47 @@ fn what_is_not_a_summary_table_says_so() {
     assert!(other
         .to_string()
         .contains("pt-snap export --format parquet"));
+}
+
+#[test]
+fn a_large_file_of_other_columns_is_turned_down_from_its_footer() {
+    // An `events`-like part of a few MB chosen by mistake: only its footer is read.
+    let n = 500_000;
+    let batch = RecordBatch::try_new(
+        Arc::new(Schema::new(vec![Field::new("id", DataType::Int32, false)])),
+        vec![Arc::new(Int32Array::from((0..n).collect::<Vec<i32>>()))],
+    )
+    .unwrap();
+    let mut out = Vec::new();
+    let mut writer = ArrowWriter::try_new(&mut out, batch.schema(), None).unwrap();
+    writer.write(&batch).unwrap();
+    writer.close().unwrap();
+    let mut read_bytes = 0;
+    let verdict = read_summary_ranges(out.len() as u64, "events/part-0.parquet", |a, b| {
+        read_bytes += b - a;
+        Ok(out[a as usize..b as usize].to_vec())
+    });
+    assert!(
+        matches!(verdict, Err(SummaryError::NotSummary(_))),
+        "{verdict:?}"
+    );
+    assert!(
+        read_bytes < 4096 && (out.len() as u64) > 1_000_000,
+        "{read_bytes} of {} bytes read",
+        out.len()
+    );
+    // Too short for a footer, or a footer claiming more than the file: Parquet errors.
+    for bad in [&b"PAR1"[..], &b"PAR1\xff\xff\xff\x7fPAR1"[..]] {
+        let verdict = read_summary_ranges(bad.len() as u64, "x.parquet", |a, b| {
+            Ok(bad[a as usize..b as usize].to_vec())
+        });
+        assert!(
+            matches!(verdict, Err(SummaryError::Parquet(_))),
+            "{verdict:?}"
+        );
+    }
+    let failing = read_summary_ranges(1 << 20, "x.parquet", |_, _| {
+        Err(std::io::Error::other("gone"))
+    });
+    assert!(matches!(failing, Err(SummaryError::Read(_))), "{failing:?}");
 }

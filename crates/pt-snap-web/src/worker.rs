@@ -555,14 +555,19 @@ mod imp {
             .iter()
             .enumerate()
             .map(|(i, path)| match files.get(i as u32).dyn_into::<File>() {
-                Ok(file) => FileReaderSync::new()
-                    .and_then(|r| r.read_as_array_buffer(&file))
-                    .map(|b| Uint8Array::new(&b).to_vec())
-                    .map(|bytes| pt_snap_engine::SummaryRead::of(path, bytes))
-                    .unwrap_or_else(|e| pt_snap_engine::SummaryRead {
-                        path: path.clone(),
-                        ranks: Err(backend(format!("cannot read the file: {e:?}"))),
-                    }),
+                Ok(file) => {
+                    // The summary's reader says "cannot read the file".
+                    let js = |e: &JsValue| io::Error::other(format!("{e:?}"));
+                    let reader = FileReaderSync::new();
+                    pt_snap_engine::SummaryRead::of(path, file.size() as u64, |start, end| {
+                        let slice = file
+                            .slice_with_f64_and_f64(start as f64, end as f64)
+                            .map_err(|e| js(&e))?;
+                        let reader = reader.as_ref().map_err(js)?;
+                        let bytes = reader.read_as_array_buffer(&slice).map_err(|e| js(&e))?;
+                        Ok(Uint8Array::new(&bytes).to_vec())
+                    })
+                }
                 Err(_) => pt_snap_engine::SummaryRead {
                     path: path.clone(),
                     ranks: Err(EngineError::new(
