@@ -186,15 +186,24 @@ fn dropped_entries(items: &web_sys::DataTransferItemList) -> Option<Vec<web_sys:
 }
 
 /// Every file of the dropped `entries`, with its path from the dropped folder's parent
-/// (`job/rank0.pkl`, `export/summary/job=a/rank=0/…`) as choosing the folder gives it.
-async fn files_below(entries: Vec<web_sys::FileSystemEntry>) -> Vec<(web_sys::File, String)> {
+/// (`job/rank0.pkl`, `export/summary/job=a/rank=0/…`) as choosing the folder gives it; and
+/// the entries the browser would not read (a folder or file it may not open), with why.
+async fn files_below(
+    entries: Vec<web_sys::FileSystemEntry>,
+) -> (Vec<(web_sys::File, String)>, Vec<String>) {
     use wasm_bindgen_futures::JsFuture;
     let mut found = Vec::new();
+    let mut unreadable = Vec::new();
+    let why = |e: wasm_bindgen::JsValue| {
+        e.dyn_ref::<js_sys::Error>()
+            .map(|e| String::from(e.message()))
+            .unwrap_or_else(|| format!("{e:?}"))
+    };
     let mut pending = entries;
     while let Some(entry) = pending.pop() {
         if entry.is_directory() {
             let reader = entry
-                .unchecked_into::<web_sys::FileSystemDirectoryEntry>()
+                .unchecked_ref::<web_sys::FileSystemDirectoryEntry>()
                 .create_reader();
             // A directory reader gives its entries a batch at a time, then an empty one.
             loop {
@@ -205,8 +214,12 @@ async fn files_below(entries: Vec<web_sys::FileSystemEntry>) -> Vec<(web_sys::Fi
                         let _ = reject.call1(&wasm_bindgen::JsValue::NULL, &e);
                     }
                 });
-                let Ok(batch) = JsFuture::from(batch).await else {
-                    break;
+                let batch = match JsFuture::from(batch).await {
+                    Ok(batch) => batch,
+                    Err(e) => {
+                        unreadable.push(format!("{}/ ({})", entry.full_path(), why(e)));
+                        break;
+                    }
                 };
                 let batch: js_sys::Array = batch.unchecked_into();
                 if batch.length() == 0 {
@@ -225,13 +238,14 @@ async fn files_below(entries: Vec<web_sys::FileSystemEntry>) -> Vec<(web_sys::Fi
                     .unchecked_ref::<web_sys::FileSystemFileEntry>()
                     .file_with_callback_and_callback(&resolve, &reject);
             });
-            if let Ok(file) = JsFuture::from(file).await {
-                found.push((file.unchecked_into::<web_sys::File>(), path));
+            match JsFuture::from(file).await {
+                Ok(file) => found.push((file.unchecked_into::<web_sys::File>(), path)),
+                Err(e) => unreadable.push(format!("{path} ({})", why(e))),
             }
         }
     }
     found.sort_by(|a, b| a.1.cmp(&b.1));
-    found
+    (found, unreadable)
 }
 
 /// One file opens in every view; several (or a folder) are the ranks of a job; Parquet
@@ -346,7 +360,19 @@ pub fn App() -> impl IntoView {
         };
         match dropped_entries(&transfer.items()) {
             Some(entries) => wasm_bindgen_futures::spawn_local(async move {
-                open_files(state, files_below(entries).await, true)
+                let (found, unreadable) = files_below(entries).await;
+                open_files(state, found, true);
+                // What was read is shown; what was not is said, not passed over.
+                if !unreadable.is_empty() {
+                    state.status.set(Status::Failed(
+                        pt_snap_import::ImportFailure::backend(format!(
+                            "the browser would not read {} of the dropped entries, left out: {}",
+                            unreadable.len(),
+                            unreadable.join(", ")
+                        ))
+                        .into(),
+                    ));
+                }
             }),
             None => {
                 let files = transfer.files().map(|f| files_of(&f)).unwrap_or_default();
