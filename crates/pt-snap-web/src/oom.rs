@@ -15,12 +15,18 @@ use crate::client::Reply;
 use crate::fmt;
 use crate::views::{bytes_cell, error_box, pending, stack_body, stack_details};
 
-/// The file's OOM report, asked once per file.
+/// The file's OOM report, asked again when the device or the category rules change.
 #[derive(Clone, Copy)]
-pub struct OomReply(pub RwSignal<Reply<OomReport>>);
+pub struct OomReply {
+    reply: RwSignal<Reply<OomReport>>,
+    /// The open file's last report answered. The banner and the tab read this one, so they
+    /// stay while the report is asked again: another device or other category rules change
+    /// what was live, never whether the run ran out of memory.
+    known: RwSignal<Option<OomReport>>,
+}
 
 pub fn oom_signal(state: AppState) -> OomReply {
-    OomReply(state.watch(
+    let reply = state.watch(
         move |_| {
             Some(Query::Oom {
                 rules: state.category_rules.get().map(|r| r.1),
@@ -30,14 +36,25 @@ pub fn oom_signal(state: AppState) -> OomReply {
             Answer::Oom(r) => Some(*r),
             _ => None,
         },
-    ))
+    );
+    let known = RwSignal::new(None);
+    Effect::new(move |_| {
+        state.generation();
+        known.set(None);
+    });
+    Effect::new(move |_| {
+        if let Some(Ok(report)) = reply.get() {
+            known.set(Some(report));
+        }
+    });
+    OomReply { reply, known }
 }
 
-/// Whether the file has an `oom` event (false until the report is in).
+/// Whether the file has an `oom` event (false until its report is first in).
 pub fn has_oom(reply: OomReply) -> bool {
     reply
-        .0
-        .with(|r| matches!(r, Some(Ok(report)) if !report.events.is_empty()))
+        .known
+        .with(|r| r.as_ref().is_some_and(|r| !r.events.is_empty()))
 }
 
 fn verdict_text(v: Verdict) -> &'static str {
@@ -56,8 +73,8 @@ pub fn OomBanner() -> impl IntoView {
     let state = expect_context::<AppState>();
     let reply = expect_context::<OomReply>();
     move || {
-        reply.0.with(|r| {
-            let report = r.as_ref()?.as_ref().ok()?;
+        reply.known.with(|r| {
+            let report = r.as_ref()?;
             let first = report.events.first()?;
             let n = report.events.len();
             Some(view! {
@@ -184,7 +201,7 @@ fn event_card(e: OomEvent) -> impl IntoView {
 pub fn OomView() -> impl IntoView {
     let reply = expect_context::<OomReply>();
     move || {
-        match reply.0.get() {
+        match reply.reply.get() {
         None => pending("Explaining the OOM…"),
         Some(Err(f)) => view! { {error_box(&f)} <RulesPicker/> }.into_any(),
         Some(Ok(report)) if report.events.is_empty() => view! {
