@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 use common::pt_snap;
-use pt_snap_testkit::repo_root;
+use pt_snap_testkit::{object_keys, repo_root, string_fields};
 use serde_json::Value;
 use std::process::Output;
 
@@ -133,12 +133,7 @@ fn the_planted_rank_and_only_it_is_an_outlier() {
         String::from_utf8_lossy(&out.stderr)
     );
     let document = json_of(&out);
-    let keys: Vec<&str> = document
-        .as_object()
-        .unwrap()
-        .keys()
-        .map(String::as_str)
-        .collect();
+    let keys = object_keys(&document);
     assert_eq!(
         &keys[..5],
         ["schema_version", "ok", "metric", "ranks", "median"]
@@ -541,12 +536,7 @@ fn capabilities_list_the_command_contract_after_the_reference_keys() {
     let out = pt_snap(dir.path(), &["capabilities", "--json"]);
     assert!(out.status.success(), "{out:?}");
     let document = json_of(&out);
-    let keys: Vec<&str> = document
-        .as_object()
-        .unwrap()
-        .keys()
-        .map(String::as_str)
-        .collect();
+    let keys = object_keys(&document);
     assert_eq!(
         keys,
         [
@@ -569,12 +559,7 @@ fn capabilities_list_the_command_contract_after_the_reference_keys() {
         "sorted by name"
     );
     let ranks = &commands[2];
-    let fields: Vec<&str> = ranks["output_schema"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|f| f["field"].as_str().unwrap())
-        .collect();
+    let fields = string_fields(&ranks["output_schema"], "field");
     assert!(fields.contains(&"ranks[].peak_active_event_id"));
     assert!(fields.contains(&"ranks[].outlier_reason"));
     let text = pt_snap(dir.path(), &["capabilities"]);

@@ -5,7 +5,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use pt_snap_testkit::tree_of;
+use pt_snap_testkit::{element_where, string_fields, tree_of};
 use serde_json::{json, Value};
 
 const SKILLS: [&str; 7] = [
@@ -98,13 +98,7 @@ impl Sandbox {
         let mut all = vec!["skill", "list", "--json"];
         all.extend_from_slice(args);
         let listing = self.run(&all).json();
-        listing["skills"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|s| s["name"] == name)
-            .unwrap()
-            .clone()
+        element_where(&listing["skills"], "name", name).clone()
     }
 }
 
@@ -196,12 +190,7 @@ fn install_defaults_to_agents_and_claude_and_then_lists_installed() {
 
     let helper = sb.status(&[], "pt-snap-helper");
     assert_eq!(helper["status"], "installed");
-    let statuses: Vec<&str> = helper["locations"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|l| l["status"].as_str().unwrap())
-        .collect();
+    let statuses = string_fields(&helper["locations"], "status");
     assert_eq!(
         statuses,
         [
