@@ -546,16 +546,21 @@ impl<W: Write> PickleWriter<W> {
     }
 }
 
+/// One whole pickle in memory: the header, what `write` streams, STOP.
+pub fn to_vec(
+    write: impl FnOnce(&mut PickleWriter<Vec<u8>>) -> io::Result<()>,
+) -> io::Result<Vec<u8>> {
+    let mut w = PickleWriter::new(Vec::new())?;
+    write(&mut w)?;
+    Ok(w.finish()?.0)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn dumps(f: impl FnOnce(&mut PickleWriter<&mut Vec<u8>>) -> io::Result<()>) -> Vec<u8> {
-        let mut buf = Vec::new();
-        let mut w = PickleWriter::new(&mut buf).unwrap();
-        f(&mut w).unwrap();
-        w.finish().unwrap();
-        buf
+    fn dumps(f: impl FnOnce(&mut PickleWriter<Vec<u8>>) -> io::Result<()>) -> Vec<u8> {
+        to_vec(f).unwrap()
     }
 
     #[test]
