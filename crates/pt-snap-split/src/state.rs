@@ -190,6 +190,12 @@ impl<'a> State<'a> {
         None
     }
 
+    /// The segment that holds the block of event `e`, or the reference's complaint.
+    fn segment_of_block(&self, e: &TraceEvent) -> Result<usize, String> {
+        self.overlapping(e.addr, e.stream)
+            .ok_or_else(|| format!("cannot find segment for block (addr={})", e.addr))
+    }
+
     /// The segment starting exactly at `addr` on `stream`.
     fn segment_at(&self, addr: i64, stream: i64) -> Option<usize> {
         self.overlapping(addr, stream)
@@ -236,9 +242,7 @@ impl<'a> State<'a> {
                 Ok(())
             }
             Action::FreeRequested => {
-                let s = self
-                    .overlapping(e.addr, e.stream)
-                    .ok_or_else(|| format!("cannot find segment for block (addr={})", e.addr))?;
+                let s = self.segment_of_block(e)?;
                 let seg = &mut self.segs[s];
                 let b = block_at(&seg.blocks, e.addr)
                     .ok_or_else(|| format!("cannot find block (addr={})", e.addr))?;
@@ -258,9 +262,7 @@ impl<'a> State<'a> {
                 Ok(())
             }
             Action::Alloc => {
-                let s = self
-                    .overlapping(e.addr, e.stream)
-                    .ok_or_else(|| format!("cannot find segment for block (addr={})", e.addr))?;
+                let s = self.segment_of_block(e)?;
                 let seg = &mut self.segs[s];
                 let Some(b) = block_at(&seg.blocks, e.addr) else {
                     if self.workspace {
