@@ -118,6 +118,13 @@ fn ranks_of(document: &Value) -> &Vec<Value> {
     document["ranks"].as_array().unwrap()
 }
 
+/// `pt-snap ranks … --json` where a file fails: it exits 1 and still lists every row.
+fn failed_ranks(root: &Path, args: &[&str]) -> Vec<Value> {
+    let out = pt_snap(root, args);
+    assert_eq!(out.status.code(), Some(1));
+    ranks_of(&json_of(&out)).clone()
+}
+
 #[test]
 fn the_planted_rank_and_only_it_is_an_outlier() {
     let dir = copies(&(0..RANKS).collect::<Vec<_>>());
@@ -422,9 +429,7 @@ fn databases_are_read_as_given() {
     assert_eq!(rows[0]["reused"], true);
     // A file that is not a database where one was named.
     fs::write(root.join("rank7.db"), b"SQLite format 3\0not really").unwrap();
-    let out = pt_snap(&root, &["ranks", "rank0.pickle", "rank7.db", "--json"]);
-    assert_eq!(out.status.code(), Some(1));
-    let rows = ranks_of(&json_of(&out)).clone();
+    let rows = failed_ranks(&root, &["ranks", "rank0.pickle", "rank7.db", "--json"]);
     assert_eq!(rows[1]["error"]["code"], "DATABASE_SCHEMA_INVALID");
 }
 
@@ -524,9 +529,7 @@ fn usage_errors_and_an_empty_set() {
     assert!(out.stdout.is_empty());
     let envelope: Value = serde_json::from_slice(&out.stderr).unwrap();
     assert_eq!(envelope["error"]["code"], "SNAPSHOT_INVALID");
-    let out = pt_snap(&root, &["ranks", "missing.pickle", "--json"]);
-    assert_eq!(out.status.code(), Some(1));
-    let rows = ranks_of(&json_of(&out)).clone();
+    let rows = failed_ranks(&root, &["ranks", "missing.pickle", "--json"]);
     assert_eq!(rows[0]["error"]["code"], "SNAPSHOT_INVALID");
 }
 
