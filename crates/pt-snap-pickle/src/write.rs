@@ -153,6 +153,23 @@ impl<W: Write> PickleWriter<W> {
         }
     }
 
+    /// `payload` behind the opcode for its size, as CPython picks: the three opcodes take a 1-,
+    /// 4- and 8-byte little-endian length.
+    fn sized(&mut self, payload: &[u8], [short, long, long8]: [u8; 3]) {
+        let len = payload.len();
+        if len < 256 {
+            self.frame.push(short);
+            self.frame.push(len as u8);
+        } else if len <= u32::MAX as usize {
+            self.frame.push(long);
+            self.frame.extend_from_slice(&(len as u32).to_le_bytes());
+        } else {
+            self.frame.push(long8);
+            self.frame.extend_from_slice(&(len as u64).to_le_bytes());
+        }
+        self.frame.extend_from_slice(payload);
+    }
+
     fn memoize(&mut self) -> u32 {
         self.frame.push(MEMOIZE);
         let id = self.memo_next;
@@ -248,20 +265,7 @@ impl<W: Write> PickleWriter<W> {
             }
         }
         self.begin_value()?;
-        let b = s.as_bytes();
-        if b.len() < 256 {
-            self.frame.push(SHORT_BINUNICODE);
-            self.frame.push(b.len() as u8);
-        } else if b.len() <= u32::MAX as usize {
-            self.frame.push(BINUNICODE);
-            self.frame
-                .extend_from_slice(&(b.len() as u32).to_le_bytes());
-        } else {
-            self.frame.push(BINUNICODE8);
-            self.frame
-                .extend_from_slice(&(b.len() as u64).to_le_bytes());
-        }
-        self.frame.extend_from_slice(b);
+        self.sized(s.as_bytes(), [SHORT_BINUNICODE, BINUNICODE, BINUNICODE8]);
         let id = self.memoize();
         if Self::is_singleton_str(s) {
             self.singleton_strs.insert(s.to_string(), id);
@@ -348,19 +352,7 @@ impl<W: Write> PickleWriter<W> {
     /// A `bytes` object (memoized). Returns its memo index.
     pub fn bytes(&mut self, b: &[u8]) -> io::Result<u32> {
         self.begin_value()?;
-        if b.len() < 256 {
-            self.frame.push(SHORT_BINBYTES);
-            self.frame.push(b.len() as u8);
-        } else if b.len() <= u32::MAX as usize {
-            self.frame.push(BINBYTES);
-            self.frame
-                .extend_from_slice(&(b.len() as u32).to_le_bytes());
-        } else {
-            self.frame.push(BINBYTES8);
-            self.frame
-                .extend_from_slice(&(b.len() as u64).to_le_bytes());
-        }
-        self.frame.extend_from_slice(b);
+        self.sized(b, [SHORT_BINBYTES, BINBYTES, BINBYTES8]);
         let id = self.memoize();
         self.end_value();
         Ok(id)
