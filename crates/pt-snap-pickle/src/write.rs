@@ -12,45 +12,18 @@
 use std::collections::HashMap;
 use std::io::{self, Write};
 
+// The opcodes from `op`, the decoder's table, so that each byte is named once.
+use crate::op::{
+    APPEND, APPENDS, BINBYTES, BINBYTES8, BINFLOAT, BINGET, BININT, BININT1, BININT2, BINUNICODE,
+    BINUNICODE8, EMPTY_DICT, EMPTY_LIST, EMPTY_TUPLE, FRAME, LONG1, LONG4, LONG_BINGET, MARK,
+    MEMOIZE, NEWFALSE, NEWTRUE, NONE, PROTO, SETITEM, SETITEMS, SHORT_BINBYTES, SHORT_BINUNICODE,
+    STOP, TUPLE, TUPLE1, TUPLE2, TUPLE3,
+};
 use crate::{Arena, Node, NodeId, Val};
 
 const FRAME_SIZE_TARGET: usize = 64 * 1024;
 const FRAME_SIZE_MIN: usize = 4;
 const BATCHSIZE: usize = 1000;
-
-const PROTO: u8 = 0x80;
-const FRAME: u8 = 0x95;
-const STOP: u8 = b'.';
-const MARK: u8 = b'(';
-const EMPTY_DICT: u8 = b'}';
-const EMPTY_LIST: u8 = b']';
-const SETITEM: u8 = b's';
-const SETITEMS: u8 = b'u';
-const APPEND: u8 = b'a';
-const APPENDS: u8 = b'e';
-const MEMOIZE: u8 = 0x94;
-const BINGET: u8 = b'h';
-const LONG_BINGET: u8 = b'j';
-const SHORT_BINUNICODE: u8 = 0x8c;
-const BINUNICODE: u8 = b'X';
-const BINUNICODE8: u8 = 0x8d;
-const BININT: u8 = b'J';
-const BININT1: u8 = b'K';
-const BININT2: u8 = b'M';
-const LONG1: u8 = 0x8a;
-const NEWTRUE: u8 = 0x88;
-const NEWFALSE: u8 = 0x89;
-const BINFLOAT: u8 = b'G';
-const TUPLE: u8 = b't';
-const TUPLE1: u8 = 0x85;
-const TUPLE2: u8 = 0x86;
-const TUPLE3: u8 = 0x87;
-const EMPTY_TUPLE: u8 = b')';
-const NONE: u8 = b'N';
-const LONG4: u8 = 0x8b;
-const SHORT_BINBYTES: u8 = b'C';
-const BINBYTES: u8 = b'B';
-const BINBYTES8: u8 = 0x8e;
 
 #[derive(Debug)]
 struct Container {
