@@ -47,6 +47,17 @@ async function setFold(page, on) {
   return true;
 }
 
+// The pointer over the middle of the timelines; the readout once it starts with `prefix`
+// (the axis it reads on).
+async function hoverReadout(page, prefix, what) {
+  const box = await page.locator('.pd-hit').boundingBox();
+  await page.mouse.move(box.x + box.width * 0.5, box.y + box.height * 0.5);
+  return poll(async () => {
+    const t = await page.textContent('[data-testid="pd-readout"]');
+    return t.startsWith(prefix) ? t : null;
+  }, what);
+}
+
 // Any CSS colour (computed colour-mix() results come back as oklab()) as sRGB bytes, through
 // a canvas.
 function toRgb(page, color) {
@@ -217,12 +228,7 @@ async function testPage(context, file) {
         expect(await page.locator(`[data-testid="pd-peak-${side}"]`).count() === 1, `no ${side} peak marker`);
       }
       await page.locator('[data-testid="pd-timeline"]').scrollIntoViewIfNeeded();
-      const box = await page.locator('.pd-hit').boundingBox();
-      await page.mouse.move(box.x + box.width * 0.5, box.y + box.height * 0.5);
-      const text = await poll(async () => {
-        const t = await page.textContent('[data-testid="pd-readout"]');
-        return t.startsWith('Ordinal') ? t : null;
-      }, 'the readout');
+      const text = await hoverReadout(page, 'Ordinal', 'the readout');
       expect(/ A .* · B /.test(text), `readout "${text}"`);
       // The readout names the bucket holding that ordinal on each side.
       const ord = Number(text.match(/^Ordinal ([\d,]+)/)[1].replace(/,/g, ''));
@@ -249,12 +255,7 @@ async function testPage(context, file) {
       for (const side of ['a', 'b']) {
         expect(await page.locator(`[data-testid="pd-peak-${side}"]`).count() === 1, `no ${side} peak marker on the time axis`);
       }
-      const box = await page.locator('.pd-hit').boundingBox();
-      await page.mouse.move(box.x + box.width * 0.5, box.y + box.height * 0.5);
-      const text = await poll(async () => {
-        const t = await page.textContent('[data-testid="pd-readout"]');
-        return t.startsWith('Time') ? t : null;
-      }, 'the time readout');
+      const text = await hoverReadout(page, 'Time', 'the time readout');
       expect(/^Time .*: A.* · B/.test(text), `readout "${text}"`);
       await page.mouse.move(0, 0);
       await page.click('[data-testid="pd-axis-ordinal"]');

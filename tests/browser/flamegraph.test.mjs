@@ -29,31 +29,27 @@ const activeId = (page) => page.evaluate(() => document.activeElement && documen
 const zoomTo = (page, id) => page.evaluate((id) => window.ptSnapFlamegraphView.zoomTo(id), id);
 const SYNTHETIC = ['static', 'preexisting_live_at_event', 'empty_callstack', 'missing'];
 
-// The "Python frames only" view on or off through its checkbox, as a user would.
-async function setPython(page, on) {
-  const ctl = page.locator('[data-testid="fg-python"]');
+// A view option on or off through its checkbox, as a user would; then wait until the view's
+// state (`stateKey`) says so. Without the checkbox, only "off" is possible.
+async function setOption(page, testid, stateKey, on, what) {
+  const ctl = page.locator(`[data-testid="${testid}"]`);
   if (!(await ctl.count())) {
-    expect(!on, 'no Python frames checkbox to turn the view on');
+    expect(!on, `no checkbox to turn ${what} on`);
     return;
   }
   if (on) await ctl.check();
   else await ctl.uncheck();
-  await poll(async () => (await getState(page)).pythonFrames === on, `the Python frames view to turn ${on ? 'on' : 'off'}`);
+  await poll(async () => (await getState(page))[stateKey] === on, `${what} to turn ${on ? 'on' : 'off'}`);
 }
 
-// Folding on or off through the checkbox, as a user would. The checks that fold test the
-// noise fold alone, so the Python frames view (on by default where native frames sit next
-// to Python ones) goes off first.
+// The "Python frames only" view on or off.
+const setPython = (page, on) => setOption(page, 'fg-python', 'pythonFrames', on, 'the Python frames view');
+
+// Folding on or off. The checks that fold test the noise fold alone, so the Python frames
+// view (on by default where native frames sit next to Python ones) goes off first.
 async function setFold(page, on) {
   await setPython(page, false);
-  const ctl = page.locator('[data-testid="fg-fold"]');
-  if (!(await ctl.count())) {
-    expect(!on, 'no fold checkbox to turn folding on');
-    return;
-  }
-  if (on) await ctl.check();
-  else await ctl.uncheck();
-  await poll(async () => (await getState(page)).foldNoise === on, `folding to turn ${on ? 'on' : 'off'}`);
+  await setOption(page, 'fg-fold', 'foldNoise', on, 'folding');
 }
 
 // The rows as getTree() nodes, to check them with the same function.

@@ -7,6 +7,7 @@ mod common;
 use std::path::Path;
 
 use common::{ok_json, pt_snap};
+use pt_snap_testkit::{element_where, string_fields};
 use serde_json::Value;
 
 /// A scratch copy of the reference's database of the upstream multi-device fixture (its
@@ -167,45 +168,24 @@ fn bad_rules_and_flags_are_refused() {
     )
     .unwrap();
     let peak = ["report", "peak-memory", db, "--json"];
-    let m = refused(
-        dir,
-        &[
-            &peak[..],
-            &["--by", "category", "--categories", "rules.toml"],
-        ]
-        .concat(),
-        "INVALID_PARAMETER",
-    );
-    assert!(
-        m.contains("rules.toml") && m.contains("needs a 'file' or a 'function'"),
-        "{m}"
-    );
-    let m = refused(
-        dir,
-        &[
-            &peak[..],
-            &["--by", "category", "--categories", "bad_re.toml"],
-        ]
-        .concat(),
-        "INVALID_PARAMETER",
-    );
-    assert!(m.contains("not a valid regex"), "{m}");
-    let m = refused(
-        dir,
-        &[
-            &peak[..],
-            &["--by", "category", "--categories", "missing.toml"],
-        ]
-        .concat(),
-        "INVALID_PARAMETER",
-    );
-    assert!(m.contains("Cannot read the --categories file"), "{m}");
-    let m = refused(
-        dir,
-        &[&peak[..], &["--categories", "rules.toml"]].concat(),
-        "INVALID_PARAMETER",
-    );
-    assert!(m.contains("--by category"), "{m}");
+    // Each bad rules file or flag, and what its refusal must say.
+    let by_file = |file| ["--by", "category", "--categories", file];
+    let cases: [(&[&str], &[&str]); 4] = [
+        (
+            &by_file("rules.toml"),
+            &["rules.toml", "needs a 'file' or a 'function'"],
+        ),
+        (&by_file("bad_re.toml"), &["not a valid regex"]),
+        (
+            &by_file("missing.toml"),
+            &["Cannot read the --categories file"],
+        ),
+        (&["--categories", "rules.toml"], &["--by category"]),
+    ];
+    for (flags, says) in cases {
+        let m = refused(dir, &[&peak[..], flags].concat(), "INVALID_PARAMETER");
+        assert!(says.iter().all(|s| m.contains(s)), "{m}");
+    }
     // The template refuses bad rules as a parameter error too.
     let m = refused(
         dir,
@@ -256,18 +236,8 @@ fn the_template_is_listed_and_adds_up() {
         .iter()
         .any(|t| t["name"] == "category_breakdown_at_event"));
     let caps = ok_json(dir, &["capabilities", "--json"]);
-    let contract = caps["templates"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|t| t["name"] == "category_breakdown_at_event")
-        .expect("capabilities lists the template");
-    let columns: Vec<&str> = contract["output_schema"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| c["column"].as_str().unwrap())
-        .collect();
+    let contract = element_where(&caps["templates"], "name", "category_breakdown_at_event");
+    let columns = string_fields(&contract["output_schema"], "column");
     for c in ["category", "rule", "bytes", "blocks"] {
         assert!(columns.contains(&c), "{columns:?}");
     }

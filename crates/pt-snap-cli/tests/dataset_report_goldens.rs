@@ -16,7 +16,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use golden::{case_files, compare, golden_root, ours_json, report, run_ours, Case};
-use pt_snap_testkit::repo_root;
+use pt_snap_testkit::{repo_root, strings_of};
 use serde_json::Value;
 
 const FINGERPRINT: &str = "<FINGERPRINT>";
@@ -126,12 +126,7 @@ fn dataset_reports_equal_the_reference_on_our_datasets() {
     let mut failures = BTreeMap::new();
     let mut ran = 0;
     for (name, dir, meta) in sets() {
-        let import_args: Vec<String> = meta["import_args"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|a| a.as_str().unwrap().to_owned())
-            .collect();
+        let import_args = strings_of(&meta["import_args"]);
         let (_tmp, ds, mine) = import_dataset(meta["fixture"].as_str().unwrap(), &import_args);
         let reference = meta["fingerprint"].as_str().unwrap();
         ran += case_files(&dir.join("cases")).len();

@@ -9,6 +9,7 @@ use std::io::BufWriter;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+use pt_snap_testkit::element_where;
 use serde_json::Value;
 
 const PLANTED: u64 = 64 << 20;
@@ -356,13 +357,7 @@ fn bad_input_gets_the_documented_code_and_status() {
     fs::write(w.path("fake.db"), &fake_db).unwrap();
     // The codes the contract documents for `diff`.
     let caps: Value = serde_json::from_slice(&w.run(&["capabilities", "--json"]).stdout).unwrap();
-    let errors = caps["commands"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["name"] == "diff")
-        .unwrap()["errors"]
-        .clone();
+    let errors = element_where(&caps["commands"], "name", "diff")["errors"].clone();
     for (args, want) in [
         (vec!["missing.db", "a.pickle"], "DATABASE_NOT_FOUND"),
         (vec!["a.pickle", "missing.pickle"], "SNAPSHOT_INVALID"),
@@ -458,20 +453,10 @@ fn an_existing_output_survives_a_failed_run_or_write() {
     let json = w.diff(&["a.pickle", "b.pickle"]);
     let tree = script_data(&html, "tree-data");
     assert_eq!(tree["mode"], "diff");
-    let root = tree["nodes"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|n| n["node_id"] == "root")
-        .unwrap();
+    let root = element_where(&tree["nodes"], "node_id", "root");
     assert_eq!(root["bytes_a"], json["total_a"]);
     assert_eq!(root["bytes_b"], json["total_b"]);
-    let kv = tree["nodes"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|n| n["name"] == "kv_cache")
-        .unwrap();
+    let kv = element_where(&tree["nodes"], "name", "kv_cache");
     assert_eq!(
         (int(&kv["bytes_a"]), int(&kv["bytes_b"])),
         (0, PLANTED as i64)
@@ -534,12 +519,7 @@ fn capabilities_list_the_contract_and_it_documents_every_field() {
     assert!(out.status.success(), "{out:?}");
     let caps: Value = serde_json::from_slice(&out.stdout).unwrap();
     // The keys' order (the reference's, then `commands`) is the ranks tests' check.
-    let contract = caps["commands"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["name"] == "diff")
-        .unwrap();
+    let contract = element_where(&caps["commands"], "name", "diff");
     let fields = contract["output_schema"].as_array().unwrap();
     let documented: BTreeSet<String> = fields
         .iter()

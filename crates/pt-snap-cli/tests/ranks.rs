@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 use common::pt_snap;
-use pt_snap_testkit::repo_root;
+use pt_snap_testkit::{object_keys, repo_root, string_fields};
 use serde_json::Value;
 use std::process::Output;
 
@@ -118,6 +118,13 @@ fn ranks_of(document: &Value) -> &Vec<Value> {
     document["ranks"].as_array().unwrap()
 }
 
+/// `pt-snap ranks … --json` where a file fails: it exits 1 and still lists every row.
+fn failed_ranks(root: &Path, args: &[&str]) -> Vec<Value> {
+    let out = pt_snap(root, args);
+    assert_eq!(out.status.code(), Some(1));
+    ranks_of(&json_of(&out)).clone()
+}
+
 #[test]
 fn the_planted_rank_and_only_it_is_an_outlier() {
     let dir = copies(&(0..RANKS).collect::<Vec<_>>());
@@ -133,12 +140,7 @@ fn the_planted_rank_and_only_it_is_an_outlier() {
         String::from_utf8_lossy(&out.stderr)
     );
     let document = json_of(&out);
-    let keys: Vec<&str> = document
-        .as_object()
-        .unwrap()
-        .keys()
-        .map(String::as_str)
-        .collect();
+    let keys = object_keys(&document);
     assert_eq!(
         &keys[..5],
         ["schema_version", "ok", "metric", "ranks", "median"]
@@ -427,9 +429,7 @@ fn databases_are_read_as_given() {
     assert_eq!(rows[0]["reused"], true);
     // A file that is not a database where one was named.
     fs::write(root.join("rank7.db"), b"SQLite format 3\0not really").unwrap();
-    let out = pt_snap(&root, &["ranks", "rank0.pickle", "rank7.db", "--json"]);
-    assert_eq!(out.status.code(), Some(1));
-    let rows = ranks_of(&json_of(&out)).clone();
+    let rows = failed_ranks(&root, &["ranks", "rank0.pickle", "rank7.db", "--json"]);
     assert_eq!(rows[1]["error"]["code"], "DATABASE_SCHEMA_INVALID");
 }
 
@@ -529,9 +529,7 @@ fn usage_errors_and_an_empty_set() {
     assert!(out.stdout.is_empty());
     let envelope: Value = serde_json::from_slice(&out.stderr).unwrap();
     assert_eq!(envelope["error"]["code"], "SNAPSHOT_INVALID");
-    let out = pt_snap(&root, &["ranks", "missing.pickle", "--json"]);
-    assert_eq!(out.status.code(), Some(1));
-    let rows = ranks_of(&json_of(&out)).clone();
+    let rows = failed_ranks(&root, &["ranks", "missing.pickle", "--json"]);
     assert_eq!(rows[0]["error"]["code"], "SNAPSHOT_INVALID");
 }
 
@@ -541,12 +539,7 @@ fn capabilities_list_the_command_contract_after_the_reference_keys() {
     let out = pt_snap(dir.path(), &["capabilities", "--json"]);
     assert!(out.status.success(), "{out:?}");
     let document = json_of(&out);
-    let keys: Vec<&str> = document
-        .as_object()
-        .unwrap()
-        .keys()
-        .map(String::as_str)
-        .collect();
+    let keys = object_keys(&document);
     assert_eq!(
         keys,
         [
@@ -569,12 +562,7 @@ fn capabilities_list_the_command_contract_after_the_reference_keys() {
         "sorted by name"
     );
     let ranks = &commands[2];
-    let fields: Vec<&str> = ranks["output_schema"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|f| f["field"].as_str().unwrap())
-        .collect();
+    let fields = string_fields(&ranks["output_schema"], "field");
     assert!(fields.contains(&"ranks[].peak_active_event_id"));
     assert!(fields.contains(&"ranks[].outlier_reason"));
     let text = pt_snap(dir.path(), &["capabilities"]);

@@ -5,7 +5,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use pt_snap_testkit::tree_of;
+use pt_snap_testkit::{element_where, object_keys, string_fields, tree_of};
 use serde_json::{json, Value};
 
 const SKILLS: [&str; 7] = [
@@ -90,6 +90,19 @@ impl Sandbox {
         self.run_with(args, &[])
     }
 
+    /// `skill uninstall pt-snap-helper -t <targets> --json`: its report.
+    fn uninstall_helper(&self, targets: &str) -> Value {
+        self.run(&[
+            "skill",
+            "uninstall",
+            "pt-snap-helper",
+            "-t",
+            targets,
+            "--json",
+        ])
+        .json()
+    }
+
     fn user_skill(&self, host: &str, name: &str) -> PathBuf {
         self.home.join(format!(".{host}/skills/{name}"))
     }
@@ -98,13 +111,7 @@ impl Sandbox {
         let mut all = vec!["skill", "list", "--json"];
         all.extend_from_slice(args);
         let listing = self.run(&all).json();
-        listing["skills"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|s| s["name"] == name)
-            .unwrap()
-            .clone()
+        element_where(&listing["skills"], "name", name).clone()
     }
 }
 
@@ -120,21 +127,17 @@ fn results(report: &Value) -> Vec<(String, String, String, String)> {
         .collect()
 }
 
-fn keys(v: &Value) -> Vec<&str> {
-    v.as_object().unwrap().keys().map(String::as_str).collect()
-}
-
 #[test]
 fn list_json_shape() {
     let sb = Sandbox::new();
     let listing = sb.run(&["skill", "list", "--json"]).json();
-    assert_eq!(keys(&listing), ["skills"]);
+    assert_eq!(object_keys(&listing), ["skills"]);
     let skills = listing["skills"].as_array().unwrap();
     let names: Vec<&str> = skills.iter().map(|s| s["name"].as_str().unwrap()).collect();
     assert_eq!(names, SKILLS);
     for skill in skills {
         assert_eq!(
-            keys(skill),
+            object_keys(skill),
             ["name", "description", "source_dir", "status", "locations"]
         );
         assert!(!skill["description"].as_str().unwrap().is_empty());
@@ -162,7 +165,7 @@ fn install_defaults_to_agents_and_claude_and_then_lists_installed() {
     let sb = Sandbox::new();
     let report = sb.run(&["skill", "install", "--json"]).json();
     assert_eq!(
-        keys(&report),
+        object_keys(&report),
         ["results", "restart_required", "restart_hint"]
     );
     assert_eq!(report["restart_required"], true);
@@ -176,7 +179,10 @@ fn install_defaults_to_agents_and_claude_and_then_lists_installed() {
         .collect();
     assert_eq!(results(&report), expected);
     let first = &report["results"][0];
-    assert_eq!(keys(first), ["name", "host", "scope", "path", "action"]);
+    assert_eq!(
+        object_keys(first),
+        ["name", "host", "scope", "path", "action"]
+    );
     assert_eq!(
         first["path"],
         sb.user_skill("agents", SKILLS[0]).to_str().unwrap()
@@ -196,12 +202,7 @@ fn install_defaults_to_agents_and_claude_and_then_lists_installed() {
 
     let helper = sb.status(&[], "pt-snap-helper");
     assert_eq!(helper["status"], "installed");
-    let statuses: Vec<&str> = helper["locations"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|l| l["status"].as_str().unwrap())
-        .collect();
+    let statuses = string_fields(&helper["locations"], "status");
     assert_eq!(
         statuses,
         [
@@ -597,7 +598,7 @@ fn install_then_uninstall_leaves_nothing_behind() {
     );
     let report = sb.run(&["skill", "uninstall", "--json"]).json();
     assert_eq!(
-        keys(&report),
+        object_keys(&report),
         ["results", "restart_required", "restart_hint"]
     );
     assert!(results(&report).iter().all(|r| r.3 == "uninstalled"));
@@ -644,18 +645,9 @@ fn uninstall_leaves_a_same_named_folder_the_user_wrote() {
     assert_eq!(text.stderr, format!("warning: {warning}\n"));
     assert_eq!(tree_of(&mine), ["SKILL.md", "notes.md"]);
 
-    let report = sb
-        .run(&[
-            "skill",
-            "uninstall",
-            "pt-snap-helper",
-            "-t",
-            "claude",
-            "--json",
-        ])
-        .json();
+    let report = sb.uninstall_helper("claude");
     assert_eq!(
-        keys(&report),
+        object_keys(&report),
         ["results", "restart_required", "restart_hint", "warnings"]
     );
     assert_eq!(report["results"][0]["action"], "kept");
@@ -692,7 +684,7 @@ fn uninstall_keeps_files_the_user_added_or_modified() {
     assert_eq!(listed["locations"][1]["status"], "outdated");
     assert_eq!(listed["locations"][1]["local_changes"], json!(["SKILL.md"]));
     assert_eq!(
-        keys(&listed["locations"][2]),
+        object_keys(&listed["locations"][2]),
         ["host", "scope", "path", "status"]
     );
 
@@ -720,16 +712,7 @@ fn uninstall_keeps_files_the_user_added_or_modified() {
         "my edits\n"
     );
 
-    let report = sb
-        .run(&[
-            "skill",
-            "uninstall",
-            "pt-snap-helper",
-            "-t",
-            "agents,claude",
-            "--json",
-        ])
-        .json();
+    let report = sb.uninstall_helper("agents,claude");
     assert_eq!(
         results(&report)
             .into_iter()

@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use pt_snap_query::{Analyzer, QueryRequest};
-use pt_snap_testkit::repo_root;
+use pt_snap_testkit::{repo_root, strings_of};
 use serde_json::{json, Value};
 
 mod common;
@@ -98,12 +98,7 @@ fn datafusion(dataset: &Path, name: &str, cwd: &Path) -> (Vec<String>, Vec<Vec<V
         cwd,
         &["sql", dataset.to_str().unwrap(), "--query", name, "--json"],
     ));
-    let columns: Vec<String> = doc["columns"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| c.as_str().unwrap().to_owned())
-        .collect();
+    let columns = strings_of(&doc["columns"]);
     let rows = doc["rows"]
         .as_array()
         .unwrap()
@@ -159,12 +154,7 @@ fn named_queries_agree_across_datafusion_spark_and_the_snapshot_dbs() {
     for name in &names {
         let (columns, rows) = datafusion(&dataset, name, &root);
         let s = &spark[name];
-        let spark_columns: Vec<String> = s["columns"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|c| c.as_str().unwrap().to_owned())
-            .collect();
+        let spark_columns = strings_of(&s["columns"]);
         assert_eq!(columns, spark_columns, "{name}: columns");
         let spark_rows: Vec<Vec<Value>> = s["rows"]
             .as_array()

@@ -66,6 +66,13 @@ impl Work {
         serde_json::from_slice(&out.stdout).unwrap()
     }
 
+    /// Imports the snapshot both ways: as a database, then as a sharded dataset
+    /// (`--events-per-slice`), so that both kinds of output pass their cleanup.
+    fn import_both(&self) {
+        self.import_json(&[]);
+        self.import_json(&["--events-per-slice", "3"]);
+    }
+
     fn spawn(&self, args: &[&str]) -> Child {
         self.command(&[&["--json"], args].concat())
             .stdout(Stdio::piped())
@@ -210,16 +217,14 @@ fn a_live_imports_files_survive() {
     age(&tmp, 48);
     age(&ds_stage, 48);
 
-    w.import_json(&[]);
-    w.import_json(&["--events-per-slice", "3"]);
+    w.import_both();
     assert!(exists(&tmp) && exists(&lock) && exists(&ds_stage) && exists(&ds_lock));
     assert_eq!(fs::read(&tmp).unwrap(), vec![1u8; 4096]);
 
     // Once their owner is gone, they go.
     drop(held);
     drop(ds_held);
-    w.import_json(&[]);
-    w.import_json(&["--events-per-slice", "3"]);
+    w.import_both();
     assert_eq!(w.hidden(), Vec::<String>::new());
 }
 
@@ -259,8 +264,7 @@ fn ownerless_files_go_only_when_abandoned_and_symlinks_are_never_followed() {
     fs::write(&odd, b"x").unwrap();
     age(&odd, 25);
 
-    w.import_json(&[]);
-    w.import_json(&["--events-per-slice", "3"]);
+    w.import_both();
     let mut expected: Vec<String> = [
         format!(".{DB}.New001.tmp"),
         format!(".{DB}.Odd1.tmp"),

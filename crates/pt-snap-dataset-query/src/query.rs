@@ -231,6 +231,17 @@ fn get_i(row: &Row, k: &str) -> Option<i64> {
     row.get(k).and_then(Value::as_i64)
 }
 
+/// The trace events of these blocks' lifetimes: every `allocEventId` and `freeEventId` that
+/// is a real event (not negative), in row order.
+fn lifetime_event_ids(blocks: &[Row]) -> Vec<i64> {
+    blocks
+        .iter()
+        .flat_map(|b| [get_i(b, "allocEventId"), get_i(b, "freeEventId")])
+        .flatten()
+        .filter(|v| *v >= 0)
+        .collect()
+}
+
 /// `(offset, limit)` of a template's row window with the `-n` cap.
 fn window(params: &Params, max_rows: Option<i64>) -> (i64, i64) {
     let offset = int(params, "offset").unwrap_or(0).max(0);

@@ -138,16 +138,20 @@ impl SnapshotDb {
         Metadata::read(&self.conn)
     }
 
+    /// Whether the database has a table of this name: our own extension tables are optional.
+    fn has_table(&self, name: &str) -> rusqlite::Result<bool> {
+        self.conn.query_row(
+            "SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?)",
+            [name],
+            |r| r.get(0),
+        )
+    }
+
     /// How many events a lenient replay applied from the trace alone, or `None` when the DB
     /// comes from a strict replay (every DB of the reference's, and ours without
     /// `--lenient`).
     pub fn lenient_replay_issues(&self) -> rusqlite::Result<Option<i64>> {
-        let lenient: bool = self.conn.query_row(
-            "SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?)",
-            [crate::schema::REPLAY_ISSUES_TABLE],
-            |r| r.get(0),
-        )?;
-        if !lenient {
+        if !self.has_table(crate::schema::REPLAY_ISSUES_TABLE)? {
             return Ok(None);
         }
         let sql = format!(
@@ -163,12 +167,7 @@ impl SnapshotDb {
     ///
     /// [`schema::OOM_TABLE`]: crate::schema::OOM_TABLE
     pub fn oom_device_free(&self, device: usize) -> rusqlite::Result<Option<Vec<OomDeviceFree>>> {
-        let present: bool = self.conn.query_row(
-            "SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?)",
-            [crate::schema::OOM_TABLE],
-            |r| r.get(0),
-        )?;
-        if !present {
+        if !self.has_table(crate::schema::OOM_TABLE)? {
             return Ok(None);
         }
         let sql = format!(
@@ -187,12 +186,7 @@ impl SnapshotDb {
     /// [`schema::event_time_table`]: crate::schema::event_time_table
     pub fn times_available(&self, device: i64) -> rusqlite::Result<Result<(), NoTimes>> {
         let table = format!("pt_snap_x_event_time_{device}");
-        let present: bool = self.conn.query_row(
-            "SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?)",
-            [&table],
-            |r| r.get(0),
-        )?;
-        if !present {
+        if !self.has_table(&table)? {
             return Ok(Err(NoTimes::NotInDatabase));
         }
         let any: bool =

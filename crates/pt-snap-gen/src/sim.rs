@@ -74,12 +74,12 @@ pub struct Segment {
 }
 
 impl Segment {
+    /// The blocks the program holds: not free, not pending free.
+    fn allocated_blocks(&self) -> impl Iterator<Item = &Block> {
+        self.blocks.values().filter(|b| b.state == State::Allocated)
+    }
     pub fn allocated_size(&self) -> u64 {
-        self.blocks
-            .values()
-            .filter(|b| b.state == State::Allocated)
-            .map(|b| b.size)
-            .sum()
+        self.allocated_blocks().map(|b| b.size).sum()
     }
     pub fn active_size(&self) -> u64 {
         self.blocks
@@ -89,11 +89,7 @@ impl Segment {
             .sum()
     }
     pub fn requested_size(&self) -> u64 {
-        self.blocks
-            .values()
-            .filter(|b| b.state == State::Allocated)
-            .map(|b| b.requested)
-            .sum()
+        self.allocated_blocks().map(|b| b.requested).sum()
     }
 }
 

@@ -1,17 +1,13 @@
 //! Generator tests: CPython byte compatibility of the pickle writer, determinism,
 //! and allocator invariants checked on the simulation's own structures.
 
-use pt_snap_gen::pickle::PickleWriter;
+use pt_snap_gen::pickle::{to_vec, PickleWriter};
 use pt_snap_gen::sim::DeviceSim;
 use pt_snap_gen::{catalog, generate, simulate, Config};
 use std::io;
 
-fn dumps(f: impl FnOnce(&mut PickleWriter<&mut Vec<u8>>) -> io::Result<()>) -> Vec<u8> {
-    let mut buf = Vec::new();
-    let mut w = PickleWriter::new(&mut buf).unwrap();
-    f(&mut w).unwrap();
-    w.finish().unwrap();
-    buf
+fn dumps(f: impl FnOnce(&mut PickleWriter<Vec<u8>>) -> io::Result<()>) -> Vec<u8> {
+    to_vec(f).unwrap()
 }
 
 fn fnv1a(b: &[u8]) -> u64 {

@@ -20,6 +20,7 @@ use std::cell::Cell;
 use std::io::{self, ErrorKind, Read};
 use std::rc::Rc;
 
+use crate::text::twos_complement;
 use crate::{op, vm, Error, Limits, Pickle, Sink};
 
 /// Items per `MARK` … `APPENDS`/`SETITEMS` batch, as CPython's pickler writes them.
@@ -637,43 +638,6 @@ fn number_kind(t: &[u8]) -> Option<bool> {
         }
     }
     (i == t.len()).then_some(integer)
-}
-
-/// The little-endian two's complement of `±digits` (decimal), with room for the sign bit.
-fn twos_complement(negative: bool, digits: &[u8]) -> Vec<u8> {
-    // Magnitude in base 2^32, least significant limb first.
-    let mut limbs: Vec<u32> = vec![0];
-    for &d in digits {
-        let mut carry = u64::from(d - b'0');
-        for limb in &mut limbs {
-            let v = u64::from(*limb) * 10 + carry;
-            *limb = v as u32;
-            carry = v >> 32;
-        }
-        if carry > 0 {
-            limbs.push(carry as u32);
-        }
-    }
-    let mut bytes: Vec<u8> = limbs.iter().flat_map(|l| l.to_le_bytes()).collect();
-    bytes.push(0);
-    if negative {
-        let mut carry = true;
-        for b in &mut bytes {
-            let (v, c) = (!*b).overflowing_add(u8::from(carry));
-            *b = v;
-            carry = c;
-        }
-    }
-    // Drop bytes that only repeat the sign.
-    while bytes.len() > 1 {
-        let (top, next) = (bytes[bytes.len() - 1], bytes[bytes.len() - 2]);
-        if (top == 0 && next & 0x80 == 0) || (top == 0xff && next & 0x80 != 0) {
-            bytes.pop();
-        } else {
-            break;
-        }
-    }
-    bytes
 }
 
 /// A byte as a person reads it in an error message.

@@ -72,29 +72,44 @@ pub(crate) fn parse_decimal(text: &[u8]) -> Result<Int, String> {
     if fits.is_some() {
         return Ok(Int::Small(small));
     }
-    // Magnitude in little-endian base 256, then two's complement.
-    let mut mag: Vec<u8> = vec![0];
+    Ok(int_from_le(&twos_complement(neg, digits)))
+}
+
+/// The little-endian two's complement of `±digits` (decimal), with room for the sign bit.
+pub(crate) fn twos_complement(negative: bool, digits: &[u8]) -> Vec<u8> {
+    // Magnitude in base 2^32, least significant limb first.
+    let mut limbs: Vec<u32> = vec![0];
     for &d in digits {
-        let mut carry = u32::from(d - b'0');
-        for byte in &mut mag {
-            let v = u32::from(*byte) * 10 + carry;
-            *byte = v as u8;
-            carry = v >> 8;
+        let mut carry = u64::from(d - b'0');
+        for limb in &mut limbs {
+            let v = u64::from(*limb) * 10 + carry;
+            *limb = v as u32;
+            carry = v >> 32;
         }
         if carry > 0 {
-            mag.push(carry as u8);
+            limbs.push(carry as u32);
         }
     }
-    mag.push(0); // room for the sign bit
-    if neg {
+    let mut bytes: Vec<u8> = limbs.iter().flat_map(|l| l.to_le_bytes()).collect();
+    bytes.push(0);
+    if negative {
         let mut carry = true;
-        for byte in &mut mag {
-            let (v, c) = (!*byte).overflowing_add(u8::from(carry));
-            *byte = v;
+        for b in &mut bytes {
+            let (v, c) = (!*b).overflowing_add(u8::from(carry));
+            *b = v;
             carry = c;
         }
     }
-    Ok(int_from_le(&mag))
+    // Drop bytes that only repeat the sign.
+    while bytes.len() > 1 {
+        let (top, next) = (bytes[bytes.len() - 1], bytes[bytes.len() - 2]);
+        if (top == 0 && next & 0x80 == 0) || (top == 0xff && next & 0x80 != 0) {
+            bytes.pop();
+        } else {
+            break;
+        }
+    }
+    bytes
 }
 
 pub(crate) fn parse_float(text: &[u8]) -> Result<f64, String> {

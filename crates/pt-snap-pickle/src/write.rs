@@ -12,45 +12,18 @@
 use std::collections::HashMap;
 use std::io::{self, Write};
 
+// The opcodes from `op`, the decoder's table, so that each byte is named once.
+use crate::op::{
+    APPEND, APPENDS, BINBYTES, BINBYTES8, BINFLOAT, BINGET, BININT, BININT1, BININT2, BINUNICODE,
+    BINUNICODE8, EMPTY_DICT, EMPTY_LIST, EMPTY_TUPLE, FRAME, LONG1, LONG4, LONG_BINGET, MARK,
+    MEMOIZE, NEWFALSE, NEWTRUE, NONE, PROTO, SETITEM, SETITEMS, SHORT_BINBYTES, SHORT_BINUNICODE,
+    STOP, TUPLE, TUPLE1, TUPLE2, TUPLE3,
+};
 use crate::{Arena, Node, NodeId, Val};
 
 const FRAME_SIZE_TARGET: usize = 64 * 1024;
 const FRAME_SIZE_MIN: usize = 4;
 const BATCHSIZE: usize = 1000;
-
-const PROTO: u8 = 0x80;
-const FRAME: u8 = 0x95;
-const STOP: u8 = b'.';
-const MARK: u8 = b'(';
-const EMPTY_DICT: u8 = b'}';
-const EMPTY_LIST: u8 = b']';
-const SETITEM: u8 = b's';
-const SETITEMS: u8 = b'u';
-const APPEND: u8 = b'a';
-const APPENDS: u8 = b'e';
-const MEMOIZE: u8 = 0x94;
-const BINGET: u8 = b'h';
-const LONG_BINGET: u8 = b'j';
-const SHORT_BINUNICODE: u8 = 0x8c;
-const BINUNICODE: u8 = b'X';
-const BINUNICODE8: u8 = 0x8d;
-const BININT: u8 = b'J';
-const BININT1: u8 = b'K';
-const BININT2: u8 = b'M';
-const LONG1: u8 = 0x8a;
-const NEWTRUE: u8 = 0x88;
-const NEWFALSE: u8 = 0x89;
-const BINFLOAT: u8 = b'G';
-const TUPLE: u8 = b't';
-const TUPLE1: u8 = 0x85;
-const TUPLE2: u8 = 0x86;
-const TUPLE3: u8 = 0x87;
-const EMPTY_TUPLE: u8 = b')';
-const NONE: u8 = b'N';
-const LONG4: u8 = 0x8b;
-const SHORT_BINBYTES: u8 = b'C';
-const BINBYTES: u8 = b'B';
-const BINBYTES8: u8 = 0x8e;
 
 #[derive(Debug)]
 struct Container {
@@ -153,6 +126,23 @@ impl<W: Write> PickleWriter<W> {
         }
     }
 
+    /// `payload` behind the opcode for its size, as CPython picks: the three opcodes take a 1-,
+    /// 4- and 8-byte little-endian length.
+    fn sized(&mut self, payload: &[u8], [short, long, long8]: [u8; 3]) {
+        let len = payload.len();
+        if len < 256 {
+            self.frame.push(short);
+            self.frame.push(len as u8);
+        } else if len <= u32::MAX as usize {
+            self.frame.push(long);
+            self.frame.extend_from_slice(&(len as u32).to_le_bytes());
+        } else {
+            self.frame.push(long8);
+            self.frame.extend_from_slice(&(len as u64).to_le_bytes());
+        }
+        self.frame.extend_from_slice(payload);
+    }
+
     fn memoize(&mut self) -> u32 {
         self.frame.push(MEMOIZE);
         let id = self.memo_next;
@@ -248,20 +238,7 @@ impl<W: Write> PickleWriter<W> {
             }
         }
         self.begin_value()?;
-        let b = s.as_bytes();
-        if b.len() < 256 {
-            self.frame.push(SHORT_BINUNICODE);
-            self.frame.push(b.len() as u8);
-        } else if b.len() <= u32::MAX as usize {
-            self.frame.push(BINUNICODE);
-            self.frame
-                .extend_from_slice(&(b.len() as u32).to_le_bytes());
-        } else {
-            self.frame.push(BINUNICODE8);
-            self.frame
-                .extend_from_slice(&(b.len() as u64).to_le_bytes());
-        }
-        self.frame.extend_from_slice(b);
+        self.sized(s.as_bytes(), [SHORT_BINUNICODE, BINUNICODE, BINUNICODE8]);
         let id = self.memoize();
         if Self::is_singleton_str(s) {
             self.singleton_strs.insert(s.to_string(), id);
@@ -348,19 +325,7 @@ impl<W: Write> PickleWriter<W> {
     /// A `bytes` object (memoized). Returns its memo index.
     pub fn bytes(&mut self, b: &[u8]) -> io::Result<u32> {
         self.begin_value()?;
-        if b.len() < 256 {
-            self.frame.push(SHORT_BINBYTES);
-            self.frame.push(b.len() as u8);
-        } else if b.len() <= u32::MAX as usize {
-            self.frame.push(BINBYTES);
-            self.frame
-                .extend_from_slice(&(b.len() as u32).to_le_bytes());
-        } else {
-            self.frame.push(BINBYTES8);
-            self.frame
-                .extend_from_slice(&(b.len() as u64).to_le_bytes());
-        }
-        self.frame.extend_from_slice(b);
+        self.sized(b, [SHORT_BINBYTES, BINBYTES, BINBYTES8]);
         let id = self.memoize();
         self.end_value();
         Ok(id)
@@ -546,16 +511,21 @@ impl<W: Write> PickleWriter<W> {
     }
 }
 
+/// One whole pickle in memory: the header, what `write` streams, STOP.
+pub fn to_vec(
+    write: impl FnOnce(&mut PickleWriter<Vec<u8>>) -> io::Result<()>,
+) -> io::Result<Vec<u8>> {
+    let mut w = PickleWriter::new(Vec::new())?;
+    write(&mut w)?;
+    Ok(w.finish()?.0)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn dumps(f: impl FnOnce(&mut PickleWriter<&mut Vec<u8>>) -> io::Result<()>) -> Vec<u8> {
-        let mut buf = Vec::new();
-        let mut w = PickleWriter::new(&mut buf).unwrap();
-        f(&mut w).unwrap();
-        w.finish().unwrap();
-        buf
+    fn dumps(f: impl FnOnce(&mut PickleWriter<Vec<u8>>) -> io::Result<()>) -> Vec<u8> {
+        to_vec(f).unwrap()
     }
 
     #[test]

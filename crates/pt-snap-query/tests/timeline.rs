@@ -2,7 +2,7 @@
 //! series from the `allocation` template and against `memory_peak`.
 
 use pt_snap_query::{Analyzer, QueryRequest, TimelineRequest, Value};
-use pt_snap_testkit::repo_root;
+use pt_snap_testkit::{copy_from_repo, repo_root};
 
 fn analyzer() -> Analyzer {
     Analyzer::open(&repo_root().join("tests/golden/query/empty_cache/reference.db")).unwrap()
@@ -151,11 +151,7 @@ fn one_event_per_bucket_when_zoomed_in_and_nothing_outside_the_events() {
 fn with_times(time: impl Fn(i64) -> Option<i64>) -> (tempfile::TempDir, Analyzer, Vec<[i64; 5]>) {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("timed.db");
-    std::fs::copy(
-        repo_root().join("tests/golden/query/empty_cache/reference.db"),
-        &path,
-    )
-    .unwrap();
+    copy_from_repo("tests/golden/query/empty_cache/reference.db", &path);
     let all = series(&analyzer());
     let mut timed = Vec::new();
     {
@@ -294,11 +290,7 @@ fn without_times_the_time_axis_says_why() {
     assert_eq!((t.unknown, t.origin_us, t.timed_events), (None, None, 0));
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("empty.db");
-    std::fs::copy(
-        repo_root().join("tests/golden/query/empty_cache/reference.db"),
-        &path,
-    )
-    .unwrap();
+    copy_from_repo("tests/golden/query/empty_cache/reference.db", &path);
     pt_snap_query::rusqlite::Connection::open(&path)
         .unwrap()
         .execute_batch(&pt_snap_db::schema::create_event_time_table(0))

@@ -18,6 +18,25 @@ pub(crate) fn sub(a: i64, b: i64) -> Result<i64, String> {
 
 const OVERFLOWS: &str = "overflows a 64-bit integer";
 
+/// `[segment active, device active, device allocated]` with `block`'s size counted in
+/// (`step` = [`add`]) or out ([`sub`]). Computed before anything changes, so an overflow
+/// leaves the state as it was.
+fn block_counted(
+    step: fn(i64, i64) -> Result<i64, String>,
+    [seg_active, active, allocated]: [i64; 3],
+    block: &LiveBlock,
+) -> Result<[i64; 3], String> {
+    Ok([
+        step(seg_active, block.size)?,
+        step(active, block.size)?,
+        if block.state == BlockState::ActiveAllocated {
+            step(allocated, block.size)?
+        } else {
+            allocated
+        },
+    ])
+}
+
 /// Whether a replay failure is one of [`add`]'s or [`sub`]'s.
 pub(crate) fn is_overflow(reason: &str) -> bool {
     reason.ends_with(OVERFLOWS)
@@ -254,13 +273,8 @@ impl DeviceState {
                 block.address, block.size, seg.address, seg.total_size
             ));
         }
-        let seg_active = add(seg.active, block.size)?;
-        let active = add(self.active, block.size)?;
-        let allocated = if block.state == BlockState::ActiveAllocated {
-            add(self.allocated, block.size)?
-        } else {
-            self.allocated
-        };
+        let [seg_active, active, allocated] =
+            block_counted(add, [seg.active, self.active, self.allocated], &block)?;
         seg.blocks.insert(i, block);
         seg.active = seg_active;
         (self.active, self.allocated) = (active, allocated);
@@ -271,13 +285,8 @@ impl DeviceState {
     pub fn detach(&mut self, s: usize, b: usize) -> Result<LiveBlock, String> {
         let seg = &mut self.segments[s];
         let block = seg.blocks[b];
-        let seg_active = sub(seg.active, block.size)?;
-        let active = sub(self.active, block.size)?;
-        let allocated = if block.state == BlockState::ActiveAllocated {
-            sub(self.allocated, block.size)?
-        } else {
-            self.allocated
-        };
+        let [seg_active, active, allocated] =
+            block_counted(sub, [seg.active, self.active, self.allocated], &block)?;
         seg.blocks.remove(b);
         seg.active = seg_active;
         (self.active, self.allocated) = (active, allocated);

@@ -614,6 +614,12 @@ mod tests {
         }
     }
 
+    /// [`real`] stack `name` without its lines that contain `cut`.
+    fn real_without(name: &str, cut: &str) -> String {
+        let kept: Vec<&str> = real(name).lines().filter(|l| !l.contains(cut)).collect();
+        kept.join("\n")
+    }
+
     #[test]
     fn real_stacks_are_labelled_by_the_users_frame_and_the_torch_call() {
         let cases = [
@@ -661,21 +667,16 @@ mod tests {
     fn a_real_stack_without_user_frames_is_labelled_by_torch() {
         // tensor_backward with the user's three frames taken out: only torch's Python
         // frames and native ones remain.
-        let text: Vec<&str> = real("tensor_backward")
-            .lines()
-            .filter(|l| !l.contains("benchmarking_script.py"))
-            .collect();
-        let frames = normalize_stack(&text.join("\n"));
+        let text = real_without("tensor_backward", "benchmarking_script.py");
+        let frames = normalize_stack(&text);
         assert!(frames.iter().all(|f| f.origin != Origin::User));
         assert_eq!(label(&frames).as_deref(), Some("torch/_tensor.py:backward"));
         // Another package's frame stands in for the user's.
-        let mut with_package = text.clone();
-        with_package.insert(
-            0,
-            "/venv/lib/python3.12/site-packages/transformers/trainer.py:2240 train",
+        let with_package = format!(
+            "/venv/lib/python3.12/site-packages/transformers/trainer.py:2240 train\n{text}"
         );
         assert_eq!(
-            label_text(&with_package.join("\n")).as_deref(),
+            label_text(&with_package).as_deref(),
             Some("train (transformers/trainer.py:2240) → torch/_tensor.py:backward")
         );
     }
@@ -683,14 +684,8 @@ mod tests {
     #[test]
     fn a_real_stack_without_python_frames_is_labelled_by_its_native_frames() {
         // The autograd stack without its node: the first operator.
-        let text: Vec<&str> = real("autograd_index_backward")
-            .lines()
-            .filter(|l| !l.contains("autograd::generated"))
-            .collect();
-        assert_eq!(
-            label_text(&text.join("\n")).as_deref(),
-            Some("aten::_index_put_impl_")
-        );
+        let text = real_without("autograd_index_backward", "autograd::generated");
+        assert_eq!(label_text(&text).as_deref(), Some("aten::_index_put_impl_"));
         // Nothing but the allocator and the unwinder: the allocator, without parameters.
         let text = "??:0 start_thread\n\
             CUDACachingAllocator.cpp:0 c10::cuda::CUDACachingAllocator::Native::DeviceCachingAllocator::malloc(signed char, unsigned long, CUstream_st*)\n\
@@ -764,28 +759,23 @@ mod tests {
         ] {
             assert_eq!(o(native), Origin::Native, "{native}");
         }
-        let op = |f: &str| aten_op(f);
-        assert_eq!(
-            op("at::_ops::div_Tensor::call(at::Tensor const&)").as_deref(),
-            Some("aten::div")
-        );
-        assert_eq!(
-            op("at::_ops::sum_dim_IntList::call(x)").as_deref(),
-            Some("aten::sum")
-        );
-        assert_eq!(
-            op("at::_ops::arange_start_out::call(x)").as_deref(),
-            Some("aten::arange")
-        );
-        assert_eq!(
-            op("at::_ops::_index_put_impl_::call(x)").as_deref(),
-            Some("aten::_index_put_impl_")
-        );
-        assert_eq!(
-            op("at::_ops::empty_strided::redispatch(x)").as_deref(),
-            Some("aten::empty_strided")
-        );
-        assert_eq!(op("at::native::empty_like(x)"), None);
+        // An `at::_ops` frame names its aten op, without the overload the name appends.
+        for (frame, op) in [
+            ("at::_ops::div_Tensor::call(at::Tensor const&)", "aten::div"),
+            ("at::_ops::sum_dim_IntList::call(x)", "aten::sum"),
+            ("at::_ops::arange_start_out::call(x)", "aten::arange"),
+            (
+                "at::_ops::_index_put_impl_::call(x)",
+                "aten::_index_put_impl_",
+            ),
+            (
+                "at::_ops::empty_strided::redispatch(x)",
+                "aten::empty_strided",
+            ),
+        ] {
+            assert_eq!(aten_op(frame).as_deref(), Some(op), "{frame}");
+        }
+        assert_eq!(aten_op("at::native::empty_like(x)"), None);
         assert_eq!(short_native("a::b<c (d)>::f(int, g(h))"), "a::b<c (d)>::f");
         assert_eq!(short_native("no_parens"), "no_parens");
     }

@@ -705,7 +705,7 @@ fn unpublish(dest: &Path) -> io::Result<()> {
 mod tests {
     use super::*;
     use crate::Catalog;
-    use pt_snap_testkit::tree_of;
+    use pt_snap_testkit::{object_keys, string_fields, tree_of};
 
     /// A temporary HOME and project directory, and a two-skill catalog on disk.
     struct Fixture {
@@ -811,12 +811,7 @@ mod tests {
         }
         assert_eq!(places, expected);
         let json = serde_json::to_value(&listing[0]).unwrap();
-        let keys: Vec<&str> = json
-            .as_object()
-            .unwrap()
-            .keys()
-            .map(String::as_str)
-            .collect();
+        let keys = object_keys(&json);
         assert_eq!(
             keys,
             ["name", "description", "source_dir", "status", "locations"]
@@ -1220,12 +1215,7 @@ mod tests {
         assert_eq!(m["format"], "pt-snap-skill-install-v1");
         assert_eq!(m["name"], "alpha");
         assert_eq!(m["digest"], alpha.digest());
-        let paths: Vec<&str> = m["files"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|e| e["path"].as_str().unwrap())
-            .collect();
+        let paths = string_fields(&m["files"], "path");
         assert_eq!(paths, ["SKILL.md", "ref/notes.md"]);
         assert_eq!(
             m["files"][1]["digest"],

@@ -137,21 +137,19 @@ fn flags() -> BTreeMap<&'static str, BTreeSet<&'static str>> {
         .collect()
 }
 
+/// A row template's parameters: its filters, then the ordering and paging every row template
+/// ends with.
+fn paged(filters: &[&'static str]) -> Vec<&'static str> {
+    [filters, &["order_by", "order_dir", "limit", "offset"]].concat()
+}
+
 /// Template → parameter names (spec §7, `capabilities --json`).
 fn templates() -> BTreeMap<&'static str, Vec<&'static str>> {
     let range = vec!["start_id", "end_id"];
     BTreeMap::from([
         (
             "active_blocks_at_event",
-            vec![
-                "event_id",
-                "include_static",
-                "min_size",
-                "order_by",
-                "order_dir",
-                "limit",
-                "offset",
-            ],
+            paged(&["event_id", "include_static", "min_size"]),
         ),
         (
             "active_memory_callstack_at_event",
@@ -169,22 +167,18 @@ fn templates() -> BTreeMap<&'static str, Vec<&'static str>> {
         ),
         (
             "allocation",
-            vec![
+            paged(&[
                 "min_id",
                 "max_id",
                 "min_allocated",
                 "min_active",
                 "min_reserved",
-                "order_by",
-                "order_dir",
-                "limit",
-                "offset",
-            ],
+            ]),
         ),
         ("allocator_gap", range.clone()),
         (
             "block",
-            vec![
+            paged(&[
                 "id",
                 "address",
                 "size",
@@ -197,16 +191,12 @@ fn templates() -> BTreeMap<&'static str, Vec<&'static str>> {
                 "freeEventId",
                 "min_freeEventId",
                 "max_freeEventId",
-                "order_by",
-                "order_dir",
-                "limit",
-                "offset",
-            ],
+            ]),
         ),
         ("callstack_analysis", vec!["min_count", "min_size", "limit"]),
         (
             "event",
-            vec![
+            paged(&[
                 "stack_bytes",
                 "id",
                 "min_id",
@@ -218,11 +208,7 @@ fn templates() -> BTreeMap<&'static str, Vec<&'static str>> {
                 "min_allocated",
                 "min_active",
                 "min_reserved",
-                "order_by",
-                "order_dir",
-                "limit",
-                "offset",
-            ],
+            ]),
         ),
         ("event_frames", vec!["event_id", "frame_order"]),
         ("freed_block_lifetime", vec![]),

@@ -167,39 +167,33 @@ impl<'a> State<'a> {
     /// the neighbours for the stream when the hit is on another stream.
     fn overlapping(&self, addr: i64, stream: i64) -> Option<usize> {
         let segs = &self.segs;
-        let (mut lo, mut hi) = (0isize, segs.len() as isize - 1);
-        while lo <= hi {
-            let mid = (lo + hi) / 2;
-            let s = &segs[mid as usize];
+        let mid = range_search(segs.len(), addr, |i| (segs[i].address, segs[i].end()))?;
+        if segs[mid].stream == stream {
+            return Some(mid);
+        }
+        for i in (0..mid).rev() {
+            if addr < segs[i].address {
+                break;
+            }
+            if addr < segs[i].end() && segs[i].stream == stream {
+                return Some(i);
+            }
+        }
+        for (i, s) in segs.iter().enumerate().skip(mid + 1) {
             if addr < s.address {
-                hi = mid - 1;
-            } else if addr >= s.end() {
-                lo = mid + 1;
-            } else {
-                if s.stream == stream {
-                    return Some(mid as usize);
-                }
-                let mid = mid as usize;
-                for i in (0..mid).rev() {
-                    if addr < segs[i].address {
-                        break;
-                    }
-                    if addr < segs[i].end() && segs[i].stream == stream {
-                        return Some(i);
-                    }
-                }
-                for (i, s) in segs.iter().enumerate().skip(mid + 1) {
-                    if addr < s.address {
-                        break;
-                    }
-                    if addr < s.end() && s.stream == stream {
-                        return Some(i);
-                    }
-                }
-                return None;
+                break;
+            }
+            if addr < s.end() && s.stream == stream {
+                return Some(i);
             }
         }
         None
+    }
+
+    /// The segment that holds the block of event `e`, or the reference's complaint.
+    fn segment_of_block(&self, e: &TraceEvent) -> Result<usize, String> {
+        self.overlapping(e.addr, e.stream)
+            .ok_or_else(|| format!("cannot find segment for block (addr={})", e.addr))
     }
 
     /// The segment starting exactly at `addr` on `stream`.
@@ -248,9 +242,7 @@ impl<'a> State<'a> {
                 Ok(())
             }
             Action::FreeRequested => {
-                let s = self
-                    .overlapping(e.addr, e.stream)
-                    .ok_or_else(|| format!("cannot find segment for block (addr={})", e.addr))?;
+                let s = self.segment_of_block(e)?;
                 let seg = &mut self.segs[s];
                 let b = block_at(&seg.blocks, e.addr)
                     .ok_or_else(|| format!("cannot find block (addr={})", e.addr))?;
@@ -270,9 +262,7 @@ impl<'a> State<'a> {
                 Ok(())
             }
             Action::Alloc => {
-                let s = self
-                    .overlapping(e.addr, e.stream)
-                    .ok_or_else(|| format!("cannot find segment for block (addr={})", e.addr))?;
+                let s = self.segment_of_block(e)?;
                 let seg = &mut self.segs[s];
                 let Some(b) = block_at(&seg.blocks, e.addr) else {
                     if self.workspace {
@@ -485,13 +475,20 @@ impl<'a> State<'a> {
 
 /// The reference's `find_block`: binary search for the block containing `addr`.
 fn block_at(blocks: &[Blk], addr: i64) -> Option<usize> {
-    let (mut lo, mut hi) = (0isize, blocks.len() as isize - 1);
+    range_search(blocks.len(), addr, |i| (blocks[i].address, blocks[i].end()))
+}
+
+/// The reference's binary search by range over `len` items sorted by address, the `i`-th
+/// spanning `range(i)` = `[start, end)`: the first probe that contains `addr`. It probes in
+/// the reference's order, so where ranges overlap it hits the same item.
+fn range_search(len: usize, addr: i64, range: impl Fn(usize) -> (i64, i64)) -> Option<usize> {
+    let (mut lo, mut hi) = (0isize, len as isize - 1);
     while lo <= hi {
         let mid = (lo + hi) / 2;
-        let b = &blocks[mid as usize];
-        if addr < b.address {
+        let (start, end) = range(mid as usize);
+        if addr < start {
             hi = mid - 1;
-        } else if addr >= b.end() {
+        } else if addr >= end {
             lo = mid + 1;
         } else {
             return Some(mid as usize);

@@ -44,24 +44,22 @@ impl NamedQuery {
     }
 }
 
+/// A query of `queries/`, named after its file.
+macro_rules! named_query {
+    ($name:literal) => {
+        NamedQuery {
+            name: $name,
+            sql: include_str!(concat!("../queries/", $name, ".sql")),
+        }
+    };
+}
+
 /// The library of named queries, as data.
 pub const QUERIES: [NamedQuery; 4] = [
-    NamedQuery {
-        name: "peak_by_rank",
-        sql: include_str!("../queries/peak_by_rank.sql"),
-    },
-    NamedQuery {
-        name: "rank_outliers",
-        sql: include_str!("../queries/rank_outliers.sql"),
-    },
-    NamedQuery {
-        name: "top_sites_across_ranks",
-        sql: include_str!("../queries/top_sites_across_ranks.sql"),
-    },
-    NamedQuery {
-        name: "fragmentation_by_rank",
-        sql: include_str!("../queries/fragmentation_by_rank.sql"),
-    },
+    named_query!("peak_by_rank"),
+    named_query!("rank_outliers"),
+    named_query!("top_sites_across_ranks"),
+    named_query!("fragmentation_by_rank"),
 ];
 
 pub fn named(name: &str) -> Option<&'static NamedQuery> {

@@ -708,6 +708,51 @@ fn render_into(v: &Value, indent: usize, out: &mut String) {
     }
 }
 
+/// The keys of a JSON object in document order: what a test compares against a contract's
+/// key order. Panics where `object` is not an object.
+pub fn object_keys(object: &Value) -> Vec<&str> {
+    object
+        .as_object()
+        .expect("a JSON object")
+        .keys()
+        .map(String::as_str)
+        .collect()
+}
+
+/// The string `field` of every element of a JSON array, in order (column names, statuses,
+/// paths of a listing). Panics where `array` is not an array or an element's `field` is not a
+/// string.
+pub fn string_fields<'a>(array: &'a Value, field: &str) -> Vec<&'a str> {
+    array
+        .as_array()
+        .expect("a JSON array")
+        .iter()
+        .map(|element| element[field].as_str().expect("a string field"))
+        .collect()
+}
+
+/// The first element of a JSON array whose `field` is `value` (a listing's entry by its name
+/// or id). Panics where `array` is not an array or holds no such element.
+pub fn element_where<'a>(array: &'a Value, field: &str, value: &str) -> &'a Value {
+    array
+        .as_array()
+        .expect("a JSON array")
+        .iter()
+        .find(|element| element[field] == value)
+        .unwrap_or_else(|| panic!("no element with {field} = {value:?} in {array}"))
+}
+
+/// The elements of a JSON array of strings, owned (command lines, column names). Panics
+/// where `array` is not an array of strings.
+pub fn strings_of(array: &Value) -> Vec<String> {
+    array
+        .as_array()
+        .expect("a JSON array")
+        .iter()
+        .map(|element| element.as_str().expect("a string").to_owned())
+        .collect()
+}
+
 /// Write a small SnapshotDB-like database exercising the corner cases of the
 /// canonical form (negative ids, TEXT actions, REAL/BLOB/NULL values, dangling
 /// callstack ids, non-contiguous frame positions, non-ASCII and control

@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use pt_snap_testkit::repo_root;
+use pt_snap_testkit::{repo_root, strings_of};
 use serde_json::{Map, Value};
 
 /// `tests/golden/<kind>` (`query`, `report`).
@@ -49,12 +49,7 @@ pub fn case_files(dir: &Path) -> Vec<Case> {
             let v: Value = serde_json::from_slice(&std::fs::read(&p).unwrap()).unwrap();
             Case {
                 name: p.file_name().unwrap().to_string_lossy().into_owned(),
-                args: v["args"]
-                    .as_array()
-                    .unwrap()
-                    .iter()
-                    .map(|a| a.as_str().unwrap().to_owned())
-                    .collect(),
+                args: strings_of(&v["args"]),
                 env: v["env"].as_object().cloned().unwrap_or_default(),
                 exit: v["exit"].as_i64().unwrap(),
                 stdout_json: v["stdout_json"].clone(),

@@ -314,13 +314,7 @@ pub(super) fn attribution(src: &mut Sources, question: Question) -> Result<Page,
 
 /// Adds the lifecycle and source columns to the returned blocks of `active_blocks_at_event`.
 pub(super) fn hydrate_blocks(src: &mut Sources, blocks: &mut [Row]) -> Result<(), QueryError> {
-    let ids: Vec<i64> = blocks
-        .iter()
-        .flat_map(|b| [get_i(b, "allocEventId"), get_i(b, "freeEventId")])
-        .flatten()
-        .filter(|v| *v >= 0)
-        .collect();
-    let refs = src.events(ids)?;
+    let refs = src.events(lifetime_event_ids(blocks))?;
     for b in blocks {
         src.budget.check()?;
         let alloc = get_i(b, "allocEventId").unwrap_or(-1);

@@ -536,13 +536,7 @@ pub(super) fn lifecycles(
     };
     let mut rows = a.read(&sql, &p)?;
     drop(a);
-    let ids: Vec<i64> = rows
-        .iter()
-        .flat_map(|r| [get_i(r, "allocEventId"), get_i(r, "freeEventId")])
-        .flatten()
-        .filter(|v| *v >= 0)
-        .collect();
-    let refs = src.events(ids)?;
+    let refs = src.events(lifetime_event_ids(&rows))?;
     for row in &mut rows {
         let alloc = get_i(row, "allocEventId").unwrap_or(-1);
         let free = get_i(row, "freeEventId");

@@ -68,31 +68,38 @@ fn peaks_cte(q: &mut Sql, p: &Params, t: &Target) {
     q.push(" FROM maxima)");
 }
 
+/// `allocator_gap`'s columns for each peak: its event and value, the other two counters at
+/// that event, and the event's reserved-minus-active and reserved-minus-allocated gaps.
+fn peak_gap_columns() -> String {
+    const COUNTERS: [&str; 3] = ["allocated", "active", "reserved"];
+    let mut columns = String::new();
+    for peak in COUNTERS {
+        columns.push_str(&format!(
+            "\n        p.peak_{peak}_event_id,\n        p.peak_{peak},"
+        ));
+        for other in COUNTERS.into_iter().filter(|c| *c != peak) {
+            columns.push_str(&format!(
+                "\n        {peak}_event.{other} AS {other}_at_{peak}_peak,"
+            ));
+        }
+        for gap in ["active", "allocated"] {
+            columns.push_str(&format!(
+                "\n        {peak}_event.reserved - {peak}_event.{gap} \
+                 AS reserved_{gap}_gap_at_{peak}_peak,"
+            ));
+        }
+    }
+    columns
+}
+
 pub fn allocator_gap(p: &Params, t: &Target) -> Result<Sql, QueryError> {
     let trace = t.trace();
+    let columns = peak_gap_columns();
     let mut q = Sql::new("");
     peaks_cte(&mut q, p, t);
     q.push(&format!(
         "
-      SELECT
-        p.peak_allocated_event_id,
-        p.peak_allocated,
-        allocated_event.active AS active_at_allocated_peak,
-        allocated_event.reserved AS reserved_at_allocated_peak,
-        allocated_event.reserved - allocated_event.active AS reserved_active_gap_at_allocated_peak,
-        allocated_event.reserved - allocated_event.allocated AS reserved_allocated_gap_at_allocated_peak,
-        p.peak_active_event_id,
-        p.peak_active,
-        active_event.allocated AS allocated_at_active_peak,
-        active_event.reserved AS reserved_at_active_peak,
-        active_event.reserved - active_event.active AS reserved_active_gap_at_active_peak,
-        active_event.reserved - active_event.allocated AS reserved_allocated_gap_at_active_peak,
-        p.peak_reserved_event_id,
-        p.peak_reserved,
-        reserved_event.allocated AS allocated_at_reserved_peak,
-        reserved_event.active AS active_at_reserved_peak,
-        reserved_event.reserved - reserved_event.active AS reserved_active_gap_at_reserved_peak,
-        reserved_event.reserved - reserved_event.allocated AS reserved_allocated_gap_at_reserved_peak,
+      SELECT{columns}
         CASE
           WHEN p.peak_allocated_event_id = p.peak_active_event_id
            AND p.peak_active_event_id = p.peak_reserved_event_id

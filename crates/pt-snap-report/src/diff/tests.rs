@@ -336,16 +336,32 @@ fn timed(mut s: Side, origin: i64, peak_after: i64) -> Side {
     s
 }
 
+/// The diff's whole `--json` document (no input descriptions), keyed by owned names.
+fn document(d: &Diff) -> Map<String, Json> {
+    d.to_json(None, [&Map::new(), &Map::new()])
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), v))
+        .collect()
+}
+
+/// Asserts that the `--json` document's `axis_note` says `note` and the text report says
+/// `line`; returns the text report.
+fn axis_explained(d: &Diff, note: &str, line: &str) -> String {
+    let j = document(d);
+    let axis_note = j["timelines"]["axis_note"].as_str().unwrap();
+    assert!(axis_note.contains(note), "{axis_note}");
+    let text = d.to_text(None, ["a", "b"]);
+    assert!(text.contains(line), "{text}");
+    text
+}
+
 #[test]
 fn both_sides_with_times_share_a_time_axis_and_one_without_says_why() {
     let a = timed(side(&[(MODEL, 1 << 20, 1)]), 1_757_253_255_215_904, 10_000);
     let b = timed(side(&[(MODEL, 2 << 20, 1)]), 1_757_300_000_000_000, 12_500);
     let d = Diff::new(a.clone(), b);
     assert!(d.has_time_axis());
-    let j: Map<String, Json> = (d.to_json(None, [&Map::new(), &Map::new()]))
-        .into_iter()
-        .map(|(k, v)| (k.to_owned(), v))
-        .collect();
+    let j = document(&d);
     let t = &j["timelines"]["time_axis"];
     assert_eq!(t["axis"], "time_since_first_event_us");
     assert_eq!(t["available"], true);
@@ -359,37 +375,24 @@ fn both_sides_with_times_share_a_time_axis_and_one_without_says_why() {
         t["b"]["buckets"][0],
         json!({"first": 0, "last": 19_000, "min": 0, "min_at": 0, "max": 2 << 20, "max_at": 12_500})
     );
-    let note = j["timelines"]["axis_note"].as_str().unwrap();
-    assert!(
-        note.contains("by time since each side's first event"),
-        "{note}"
-    );
-    let text = d.to_text(None, ["a", "b"]);
-    assert!(
-        text.contains("\n  A: 20 events over 0.019 s; its active peak at ordinal 10, 0.010 s after its first event\n"),
-        "{text}"
+    let text = axis_explained(
+        &d,
+        "by time since each side's first event",
+        "\n  A: 20 events over 0.019 s; its active peak at ordinal 10, 0.010 s after its first event\n",
     );
     assert!(text.contains(", 0.012 s after its first event\n"), "{text}");
 
     // B's database keeps no times: the ordinal axis alone, and why.
     let d = Diff::new(a, side(&[(MODEL, 2 << 20, 1)]));
     assert!(!d.has_time_axis());
-    let j: Map<String, Json> = (d.to_json(None, [&Map::new(), &Map::new()]))
-        .into_iter()
-        .map(|(k, v)| (k.to_owned(), v))
-        .collect();
+    let j = document(&d);
     let t = &j["timelines"]["time_axis"];
     assert_eq!(t["available"], false);
     assert_eq!(t["b"]["times"], "not_in_database");
     assert!(t["b"]["peak_at"].is_null() && t["b"]["buckets"] == json!([]));
-    let note = j["timelines"]["axis_note"].as_str().unwrap();
-    assert!(
-        note.contains("No time axis: B: the database keeps no event times"),
-        "{note}"
-    );
-    let text = d.to_text(None, ["a", "b"]);
-    assert!(
-        text.contains("\n  B: 20 events; its active peak at ordinal 10\n"),
-        "{text}"
+    axis_explained(
+        &d,
+        "No time axis: B: the database keeps no event times",
+        "\n  B: 20 events; its active peak at ordinal 10\n",
     );
 }
