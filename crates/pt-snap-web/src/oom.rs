@@ -15,19 +15,22 @@ use crate::client::Reply;
 use crate::fmt;
 use crate::views::{bytes_cell, error_box, pending, stack_body, stack_details};
 
-/// The file's OOM report, asked again when the device or the category rules change.
+/// The file's OOM report: every device's, so asked once per file and category rules, not
+/// again for another device.
 #[derive(Clone, Copy)]
 pub struct OomReply {
     reply: RwSignal<Reply<OomReport>>,
     /// The open file's last report answered. The banner and the tab read this one, so they
-    /// stay while the report is asked again: another device or other category rules change
-    /// what was live, never whether the run ran out of memory.
+    /// stay while the report is asked again: other category rules change what was live, never
+    /// whether the run ran out of memory.
     known: RwSignal<Option<OomReport>>,
 }
 
 pub fn oom_signal(state: AppState) -> OomReply {
-    let reply = state.watch(
-        move |_| {
+    let reply = crate::client::watch(
+        state.budget_s.into(),
+        move || {
+            state.generation();
             Some(Query::Oom {
                 rules: state.category_rules.get().map(|r| r.1),
             })
