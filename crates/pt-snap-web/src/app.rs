@@ -194,11 +194,6 @@ async fn files_below(
     use wasm_bindgen_futures::JsFuture;
     let mut found = Vec::new();
     let mut unreadable = Vec::new();
-    let why = |e: wasm_bindgen::JsValue| {
-        e.dyn_ref::<js_sys::Error>()
-            .map(|e| String::from(e.message()))
-            .unwrap_or_else(|| format!("{e:?}"))
-    };
     let mut pending = entries;
     while let Some(entry) = pending.pop() {
         if entry.is_directory() {
@@ -217,7 +212,11 @@ async fn files_below(
                 let batch = match JsFuture::from(batch).await {
                     Ok(batch) => batch,
                     Err(e) => {
-                        unreadable.push(format!("{}/ ({})", entry.full_path(), why(e)));
+                        unreadable.push(format!(
+                            "{}/ ({})",
+                            entry.full_path(),
+                            client::js_text(&e)
+                        ));
                         break;
                     }
                 };
@@ -240,7 +239,7 @@ async fn files_below(
             });
             match JsFuture::from(file).await {
                 Ok(file) => found.push((file.unchecked_into::<web_sys::File>(), path)),
-                Err(e) => unreadable.push(format!("{path} ({})", why(e))),
+                Err(e) => unreadable.push(format!("{path} ({})", client::js_text(&e))),
             }
         }
     }

@@ -307,6 +307,16 @@ fn promote() {
 /// The cancel cell, where `SharedArrayBuffer` exists (a cross-origin isolated page).
 /// What a worker that died says: it posts nothing (its wasm trapped, e.g. out of memory on a
 /// huge file), so its error event is turned into the failure shown.
+/// A thrown JS value as text: a string as it is, an `Error`'s message, else its debug form.
+pub fn js_text(e: &JsValue) -> String {
+    e.as_string()
+        .or_else(|| {
+            e.dyn_ref::<js_sys::Error>()
+                .map(|e| String::from(e.message()))
+        })
+        .unwrap_or_else(|| format!("{e:?}"))
+}
+
 pub fn died(ev: &web_sys::ErrorEvent) -> EngineError {
     ev.prevent_default();
     EngineError::from(pt_snap_import::ImportFailure::backend(format!(

@@ -68,7 +68,7 @@ pub fn load_sample(state: AppState) {
 }
 
 async fn fetch_file(url: &str, name: &str) -> Result<File, String> {
-    let js = |e: JsValue| e.as_string().unwrap_or_else(|| format!("{e:?}"));
+    let js = |e: JsValue| client::js_text(&e);
     let response: Response = JsFuture::from(window().fetch_with_str(url))
         .await
         .map_err(js)?
@@ -126,7 +126,7 @@ pub fn load(state: AppState, file: File) {
 
 /// The file's first [`sniff::HEAD_LEN`] bytes (fewer for a shorter file).
 async fn read_head(file: &File) -> Result<Vec<u8>, String> {
-    let js = |e: JsValue| e.as_string().unwrap_or_else(|| format!("{e:?}"));
+    let js = |e: JsValue| client::js_text(&e);
     let end = (sniff::HEAD_LEN as f64).min(file.size());
     let slice = file.slice_with_f64_and_f64(0.0, end).map_err(js)?;
     let buf = JsFuture::from(slice.array_buffer()).await.map_err(js)?;
