@@ -370,10 +370,10 @@ fn every_fixture_round_trips_through_parquet() {
         let path = format!("summary/job=fx/rank={rank}/part-0.parquet");
         let read = pt_snap_parquet::read_summary(fs::read(&summary).unwrap(), &path).unwrap();
         assert!(
-            read.iter().all(|r| r.job == "fx" && r.rank == rank),
+            read.iter().all(|r| r.job == "fx" && r.file.rank == rank),
             "{name}"
         );
-        let files = read.iter().map(|r| r.file_summary()).collect();
+        let files = read.into_iter().map(|r| r.file).collect();
         let again =
             pt_snap_report::ranks::RanksReport::new(pt_snap_report::Metric::Active, files, None);
         let again: Vec<Value> = again.rows_json().iter().map(summary_of_ranks_row).collect();

@@ -3,8 +3,10 @@
 
 use std::fmt;
 
-/// What kind of failure a command reports: the `code` of the error envelope.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+/// What kind of failure a command reports: the `code` of the error envelope. Serde's form
+/// (the variant's name) is for messages between our own processes and workers, never a
+/// contract's output, which spells it with [`ErrorCode::as_str`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub enum ErrorCode {
     TemplateNotFound,
     InvalidParameter,

@@ -25,52 +25,12 @@ use serde::{Deserialize, Serialize};
 
 use crate::{Table, KEY_JOB, KEY_RANK};
 
-/// One rank of a summary table: one exported file and its devices.
+/// One rank of a summary table: the job it was exported under, and the file as `ranks`
+/// summarised it (its devices always read: a rank that failed has no rows in the table).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SummaryRank {
     pub job: String,
-    pub rank: u64,
-    /// How the export read the rank: `name` or `position` (`ranks`' `rank_source`).
-    pub rank_source: String,
-    /// The snapshot or database the export read.
-    pub path: String,
-    /// `snapshot` or `database`.
-    pub input: String,
-    /// The database the export read: the input itself, or the snapshot's import.
-    pub db_path: Option<String>,
-    /// Whether the export reused the snapshot's import.
-    pub reused: Option<bool>,
-    pub lenient_replay_issues: Option<i64>,
-    pub devices: Vec<DeviceSummary>,
-}
-
-impl SummaryRank {
-    /// How the export read the rank.
-    pub fn rank_source(&self) -> RankSource {
-        if self.rank_source == "position" {
-            RankSource::Position
-        } else {
-            RankSource::Name
-        }
-    }
-
-    /// The file as `pt_snap_report::ranks` judges a set of them.
-    pub fn file_summary(&self) -> FileSummary {
-        FileSummary {
-            path: self.path.clone(),
-            rank: self.rank,
-            rank_source: self.rank_source(),
-            input: if self.input == "database" {
-                InputKind::Database
-            } else {
-                InputKind::Snapshot
-            },
-            db_path: self.db_path.clone(),
-            reused: self.reused,
-            lenient_replay_issues: self.lenient_replay_issues,
-            devices: Ok(self.devices.clone()),
-        }
-    }
+    pub file: FileSummary,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -133,20 +93,34 @@ pub fn read_summary(bytes: impl Into<Bytes>, path: &str) -> Result<Vec<SummaryRa
         let path = row.text("path").unwrap_or_default();
         let device = row.device();
         match index.entry((job, rank, path)) {
-            Entry::Occupied(at) => ranks[*at.get()].devices.push(device),
+            Entry::Occupied(at) => {
+                if let Ok(devices) = &mut ranks[*at.get()].file.devices {
+                    devices.push(device);
+                }
+            }
             Entry::Vacant(at) => {
                 let (job, rank, path) = at.key().clone();
                 at.insert(ranks.len());
+                let rank_source = match row.text("rank_source").as_deref() {
+                    Some("position") => RankSource::Position,
+                    _ => RankSource::Name,
+                };
+                let input = match row.text("input").as_deref() {
+                    Some("database") => InputKind::Database,
+                    _ => InputKind::Snapshot,
+                };
                 ranks.push(SummaryRank {
                     job,
-                    rank,
-                    rank_source: row.text("rank_source").unwrap_or_default(),
-                    path,
-                    input: row.text("input").unwrap_or_default(),
-                    db_path: row.text("db_path"),
-                    reused: row.get("reused").and_then(flag),
-                    lenient_replay_issues: row.int("lenient_replay_issues"),
-                    devices: vec![device],
+                    file: FileSummary {
+                        path,
+                        rank,
+                        rank_source,
+                        input,
+                        db_path: row.text("db_path"),
+                        reused: row.get("reused").and_then(flag),
+                        lenient_replay_issues: row.int("lenient_replay_issues"),
+                        devices: Ok(vec![device]),
+                    },
                 });
             }
         }

@@ -88,14 +88,14 @@ fn an_exported_part_reads_back_as_the_file_it_was_made_of() {
     )
     .unwrap();
     assert_eq!(ranged, read, "footer first, then the file");
-    assert_eq!((read[0].job.as_str(), read[0].rank), ("a", 3));
-    assert_eq!(read[0].file_summary(), made);
+    assert_eq!((read[0].job.as_str(), read[0].file.rank), ("a", 3));
+    assert_eq!(read[0].file, made);
     // The directories are what engines read as the partition: a part moved reads as moved.
     let moved = read_summary(bytes.clone(), "summary/job=b/rank=7/part-0.parquet").unwrap();
-    assert_eq!((moved[0].job.as_str(), moved[0].rank), ("b", 7));
+    assert_eq!((moved[0].job.as_str(), moved[0].file.rank), ("b", 7));
     // Alone, without its directories: its footer says whose it is.
     let alone = read_summary(bytes, "part-0.parquet").unwrap();
-    assert_eq!((alone[0].job.as_str(), alone[0].rank), ("a", 3));
+    assert_eq!((alone[0].job.as_str(), alone[0].file.rank), ("a", 3));
 }
 
 #[test]
@@ -150,15 +150,15 @@ fn a_table_rewritten_as_one_file_reads_with_its_partition_columns() {
     let read = read_summary(out, "summary.parquet").unwrap();
     assert_eq!(
         read.iter()
-            .map(|r| (r.job.as_str(), r.rank))
+            .map(|r| (r.job.as_str(), r.file.rank))
             .collect::<Vec<_>>(),
         [("night", 0), ("night", 10), ("night", 20)],
         "the columns, not the footer (an engine's rewrite keeps none of ours)"
     );
     for (r, f) in read.iter().zip(&files) {
         let mut want = f.clone();
-        want.rank = r.rank;
-        assert_eq!(r.file_summary(), want);
+        want.rank = r.file.rank;
+        assert_eq!(r.file, want);
     }
 }
 

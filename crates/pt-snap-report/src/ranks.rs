@@ -22,7 +22,8 @@ use crate::units::{human_bytes, utc};
 // Rank numbers from file names
 
 /// Where a row's rank came from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum RankSource {
     /// Read from the file name ([`rank_from_name`]).
     Name,
@@ -516,7 +517,7 @@ fn frames_of(outcome: &QueryOutcome) -> Vec<Frame> {
 // The set
 
 /// Why a file has no summary: the code, message and hint the command would have failed with.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct RowError {
     pub code: ErrorCode,
     pub message: String,
@@ -530,7 +531,8 @@ impl RowError {
 }
 
 /// What a file was given as.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum InputKind {
     Snapshot,
     Database,
@@ -546,7 +548,7 @@ impl InputKind {
 }
 
 /// One file of the set: what the caller keeps of it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct FileSummary {
     pub path: String,
     pub rank: u64,

@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use pt_snap_engine::{EngineError, SummaryRead};
 use pt_snap_parquet::SummaryRank;
 use pt_snap_report::ranks::{
-    assign_ranks, natural_cmp, DeviceSummary, FileSummary, InputKind, RankSource, RanksReport,
+    assign_ranks, natural_cmp, DeviceSummary, FileSummary, InputKind, RanksReport,
 };
 use pt_snap_report::Metric;
 
@@ -54,8 +54,9 @@ pub struct SummaryJob {
     pub job: String,
     /// Every job the table has, in natural order.
     pub jobs: Vec<String>,
-    /// One per member: the rank stated, and how the export read it.
-    pub ranks: Vec<(u64, RankSource)>,
+    /// The ranks read, as the export stated them: the first members, in order (the parts
+    /// that failed follow them).
+    pub files: Vec<FileSummary>,
     /// Parts read, of how many.
     pub read: (u64, u64),
 }
@@ -247,23 +248,27 @@ impl Job {
         let mut jobs: Vec<String> = ranks.iter().map(|r| r.job.clone()).collect();
         jobs.sort_by(|a, b| natural_cmp(a, b));
         jobs.dedup();
-        let mut kept: Vec<&SummaryRank> = ranks.iter().filter(|r| r.job == job).collect();
-        kept.sort_by(|a, b| {
+        let mut files: Vec<FileSummary> = ranks
+            .iter()
+            .filter(|r| r.job == job)
+            .map(|r| r.file.clone())
+            .collect();
+        files.sort_by(|a, b| {
             a.rank
                 .cmp(&b.rank)
                 .then_with(|| natural_cmp(&a.path, &b.path))
         });
-        let mut names: Vec<String> = kept.iter().map(|r| r.path.clone()).collect();
-        let mut members: Vec<Member> = kept
+        let mut names: Vec<String> = files.iter().map(|f| f.path.clone()).collect();
+        let mut members: Vec<Member> = files
             .iter()
-            .map(|r| Member::Done(r.devices.clone()))
+            .map(|f| match &f.devices {
+                Ok(devices) => Member::Done(devices.clone()),
+                Err(e) => Member::Failed(EngineError::new(e.code.as_str(), &e.message)),
+            })
             .collect();
-        let mut stated: Vec<(u64, RankSource)> =
-            kept.iter().map(|r| (r.rank, r.rank_source())).collect();
         for (path, why) in failed {
             names.push(path.clone());
             members.push(Member::Failed(why.clone()));
-            stated.push((0, RankSource::Position));
         }
         Job {
             names,
@@ -272,7 +277,7 @@ impl Job {
             origin: Origin::Summary(SummaryJob {
                 job: job.to_owned(),
                 jobs,
-                ranks: stated,
+                files,
                 read,
             }),
         }
@@ -289,14 +294,13 @@ impl Job {
     /// whole job (so they do not change as files finish), medians and outliers from the
     /// files done.
     pub fn report(&self) -> RanksReport {
+        if let Origin::Summary(s) = &self.origin {
+            // As the export stated them, kept whole.
+            let files = s.files.iter().filter(|f| f.devices.is_ok()).cloned();
+            return RanksReport::new(self.metric, files.collect(), None);
+        }
         let names: Vec<&str> = self.names.iter().map(String::as_str).collect();
-        let (ranks, note) = match &self.origin {
-            Origin::Files => {
-                let a = assign_ranks(&names);
-                (a.ranks.into_iter().map(|r| (r, a.source)).collect(), a.note)
-            }
-            Origin::Summary(s) => (s.ranks.clone(), None),
-        };
+        let assigned = assign_ranks(&names);
         let files = self
             .members
             .iter()
@@ -304,8 +308,8 @@ impl Job {
             .filter_map(|(i, m)| match m {
                 Member::Done(devices) => Some(FileSummary {
                     path: self.names[i].clone(),
-                    rank: ranks[i].0,
-                    rank_source: ranks[i].1,
+                    rank: assigned.ranks[i],
+                    rank_source: assigned.source,
                     input: if self.names[i].to_ascii_lowercase().ends_with(".db") {
                         InputKind::Database
                     } else {
@@ -319,7 +323,7 @@ impl Job {
                 _ => None,
             })
             .collect();
-        RanksReport::new(self.metric, files, note)
+        RanksReport::new(self.metric, files, assigned.note)
     }
 
     /// The exported summary this job was read from, if it was.
@@ -378,7 +382,22 @@ impl Job {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use pt_snap_report::ranks::RankSource;
     use pt_snap_report::{Peak, Peaks};
+
+    /// A rank as an export states it: read from its name, from the snapshot's reused import.
+    fn stated(path: String, rank: u64, active: i64) -> FileSummary {
+        FileSummary {
+            db_path: Some(format!("{path}.db")),
+            path,
+            rank,
+            rank_source: RankSource::Name,
+            input: InputKind::Snapshot,
+            reused: Some(true),
+            lenient_replay_issues: None,
+            devices: Ok(vec![device(active)]),
+        }
+    }
 
     fn device(active: i64) -> DeviceSummary {
         let peak = |b: i64| Peak {
@@ -522,14 +541,7 @@ mod tests {
     fn a_summary_table_is_judged_as_the_cli_does_with_the_ranks_it_states() {
         let rank = |job: &str, rank: u64, active: i64| SummaryRank {
             job: job.into(),
-            rank,
-            rank_source: "name".into(),
-            path: format!("/runs/{job}/r{rank}.pkl"),
-            input: "snapshot".into(),
-            db_path: None,
-            reused: None,
-            lenient_replay_issues: None,
-            devices: vec![device(active)],
+            file: stated(format!("/runs/{job}/r{rank}.pkl"), rank, active),
         };
         // Out of order, two jobs, rank 40 the outlier of job "b".
         let mut ranks: Vec<SummaryRank> = (0..6)
@@ -548,6 +560,11 @@ mod tests {
         let report = job.report();
         let stated: Vec<u64> = report.files.iter().map(|f| f.rank).collect();
         assert_eq!(stated, [0, 10, 20, 30, 40, 50], "as stated, in rank order");
+        assert!(
+            report.files.iter().all(|f| f.reused == Some(true)
+                && f.db_path.as_deref() == Some(&format!("{}.db", f.path)[..])),
+            "what the export said of each file, kept"
+        );
         let flagged: Vec<u64> = report
             .outliers()
             .map(|r| report.files[r.file].rank)
@@ -562,14 +579,7 @@ mod tests {
     fn a_summary_table_read_in_batches_survives_a_failed_reader() {
         let rank = |job: &str, rank: u64| SummaryRank {
             job: job.into(),
-            rank,
-            rank_source: "name".into(),
-            path: format!("{job}/r{rank}.pkl"),
-            input: "snapshot".into(),
-            db_path: None,
-            reused: None,
-            lenient_replay_issues: None,
-            devices: vec![device(1_000)],
+            file: stated(format!("{job}/r{rank}.pkl"), rank, 1_000),
         };
         let read = |path: &str, ranks: Vec<SummaryRank>| SummaryRead {
             path: path.into(),
