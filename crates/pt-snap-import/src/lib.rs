@@ -163,7 +163,7 @@ pub fn import_snapshot_observed(
         )
         .map_err(|e| match e {
             ReplayError::Sink(never) => match never {},
-            e @ ReplayError::Inconsistent { .. } => {
+            e @ ReplayError::Inconsistent(_) => {
                 ImportError::Replay(format!("{e}{}", all_inconsistencies(snapshot, device)))
             }
             e @ ReplayError::DumpState { .. } => ImportError::DumpState(e.to_string()),

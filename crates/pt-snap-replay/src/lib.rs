@@ -76,19 +76,24 @@ impl RowSink for DiscardRows {
     }
 }
 
+/// An event the replay could not undo: the state before it cannot be what the trace says.
+#[derive(Debug, thiserror::Error)]
+#[error("replay of device {device} failed at event {event_id} ({action} addr={addr} size={size} stream={stream}): {reason}")]
+pub struct Inconsistency {
+    pub device: usize,
+    pub event_id: i64,
+    pub action: String,
+    pub addr: i64,
+    pub size: i64,
+    pub stream: i64,
+    pub reason: String,
+}
+
 /// Why a device could not be replayed.
 #[derive(Debug, thiserror::Error)]
 pub enum ReplayError<E> {
-    #[error("replay of device {device} failed at event {event_id} ({action} addr={addr} size={size} stream={stream}): {reason}")]
-    Inconsistent {
-        device: usize,
-        event_id: i64,
-        action: String,
-        addr: i64,
-        size: i64,
-        stream: i64,
-        reason: String,
-    },
+    #[error(transparent)]
+    Inconsistent(Inconsistency),
     /// The dump-time segments themselves cannot be a state (their totals overflow 64 bits).
     #[error("replay of device {device} failed at the dump-time state: {reason}")]
     DumpState { device: usize, reason: String },
@@ -100,23 +105,7 @@ impl ReplayError<std::convert::Infallible> {
     /// The same failure, for a caller whose sink can fail.
     fn widen<E>(self) -> ReplayError<E> {
         match self {
-            ReplayError::Inconsistent {
-                device,
-                event_id,
-                action,
-                addr,
-                size,
-                stream,
-                reason,
-            } => ReplayError::Inconsistent {
-                device,
-                event_id,
-                action,
-                addr,
-                size,
-                stream,
-                reason,
-            },
+            ReplayError::Inconsistent(at) => ReplayError::Inconsistent(at),
             ReplayError::DumpState { device, reason } => ReplayError::DumpState { device, reason },
             ReplayError::Sink(never) => match never {},
         }

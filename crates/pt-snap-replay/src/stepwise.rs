@@ -11,7 +11,7 @@ use pt_snap_model::{BlockState, Snapshot, StackId, TraceEvent};
 
 use crate::lenient::{Issue, Leniency, Mode};
 use crate::state::{DeviceState, LiveBlock};
-use crate::{ReplayError, TraceRow, Undone};
+use crate::{Inconsistency, ReplayError, TraceRow, Undone};
 
 /// A live block as the replay holds it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -202,7 +202,7 @@ impl<'s> Replayer<'s> {
             .state
             .undo(event, id, self.workspace, &mut self.warnings);
         let inconsistent = |reason| {
-            Some(Err(ReplayError::Inconsistent {
+            Some(Err(ReplayError::Inconsistent(Inconsistency {
                 device: self.device,
                 event_id: id,
                 action: event.action.name(&self.snapshot.other_actions).to_owned(),
@@ -210,7 +210,7 @@ impl<'s> Replayer<'s> {
                 size: event.size,
                 stream: event.stream,
                 reason,
-            }))
+            })))
         };
         let change = match undone {
             Ok(Undone::None) => BlockChange::None,
