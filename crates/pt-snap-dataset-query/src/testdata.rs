@@ -64,6 +64,7 @@ pub fn pair(events_per_slice: usize) -> Pair {
         source_name: metadata.source_name.clone(),
         completed_at: metadata.completed_at.clone(),
         replay: ReplayMode::Strict,
+        indexes: pt_snap_import::Indexes::WithRows,
     };
     pt_snap_import::import_snapshot(&snapshot, &conn, &request, &mut |_| {}).unwrap();
     conn.close().unwrap();

@@ -6,7 +6,8 @@
 //! codes, and `pt_snap_metadata` describing the import. The exact DDL matters: agents and the
 //! reference read these tables by name, and [`schema`] reproduces them byte for byte.
 //!
-//! [`Writer`] fills a fresh database in one transaction, indexes last. [`SnapshotDb`] reads
+//! [`Writer`] fills a fresh database in one transaction, indexes last (or later, by the
+//! caller: [`Indexes`]). [`SnapshotDb`] reads
 //! one (ours or the reference's) without ever writing.
 
 #![forbid(unsafe_code)]
@@ -24,7 +25,10 @@ pub use reader::{
     DeviceBounds, NoTimes, OpenError, SnapshotDb, SQLITE_HEADER,
 };
 pub use rusqlite;
-pub use writer::{ActionValue, BlockRecord, TraceRecord, Writer};
+pub use writer::{
+    build_index, index_statements, missing_indexes, ActionValue, BlockRecord, Indexes, TraceRecord,
+    Writer,
+};
 
 /// The import format this crate writes (`pt_snap_metadata.import_format_version`).
 pub const IMPORT_FORMAT_VERSION: i64 = 3;

@@ -64,6 +64,65 @@ const TEMP_STORE: &str = "FILE";
 /// were as fast as 16–64 MiB ones, in less memory.
 const INDEX_CACHE_KIB: i64 = -8192;
 
+/// When an import builds its database's indexes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Indexes {
+    /// With the rows, in the import's transaction: the database is whole when the import
+    /// returns (the CLI).
+    WithRows,
+    /// Afterwards, by the caller, one at a time ([`missing_indexes`], [`build_index`]): the
+    /// browser shows the database first and builds them between the page's questions. The
+    /// templates' answers do not depend on them (each orders and breaks its ties itself);
+    /// they make them fast.
+    Deferred,
+}
+
+/// Every index of a database of `devices`, one `CREATE INDEX` statement each, in the order
+/// they are built: each device's trace counters (the peaks) and blocks, then the frames.
+pub fn index_statements(devices: &[usize]) -> Vec<String> {
+    devices
+        .iter()
+        .map(|&d| schema::create_device_indexes(d))
+        .chain([schema::CREATE_SHARED_INDEXES.to_owned()])
+        .flat_map(|sql| {
+            sql.lines()
+                .map(|l| l.trim_end_matches(';').to_owned())
+                .collect::<Vec<_>>()
+        })
+        .filter(|l| !l.is_empty())
+        .collect()
+}
+
+/// Those of [`index_statements`] that `conn`'s database does not have, in that order.
+pub fn missing_indexes(conn: &Connection, devices: &[usize]) -> rusqlite::Result<Vec<String>> {
+    let mut exists =
+        conn.prepare("SELECT 1 FROM sqlite_master WHERE type = 'index' AND name = ?")?;
+    let mut missing = Vec::new();
+    for statement in index_statements(devices) {
+        let name = statement
+            .split_whitespace()
+            .skip_while(|w| *w != "INDEX")
+            .nth(1)
+            .unwrap_or_default();
+        if !exists.exists([name])? {
+            missing.push(statement);
+        }
+    }
+    Ok(missing)
+}
+
+/// Builds one index of [`missing_indexes`] as an import would (its cache size, sort runs in
+/// temp files), and gives the connection its cache size back.
+pub fn build_index(conn: &Connection, statement: &str) -> rusqlite::Result<()> {
+    let cache: i64 = conn.query_row("PRAGMA cache_size", [], |r| r.get(0))?;
+    conn.execute_batch(&format!(
+        "PRAGMA cache_size = {INDEX_CACHE_KIB}; PRAGMA temp_store = {TEMP_STORE};"
+    ))?;
+    let built = conn.execute_batch(statement);
+    conn.execute_batch(&format!("PRAGMA cache_size = {cache}"))?;
+    built
+}
+
 /// Rows per multi-row `INSERT` in [`Writer::traces`] and [`Writer::blocks`]: one statement
 /// execution per row costs about as much again as the row itself.
 const BATCH: usize = 64;
@@ -265,13 +324,17 @@ impl<'c> Writer<'c> {
         Ok(())
     }
 
-    pub fn finish(mut self, metadata: &Metadata) -> rusqlite::Result<()> {
-        let mut sql = format!("PRAGMA cache_size = {INDEX_CACHE_KIB};\n");
-        for &d in &self.devices {
-            sql += &schema::create_device_indexes(d);
+    /// Writes the dictionary and the metadata row and commits; with [`Indexes::WithRows`]
+    /// the indexes first, in the same transaction.
+    pub fn finish(mut self, metadata: &Metadata, indexes: Indexes) -> rusqlite::Result<()> {
+        if indexes == Indexes::WithRows {
+            let mut sql = format!("PRAGMA cache_size = {INDEX_CACHE_KIB};\n");
+            for statement in index_statements(&self.devices) {
+                sql += &statement;
+                sql += ";\n";
+            }
+            self.conn.execute_batch(&sql)?;
         }
-        sql += schema::CREATE_SHARED_INDEXES;
-        self.conn.execute_batch(&sql)?;
         {
             let mut dict = self
                 .conn

@@ -241,6 +241,60 @@ impl Engine {
         &self.overview
     }
 
+    /// Indexes an import of ours left to build ([`pt_snap_import::Indexes::Deferred`]).
+    /// A database opened as a file is never written, so it has none left.
+    pub fn indexes_left(&self) -> Result<usize, EngineError> {
+        Ok(self.missing_indexes()?.len())
+    }
+
+    /// Builds the next index [`Engine::indexes_left`] counts, lifting `query_only` for it
+    /// alone, and says how many are left. When none is, the overview's `db_bytes` is the
+    /// whole database's.
+    pub fn build_next_index(&mut self) -> Result<usize, EngineError> {
+        let missing = self.missing_indexes()?;
+        let Some(next) = missing.first() else {
+            return Ok(0);
+        };
+        let conn = self.analyzer.db().conn();
+        let failed = |e: rusqlite::Error| {
+            EngineError::new(
+                "QUERY_FAILED",
+                format!("building an index: {}", pt_snap_db::sqlite_message(&e)),
+            )
+        };
+        conn.execute_batch("PRAGMA query_only = 0")
+            .map_err(failed)?;
+        let built = pt_snap_db::build_index(conn, next);
+        conn.execute_batch("PRAGMA query_only = 1")
+            .map_err(failed)?;
+        built.map_err(failed)?;
+        let left = missing.len() - 1;
+        if left == 0 {
+            self.overview.db_bytes = conn
+                .query_row(
+                    "SELECT page_count * page_size FROM pragma_page_count, pragma_page_size",
+                    [],
+                    |r| r.get::<_, i64>(0),
+                )
+                .map_err(failed)? as u64;
+        }
+        Ok(left)
+    }
+
+    fn missing_indexes(&self) -> Result<Vec<String>, EngineError> {
+        if !self.overview.imported {
+            return Ok(Vec::new());
+        }
+        let devices: Vec<usize> = self
+            .analyzer
+            .devices()
+            .iter()
+            .map(|&d| d as usize)
+            .collect();
+        pt_snap_db::missing_indexes(self.analyzer.db().conn(), &devices)
+            .map_err(|e| EngineError::new("QUERY_FAILED", pt_snap_db::sqlite_message(&e)))
+    }
+
     /// Hands `f` the database's image, for "Download .db" of an in-memory database.
     pub fn with_image<T>(&mut self, f: impl FnOnce(&[u8]) -> T) -> Result<T, EngineError> {
         self.analyzer

@@ -349,6 +349,18 @@ pub enum FromWorker {
     Download(Result<String, EngineError>),
     /// The summary parts of one [`ToWorker::ReadSummaries`], in its order.
     Summaries(Vec<SummaryRead>),
+    /// After [`FromWorker::Opened`], while the indexes a deferred import left are built
+    /// between questions: how many are left (posted again after each), and the database's
+    /// size once none is; or why one could not be built (the views still answer, more
+    /// slowly).
+    Indexes(Result<IndexesLeft, EngineError>),
+}
+
+/// See [`FromWorker::Indexes`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IndexesLeft {
+    pub left: usize,
+    pub db_bytes: u64,
 }
 
 /// One file read as a part of an exported `summary` table: its ranks, or why it has none.

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use pt_snap_engine::preview::device_preview;
 use pt_snap_engine::*;
-use pt_snap_import::{ImportRequest, ReplayMode};
+use pt_snap_import::{ImportRequest, Indexes, ReplayMode};
 use pt_snap_report::allocations::{Colour, Item};
 use pt_snap_testkit::{pickles_in, FIXTURE_DIRS};
 use rusqlite::Connection;
@@ -38,14 +38,14 @@ fn origin(name: &str) -> Origin {
 
 /// Imports `path` in memory, returning the previews the replay gave and the engine.
 fn import(path: &Path) -> Option<(Vec<DevicePreview>, Engine)> {
-    let (previews, conn) = import_connection(path)?;
+    let (previews, conn) = import_connection(path, Indexes::WithRows)?;
     Some((
         previews,
         Engine::from_connection(conn, origin("x")).unwrap(),
     ))
 }
 
-fn import_connection(path: &Path) -> Option<(Vec<DevicePreview>, Connection)> {
+fn import_connection(path: &Path, indexes: Indexes) -> Option<(Vec<DevicePreview>, Connection)> {
     let bytes = std::fs::read(path).unwrap();
     let snapshot = pt_snap_model::decode(&bytes[..], &mut |_| {}).ok()?;
     let conn = Connection::open_in_memory().unwrap();
@@ -56,6 +56,7 @@ fn import_connection(path: &Path) -> Option<(Vec<DevicePreview>, Connection)> {
         source_name: "x".into(),
         completed_at: "2026-12-04T00:00:00+00:00".into(),
         replay: ReplayMode::Strict,
+        indexes,
     };
     let mut previews = Vec::new();
     pt_snap_import::import_snapshot_observed(&snapshot, &conn, &request, &mut |_| {}, &mut |d| {
@@ -67,6 +68,82 @@ fn import_connection(path: &Path) -> Option<(Vec<DevicePreview>, Connection)> {
 
 fn never() -> Option<Stop> {
     None
+}
+
+#[test]
+fn a_database_whose_indexes_were_deferred_answers_alike_before_and_after_they_are_built() {
+    let mut checked = 0;
+    for path in fixtures() {
+        let Some((_, whole)) = import(&path) else {
+            continue;
+        };
+        let (_, conn) = import_connection(&path, Indexes::Deferred).unwrap();
+        let mut deferred = Engine::from_connection(conn, origin("x")).unwrap();
+        let devices = deferred.overview().devices.clone();
+        assert_eq!(
+            deferred.indexes_left(),
+            Ok(6 * devices.len() + 1),
+            "{path:?}"
+        );
+        assert_eq!(whole.indexes_left(), Ok(0), "{path:?}");
+        let mut questions = vec![
+            Query::Oom { rules: None },
+            Query::RankSummary {
+                metric: Metric::Active,
+            },
+        ];
+        for &device in &devices {
+            questions.push(Query::Peaks { device });
+            questions.push(Query::PeakReport {
+                device,
+                metric: Metric::Reserved,
+                include_static: true,
+            });
+            questions.push(Query::Template {
+                device,
+                template: "top_n_largest_blocks".into(),
+                params: serde_json::Map::new(),
+                max_rows: 50,
+                exact_total: true,
+            });
+        }
+        let answers =
+            |e: &Engine| -> Vec<_> { questions.iter().map(|q| e.answer(q, never, 60.0)).collect() };
+        let before = answers(&deferred);
+        assert_eq!(before, answers(&whole), "{path:?}: before the indexes");
+        let mut left = deferred.indexes_left().unwrap();
+        while left > 0 {
+            let now = deferred.build_next_index().unwrap();
+            assert_eq!(now, left - 1, "{path:?}");
+            left = now;
+        }
+        assert_eq!(answers(&deferred), before, "{path:?}: after the indexes");
+        assert_eq!(deferred.build_next_index(), Ok(0), "{path:?}: nothing more");
+        let size = |e: &Engine| match e.answer(
+            &Query::Sql {
+                sql: "SELECT page_count * page_size FROM pragma_page_count, pragma_page_size"
+                    .into(),
+                cap: 1,
+            },
+            never,
+            60.0,
+        ) {
+            Ok(Answer::Table(t)) => t.rows[0][0].as_u64().unwrap(),
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(deferred.overview().db_bytes, size(&deferred), "{path:?}");
+        let writes = deferred.answer(
+            &Query::Sql {
+                sql: "CREATE INDEX x ON callstack (callstack)".into(),
+                cap: 1,
+            },
+            never,
+            60.0,
+        );
+        assert!(writes.is_err(), "{path:?}: read-only again: {writes:?}");
+        checked += 1;
+    }
+    assert!(checked >= 5, "{checked} fixtures");
 }
 
 #[test]
@@ -273,7 +350,7 @@ fn a_diff_side_crosses_as_text_and_compares_as_the_clis_diff() {
     use pt_snap_report::diff::{measure, Diff, DiffRequest, PAGE_BUCKETS};
     let path = root().join("fixtures/upstream-pkg/snapshots/snapshot_with_multi_devices.pkl");
     let (previews, engine) = import(&path).unwrap();
-    let (_, conn) = import_connection(&path).unwrap();
+    let (_, conn) = import_connection(&path, Indexes::WithRows).unwrap();
     let other =
         pt_snap_query::Analyzer::new(pt_snap_db::SnapshotDb::from_connection(conn).unwrap())
             .unwrap();
@@ -469,7 +546,7 @@ fn the_oom_answer_is_report_ooms() {
         else {
             panic!("{}: no OOM answer", path.display());
         };
-        let (_, conn) = import_connection(&path).unwrap();
+        let (_, conn) = import_connection(&path, Indexes::WithRows).unwrap();
         let analyzer =
             pt_snap_query::Analyzer::new(pt_snap_db::SnapshotDb::from_connection(conn).unwrap())
                 .unwrap();

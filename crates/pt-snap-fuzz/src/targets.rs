@@ -234,6 +234,7 @@ fn request(data: &[u8], name: &str, replay: ReplayMode) -> ImportRequest {
         source_name: name.to_owned(),
         completed_at: "2026-01-01T00:00:00.000000+00:00".to_owned(),
         replay,
+        indexes: pt_snap_import::Indexes::WithRows,
     }
 }
 

@@ -18,6 +18,7 @@ use pt_snap_db::{
 use pt_snap_model::{Action, Snapshot, StackId};
 use pt_snap_replay::{BlockRow, Issue, ReplayError, RowSink, TraceRow};
 
+pub use pt_snap_db::Indexes;
 pub use pt_snap_replay::Mode as ReplayMode;
 use rusqlite::Connection;
 
@@ -43,6 +44,8 @@ pub struct ImportRequest {
     /// Strict (the reference's replay), or lenient: events the allocator state cannot
     /// reconcile are applied from the trace alone and listed in `pt_snap_x_replay_issues`.
     pub replay: ReplayMode,
+    /// With the rows (a database whole when the import returns), or left to the caller.
+    pub indexes: Indexes,
 }
 
 /// Where an import is after decoding (decoding reports its own
@@ -204,7 +207,7 @@ pub fn import_snapshot_observed(
     if !ooms.is_empty() {
         writer.oom_events(ooms)?;
     }
-    writer.finish(&metadata)?;
+    writer.finish(&metadata, request.indexes)?;
     Ok(ImportSummary {
         metadata,
         devices,
@@ -530,6 +533,7 @@ mod tests {
             source_name: "x.pkl".into(),
             completed_at: "2026-12-02T00:00:00+00:00".into(),
             replay: ReplayMode::Strict,
+            indexes: Indexes::WithRows,
         };
         import_snapshot(&snapshot, &conn, &request, &mut |_| {}).unwrap();
         let rows: Vec<(i64, i64, i64)> = conn

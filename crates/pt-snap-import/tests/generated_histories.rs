@@ -42,6 +42,7 @@ proptest! {
             source_name: "generated.pickle".into(),
             completed_at: "2026-12-02T00:00:00.000000+00:00".into(),
             replay: pt_snap_import::ReplayMode::Strict,
+            indexes: pt_snap_import::Indexes::WithRows,
         };
         let summary = import_snapshot(&snapshot, &conn, &request, &mut |_| {}).unwrap();
         prop_assert_eq!(summary.devices.len(), cfg.devices as usize);

@@ -164,6 +164,7 @@ async fn an_import_is_cached_reopened_exported_and_removed() {
         source_name: NAME.to_owned(),
         completed_at: "2026-01-01T00:00:00.000000+00:00".to_owned(),
         replay: pt_snap_import::ReplayMode::Strict,
+        indexes: pt_snap_import::Indexes::WithRows,
     };
     pt_snap_import::import_snapshot(&snapshot, &conn, &request, &mut |_| {}).unwrap();
     let rows = table_rows(&conn);

@@ -47,6 +47,7 @@ pub fn import_like_the_worker(
         source_name: name.to_owned(),
         completed_at: "2026-01-01T00:00:00.000000+00:00".to_owned(),
         replay: pt_snap_import::ReplayMode::Strict,
+        indexes: pt_snap_import::Indexes::WithRows,
     };
     let mut conn = Connection::open_in_memory().map_err(|e| e.to_string())?;
     let summary = pt_snap_import::import_snapshot(&snapshot, &conn, &request, &mut |_| {})

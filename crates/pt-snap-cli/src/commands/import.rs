@@ -388,6 +388,7 @@ fn build_and_publish(
         source_name: name.to_owned(),
         completed_at: crate::clock::now_utc_iso(),
         replay,
+        indexes: pt_snap_import::Indexes::WithRows,
     };
     let summary = {
         let conn = rusqlite::Connection::open(tmp.path())?;
