@@ -573,7 +573,10 @@ async function engineStates(p, file, shotName = null) {
   await p.evaluate(() => {
     window.__states = [];
     window.__peaksAtPeaks = null;
+    window.__indexes = [];
     const seen = () => {
+      const i = document.querySelector('[data-testid=engine-indexes]')?.dataset.value;
+      if (i && window.__indexes[window.__indexes.length - 1] !== i) window.__indexes.push(i);
       const v = document.querySelector('[data-testid=engine-state]')?.dataset.value;
       if (v && window.__states[window.__states.length - 1] !== v) {
         window.__states.push(v);
@@ -727,6 +730,21 @@ await check("peaks first: the replay's peaks show before the database is ready, 
   eq(JSON.stringify(states), JSON.stringify(['peaks', 'ready']), 'engine states in order');
   eq(JSON.stringify(shown), JSON.stringify(['allocated', 'active', 'reserved'].map((n) => String(want[`peak_${n}`]))), 'peak cards while the database was written');
   await peaksAre(page, want, 'ready');
+});
+
+await check('ready before the indexes: the worker builds them between questions, and the database ends with the CLI\'s', async () => {
+  // fresh.pickle, just imported into OPFS by the check above: its indexes were deferred.
+  await page.waitForSelector('[data-testid=engine-indexes][data-value=done]', { state: 'attached', timeout: 120000 });
+  const seen = await page.evaluate(() => window.__indexes);
+  ok(seen.includes('building'), `indexes built after ready: ${JSON.stringify(seen)}`);
+  eq(seen[seen.length - 1], 'done', 'indexes last');
+  await tab('sql');
+  await page.fill('[data-testid=sql-input]', "SELECT name FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL ORDER BY name");
+  await page.click('[data-testid=run-sql]');
+  await page.waitForFunction(() => document.querySelector('[data-testid=result-table] tbody td')?.textContent.startsWith('idx_'));
+  const names = await page.$$eval('[data-testid=result-table] tbody tr td:first-child', (tds) => tds.map((td) => td.textContent));
+  eq(JSON.stringify(names), JSON.stringify(read('expected-fresh-indexes.json')), 'the indexes of the CLI\'s import');
+  await peaksAre(page, read('expected-fresh-peak.json').rows[0], 'after the indexes');
 });
 
 await check('the same file dropped again reopens its database from the OPFS cache', async () => {

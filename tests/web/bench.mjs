@@ -162,6 +162,7 @@ async function inBrowser(file, n, sizeMib) {
     let last = '';
     const note = () => {
       const st = document.querySelector('[data-testid=engine-state]')?.dataset.value ?? null;
+      const indexes = document.querySelector('[data-testid=engine-indexes]')?.dataset.value ?? null;
       const cache = !!document.querySelector('[data-testid=cache-hit]');
       const prog = document.querySelector('[data-testid=import-progress] span')?.textContent ?? null;
       const stage = prog ? (/— (\w+)/.exec(prog)?.[1] ?? prog) : null;
@@ -170,10 +171,10 @@ async function inBrowser(file, n, sizeMib) {
         ? `${code ?? ''}: ${document.querySelector('[data-testid=error-message]')?.textContent ?? ''}` : null;
       // The last progress words in full (what a failed import had reached).
       if (prog) window.__lastProgress = { at: Date.now(), text: prog };
-      const key = JSON.stringify([st, cache, stage, err]);
+      const key = JSON.stringify([st, indexes, cache, stage, err]);
       if (key !== last) {
         last = key;
-        window.__log.push({ at: Date.now(), state: st, cache, stage, error: err });
+        window.__log.push({ at: Date.now(), state: st, indexes, cache, stage, error: err });
       }
     };
     note();
@@ -195,8 +196,9 @@ async function inBrowser(file, n, sizeMib) {
       crash,
     ]);
     const log = (await page.evaluate(() => window.__log).catch(() => null)) ?? [];
-    return { startedAt, waited, log: log.map((e) => ({ t: (e.at - startedAt) / 1000, state: e.state, cache: e.cache, stage: e.stage, error: e.error })) };
+    return { startedAt, waited, log: timed(log, startedAt) };
   };
+  const timed = (log, startedAt) => log.map((e) => ({ t: (e.at - startedAt) / 1000, state: e.state, indexes: e.indexes, cache: e.cache, stage: e.stage, error: e.error }));
   const first = (log, pred) => log.find(pred)?.t ?? null;
   const stagesOf = (log) => {
     const st = {};
@@ -255,9 +257,20 @@ async function inBrowser(file, n, sizeMib) {
       out.peak = shown.peak;
       out.peaks_equal = shown.equal;
       out.opened_text = await page.textContent('.opened').catch(() => null);
-      // 2. Left alone for 10 s after ready; the samples after the page's own ready time are
-      // the settled ones.
+      // 2. The indexes an OPFS import deferred, built by the worker between questions after
+      // ready: drop → indexed is when none is left (ready, where none was deferred).
       const readyAt = d1.startedAt + out.drop_to_ready_s * 1000;
+      await page.waitForTimeout(Math.max(0, readyAt + 1000 - Date.now()));
+      await page.waitForFunction(() => document.querySelector('[data-testid=engine-indexes]')?.dataset.value !== 'building',
+        null, { timeout: timeoutMs, polling: 250 }).catch(() => {});
+      const after = timed((await page.evaluate(() => window.__log).catch(() => null)) ?? [], d1.startedAt);
+      const building = after.findIndex((e) => e.indexes === 'building');
+      out.indexes_built = building >= 0;
+      out.drop_to_indexed_s = building >= 0
+        ? first(after.slice(building), (e) => e.indexes === 'done') : out.drop_to_ready_s;
+      out.log = after;
+      // Left alone for 10 s after ready (and the indexes); the samples after the page's own
+      // ready time are the settled ones.
       await page.waitForTimeout(Math.max(0, readyAt + settleMs - Date.now()));
       for (const s of samples) if (s.phase === 'import' && d1.startedAt + s.t * 1000 >= readyAt) s.phase = 'settled';
       phase = 'settled';
@@ -374,6 +387,7 @@ for (const file of files) {
   }
   if (m.settled) console.log(`   memory settled (10 s after ready): renderer RSS ${f0(m.settled.renderer_rss_mib)} MiB, tree RSS ${f0(m.settled.tree_rss_mib)} / PSS ${f0(m.settled.tree_pss_mib)} MiB; page wasm ${f1(w.page_wasm_mib)} MiB`);
   console.log(`   stages (s from drop): ${JSON.stringify(w.stages)}`);
+  if (w.drop_to_indexed_s !== undefined) console.log(`   indexes: ${w.indexes_built ? `deferred, built by ${f2(w.drop_to_indexed_s)} s (${f2(ratio(w.drop_to_indexed_s, n.wall_s))}× native)` : 'built with the rows'}`);
   if (m.idle) console.log(`   memory idle before the drop: renderer RSS ${f0(m.idle.renderer)} MiB, tree RSS ${f0(m.idle.tree)} MiB`);
   if (w.same_page) console.log(`   same page again: ${w.same_page.waited}; cache-hit ${f2(w.same_page.cache_hit_s)} s, ready ${f2(w.same_page.ready_s)} s, stages ${JSON.stringify(w.same_page.stages)}`);
   if (w.again) console.log(`   again (new page, same profile): cache-hit ${f2(w.again.cache_hit_s)} s, ready ${f2(w.again.ready_s)} s, stages ${JSON.stringify(w.again.stages)}, peaks ${w.again.peaks_equal ? 'equal the CLI' : '≠/—'}`);

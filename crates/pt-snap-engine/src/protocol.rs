@@ -278,6 +278,8 @@ pub enum Progress {
     Writing {
         device: i64,
     },
+    /// The callstacks, the indexes (unless the import defers them: [`ToWorker::BuildIndexes`]),
+    /// the dictionary and the commit.
     Indexing,
     /// Hashing the file to look it up in the cache; `bytes` hashed so far, `None` while
     /// WebCrypto hashes it in one piece (it tells nothing until it is done).
@@ -316,6 +318,10 @@ pub enum ToWorker {
     },
     /// The database file as a `Blob`, for "Download .db".
     Download,
+    /// Build the indexes an import deferred, one at a time between questions (answered by
+    /// [`FromWorker::Indexes`]). The page's file asks; a worker that answers one question
+    /// and ends (a Compare side's) does not.
+    BuildIndexes,
     /// Read the attached `files` (an array, in the order of `paths`, each where it was
     /// found) as parts of an exported `summary` table. The page sends a table's parts a
     /// batch at a time: posting thousands of `File`s at once blocks its thread.
@@ -349,10 +355,9 @@ pub enum FromWorker {
     Download(Result<String, EngineError>),
     /// The summary parts of one [`ToWorker::ReadSummaries`], in its order.
     Summaries(Vec<SummaryRead>),
-    /// After [`FromWorker::Opened`], while the indexes a deferred import left are built
-    /// between questions: how many are left (posted again after each), and the database's
-    /// size once none is; or why one could not be built (the views still answer, more
-    /// slowly).
+    /// Answering [`ToWorker::BuildIndexes`]: how many indexes a deferred import left
+    /// (posted again after each is built), and the database's size once none is; or why one
+    /// could not be built (the views still answer, more slowly).
     Indexes(Result<IndexesLeft, EngineError>),
 }
 

@@ -682,6 +682,7 @@ fn messages_survive_their_trip_as_text_with_every_integer_exact() {
         },
         ToWorker::Open,
         ToWorker::Download,
+        ToWorker::BuildIndexes,
     ];
     for m in &messages {
         assert_eq!(&decode::<ToWorker>(&encode(m)).unwrap(), m);
@@ -715,6 +716,11 @@ fn messages_survive_their_trip_as_text_with_every_integer_exact() {
             sha256: "cd".repeat(32),
             warnings: Vec::new(),
         },
+        FromWorker::Indexes(Ok(IndexesLeft {
+            left: 13,
+            db_bytes: u64::from(u32::MAX) + 1,
+        })),
+        FromWorker::Indexes(Err(EngineError::new("QUERY_FAILED", "disk full"))),
     ];
     for m in &answers {
         assert_eq!(&decode::<FromWorker>(&encode(m)).unwrap(), m);

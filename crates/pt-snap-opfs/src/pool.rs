@@ -180,6 +180,18 @@ impl Pool {
         Ok(entry)
     }
 
+    /// Records a committed database's new size in its entry, after an open connection
+    /// grew it (the indexes a deferred import left, built later). `db_bytes` is that
+    /// connection's count: the file cannot be measured while it is open.
+    pub async fn record_size(&self, db_bytes: u64) -> Result<(), String> {
+        let Some(entry) = crate::read_meta(&self.dir, &self.sha256).await? else {
+            return Err(format!("{} has no committed entry", self.sha256));
+        };
+        let entry = Entry { db_bytes, ..entry };
+        let json = serde_json::to_vec_pretty(&entry).map_err(|e| e.to_string())?;
+        js::write_file(&self.dir, META_FILE, &json).await
+    }
+
     /// Discards the database (and `meta.json`, first, so the entry is incomplete before its
     /// data goes), keeping the pool installed: for importing again in the same worker, e.g.
     /// leniently after a strict replay was refused. Every connection must be dropped first.

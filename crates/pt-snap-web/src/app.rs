@@ -58,6 +58,9 @@ pub struct AppState {
     /// The user's memory-category rules, `(file name, TOML)` as `--categories` reads them;
     /// `None`: the built-in ones.
     pub category_rules: RwSignal<Option<(String, String)>>,
+    /// Indexes the open file's worker has still to build (a deferred import's), between
+    /// questions.
+    pub indexes_left: RwSignal<usize>,
 }
 
 /// What fills the page below the header.
@@ -292,6 +295,7 @@ pub fn App() -> impl IntoView {
         compare: RwSignal::new(Default::default()),
         compare_stage: RwSignal::new(0),
         category_rules: RwSignal::new(None),
+        indexes_left: RwSignal::new(0),
     };
     provide_context(state);
     client::warm_up();
@@ -478,6 +482,17 @@ fn OpenedName() -> impl IntoView {
                         title="peaks: shown from the replay while the database is written; ready: every view can ask">
                         {o.engine_state()}
                     </span>
+                    {move || {
+                        let left = state.indexes_left.get();
+                        let value = if left > 0 { "building" } else { "done" };
+                        view! {
+                            <span class="engine-state indexing" data-testid="engine-indexes"
+                                data-value=value hidden=left == 0
+                                title="Indexes are built in the background, between questions: every view answers meanwhile, some more slowly">
+                                {format!("indexing · {left} left")}
+                            </span>
+                        }
+                    }}
                     {cached.then(|| view! { <span class="cache-hit" data-testid="cache-hit" title="Reopened from this browser's cache of imports">"from cache"</span> })}
                 </span>
             }
@@ -624,7 +639,10 @@ fn progress_text(progress: Option<&Progress>, total: f64) -> (f64, String) {
             1.0,
             format!("writing the database (device {device}); the peaks are ready"),
         ),
-        Some(Progress::Indexing) => (1.0, "indexing the database; the peaks are ready".to_owned()),
+        Some(Progress::Indexing) => (
+            1.0,
+            "finishing the database; the peaks are ready".to_owned(),
+        ),
     }
 }
 

@@ -397,7 +397,11 @@ fn received(serial: u64, message: FromWorker, attachment: JsValue) {
                 promote();
                 slot = Slot::Shown;
             }
-            with_client(slot, |c| c.ready = true);
+            with_client(slot, |c| {
+                c.ready = true;
+                // The file shown is kept open: its deferred indexes are worth building.
+                post(&c.worker, &envelope(&ToWorker::BuildIndexes));
+            });
             listen(slot, FromWorker::Opened(overview), attachment);
             send_next();
         }

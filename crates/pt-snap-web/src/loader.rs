@@ -8,7 +8,7 @@ use std::cell::RefCell;
 
 use js_sys::{Array, Uint8Array};
 use leptos::prelude::*;
-use pt_snap_engine::{EngineError, FromWorker};
+use pt_snap_engine::{EngineError, FromWorker, IndexesLeft};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::JsFuture;
 use web_sys::{Blob, File, FilePropertyBag, Response};
@@ -222,6 +222,7 @@ fn on_message(state: AppState, name: &str, total: f64, message: FromWorker, atta
         }
         FromWorker::Opened(overview) => {
             LAST_IMPORT.with(|l| l.borrow_mut().take());
+            state.indexes_left.set(0);
             state.status.set(Status::Idle);
             let previewed = state.opened.with_untracked(|o| {
                 o.as_ref()
@@ -258,6 +259,26 @@ fn on_message(state: AppState, name: &str, total: f64, message: FromWorker, atta
             {
                 state.opened.set(None);
             }
+        }
+        FromWorker::Indexes(Ok(IndexesLeft { left, db_bytes })) => {
+            state.indexes_left.set(left);
+            if left == 0 {
+                state.opened.update(|o| {
+                    if let Some(v) = o.as_mut().and_then(|o| o.overview.as_mut()) {
+                        v.db_bytes = db_bytes;
+                    }
+                });
+            }
+        }
+        FromWorker::Indexes(Err(f)) => {
+            state.indexes_left.set(0);
+            state.status.set(Status::Failed(EngineError {
+                message: format!(
+                    "The database's indexes could not be built ({}); every view still answers, some more slowly.",
+                    f.message
+                ),
+                ..f
+            }));
         }
         FromWorker::Download(answer) => match answer {
             Ok(file_name) => save(&file_name, attachment),

@@ -214,6 +214,6 @@ fn describe(p: &Progress) -> String {
         Progress::Hashing { .. } => "looking in the cache".into(),
         Progress::Replaying { device, .. } => format!("replaying device {device}"),
         Progress::Writing { device } => format!("writing device {device}"),
-        Progress::Indexing => "indexing".into(),
+        Progress::Indexing => "finishing".into(),
     }
 }

@@ -33,9 +33,10 @@ mod imp {
     use pt_snap_engine::preview::device_preview;
     use pt_snap_engine::protocol::{decode, encode};
     use pt_snap_engine::{
-        Engine, EngineError, FromWorker, Origin, Preview, Progress, Stop, Storage, ToWorker,
+        Engine, EngineError, FromWorker, IndexesLeft, Origin, Preview, Progress, Stop, Storage,
+        ToWorker,
     };
-    use pt_snap_import::{ImportRequest, ReplayMode, Stage};
+    use pt_snap_import::{ImportRequest, Indexes, ReplayMode, Stage};
     use pt_snap_opfs::{Entry, Pool};
     use sha2::{Digest, Sha256};
     use wasm_bindgen::prelude::*;
@@ -126,6 +127,22 @@ mod imp {
                     post(&FromWorker::Answer { id, answer });
                 }
                 Ok(ToWorker::Download) => download(),
+                Ok(ToWorker::BuildIndexes) => {
+                    let left = ENGINE.with(|e| {
+                        e.borrow().as_ref().map(|e| {
+                            e.indexes_left().map(|left| IndexesLeft {
+                                left,
+                                db_bytes: e.overview().db_bytes,
+                            })
+                        })
+                    });
+                    if let Some(left) = left {
+                        post(&FromWorker::Indexes(left.clone()));
+                        if matches!(left, Ok(IndexesLeft { left, .. }) if left > 0) {
+                            build_indexes_later();
+                        }
+                    }
+                }
                 Ok(ToWorker::ReadSummaries { paths }) => {
                     read_summaries(&paths, &get(&data, "files").unchecked_into())
                 }
@@ -181,6 +198,44 @@ mod imp {
         }
     }
 
+    /// Builds the next index the import deferred in a task of its own, so that questions
+    /// that came meanwhile are answered first, and goes on until none is left. Each builds
+    /// in well under a second at 1M events; a question that comes during one waits for it.
+    fn build_indexes_later() {
+        let next = Closure::once_into_js(|| {
+            let Some(built) = ENGINE.with(|e| {
+                let mut e = e.borrow_mut();
+                let engine = e.as_mut()?;
+                Some(engine.build_next_index().map(|left| IndexesLeft {
+                    left,
+                    db_bytes: engine.overview().db_bytes,
+                }))
+            }) else {
+                return;
+            };
+            post(&FromWorker::Indexes(built.clone()));
+            match built {
+                Ok(IndexesLeft { left: 0, db_bytes }) => record_size(db_bytes),
+                Ok(_) => build_indexes_later(),
+                Err(_) => {}
+            }
+        });
+        let scope: DedicatedWorkerGlobalScope = js_sys::global().unchecked_into();
+        let _ = scope.set_timeout_with_callback(next.unchecked_ref());
+    }
+
+    /// The cache's entry says the database's size once its indexes are built, so the list
+    /// of kept imports does too.
+    fn record_size(db_bytes: u64) {
+        if let Some(pool) = POOL.with(|p| p.borrow().clone()) {
+            wasm_bindgen_futures::spawn_local(async move {
+                if let Err(e) = pool.record_size(db_bytes).await {
+                    web_sys::console::warn_1(&format!("pt-snap: {e}").into());
+                }
+            });
+        }
+    }
+
     /// Opens a cached database read-only, by its source's SHA-256.
     async fn reopen(
         sha256: &str,
@@ -192,7 +247,9 @@ mod imp {
             .map_err(storage)?
             .ok_or_else(|| storage("the cached database is gone (removed in another tab?)"))?;
         let pool = Pool::install(sha256).await.map_err(storage)?;
-        let conn = pool.open(false).map_err(backend)?;
+        // Writable for the indexes an import deferred ([`build_indexes_later`]); the engine
+        // makes it query_only for everything else.
+        let conn = pool.open(true).map_err(backend)?;
         // Each page read goes through a sync access handle: keep what the views read in
         // memory, up to a bound (SQLite's default is 2 MiB).
         conn.execute_batch(&format!("PRAGMA cache_size = -{}", READ_CACHE_KIB))
@@ -332,14 +389,6 @@ mod imp {
             // Hashed as it was decoded: only what the decoder left unread is still to go.
             (None, None) => hash_here(reader, None)?,
         };
-        let request = ImportRequest {
-            device: None,
-            source_sha256: sha256.clone(),
-            source_size: total as u64,
-            source_name: file.name(),
-            completed_at: now_utc_iso(),
-            replay,
-        };
         // Another tab importing the same file holds its entry: this import stays in memory.
         let pool = match opfs {
             true => match Pool::install(&sha256).await {
@@ -351,6 +400,21 @@ mod imp {
                 Err(_) => None,
             },
             false => None,
+        };
+        let request = ImportRequest {
+            device: None,
+            source_sha256: sha256.clone(),
+            source_size: total as u64,
+            source_name: file.name(),
+            completed_at: now_utc_iso(),
+            replay,
+            // In OPFS the page is shown the database before its indexes: the reopened
+            // worker builds them between questions. In memory there is no reopen.
+            indexes: if pool.is_some() {
+                Indexes::Deferred
+            } else {
+                Indexes::WithRows
+            },
         };
         let conn = match &pool {
             Some(pool) => pool.open(true),
@@ -465,6 +529,31 @@ mod imp {
             ))));
             return;
         };
+        // The file downloaded is whole: the indexes still to build are built now, and none
+        // is written after (a `Blob` of a file written later cannot be read).
+        let whole = ENGINE.with(|e| {
+            let mut e = e.borrow_mut();
+            let Some(engine) = e.as_mut() else {
+                return Ok(None);
+            };
+            let mut built = false;
+            while engine.indexes_left()? > 0 {
+                engine.build_next_index()?;
+                built = true;
+            }
+            Ok(built.then_some(engine.overview().db_bytes))
+        });
+        match whole {
+            Ok(Some(db_bytes)) => {
+                post(&FromWorker::Indexes(Ok(IndexesLeft { left: 0, db_bytes })));
+                record_size(db_bytes);
+            }
+            Ok(None) => {}
+            Err(f) => {
+                post(&FromWorker::Download(Err(f)));
+                return;
+            }
+        }
         // An OPFS database is never copied into memory for this: its file is the Blob.
         if let Some(pool) = POOL.with(|p| p.borrow().clone()) {
             wasm_bindgen_futures::spawn_local(async move {
