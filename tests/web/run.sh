@@ -78,8 +78,12 @@ rm -f "$out/fresh.pickle.db"
 target/debug/pt-snap import "$out/fresh.pickle" --no-focus --json >/dev/null
 target/debug/pt-snap query "$out/fresh.pickle.db" --template-use memory_peak --json > "$out/expected-fresh-peak.json"
 # Its indexes, which the browser's import defers and builds after ready.
-python3 -c 'import json, sqlite3, sys; print(json.dumps([r[0] for r in sqlite3.connect(sys.argv[1]).execute("SELECT name FROM sqlite_master WHERE type = \'index\' AND sql IS NOT NULL ORDER BY name")]))' \
-  "$out/fresh.pickle.db" > "$out/expected-fresh-indexes.json"
+python3 - "$out/fresh.pickle.db" > "$out/expected-fresh-indexes.json" <<'PY'
+import json, sqlite3, sys
+names = sqlite3.connect(sys.argv[1]).execute(
+    "SELECT name FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL ORDER BY name")
+print(json.dumps([r[0] for r in names]))
+PY
 # The ranks of a job: four generated ranks, rank 2 leaking, and a rank file that is no
 # snapshot; `pt-snap ranks` on them is what the Ranks view must show.
 mkdir -p "$out/job"

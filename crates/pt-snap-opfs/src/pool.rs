@@ -20,10 +20,11 @@ const DB_PATH: &str = "/snapshot.db";
 
 /// Slots (OPFS files, each with a sync access handle held while installed): the database,
 /// its rollback journal (`Writer::finish` switches to `journal_mode = DELETE`, so later
-/// writes have one), and two for temp files: an import asks for `temp_store = FILE`, so
-/// `CREATE INDEX` spills its sort runs into one (the journal is off until then). Running
-/// out is `SQLITE_CANTOPEN`, so keep spares; an empty slot is a 4 KiB file.
-const CAPACITY: usize = 4;
+/// writes have one: the indexes an import defers are built with it), and temp files for
+/// `CREATE INDEX`'s sort runs (`temp_store = FILE`): one, and another when a big index has
+/// more runs than one merge takes. Running out is `SQLITE_CANTOPEN`, so keep spares; an
+/// empty slot is a 4 KiB file.
+const CAPACITY: usize = 6;
 
 /// Waits between attempts to take an entry's lock that another worker holds (about 3 s in
 /// all): long enough for a worker that was asked to close the entry, or terminated, to let
