@@ -12,7 +12,7 @@ use arrow_array::types::Int64Type;
 use arrow_array::Array;
 use arrow_schema::DataType;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
-use pt_snap_testkit::{pickles_in, repo_root, FIXTURE_DIRS};
+use pt_snap_testkit::{column, pickles_in, repo_root, FIXTURE_DIRS};
 use rusqlite::Connection;
 use serde_json::{json, Value};
 
@@ -111,15 +111,13 @@ fn name_of(codes: &[(i64, &str)], code: Option<i64>) -> Value {
 }
 
 fn devices(conn: &Connection) -> Vec<i64> {
-    let mut stmt = conn
-        .prepare(
-            "SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 'trace_entry_%'",
-        )
-        .unwrap();
-    let mut out: Vec<i64> = stmt
-        .query_map([], |r| r.get::<_, String>(0))
-        .unwrap()
-        .map(|n| n.unwrap()["trace_entry_".len()..].parse().unwrap())
+    let names: Vec<String> = column(
+        conn,
+        "SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 'trace_entry_%'",
+    );
+    let mut out: Vec<i64> = names
+        .iter()
+        .map(|n| n["trace_entry_".len()..].parse().unwrap())
         .collect();
     out.sort_unstable();
     out

@@ -8,6 +8,7 @@
 use js_sys::futures::JsFuture;
 use js_sys::{Array, Date, Promise};
 use pt_snap_opfs::{Entry, Pool};
+use pt_snap_testkit::column;
 use rusqlite::Connection;
 use wasm_bindgen::{JsCast, JsValue};
 use wasm_bindgen_test::wasm_bindgen_test;
@@ -24,13 +25,10 @@ fn log(s: &str) {
 
 /// Rows of every table, by name: the database's "answer" compared across opens.
 fn table_rows(conn: &Connection) -> Vec<(String, i64)> {
-    let names: Vec<String> = conn
-        .prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")
-        .unwrap()
-        .query_map([], |r| r.get(0))
-        .unwrap()
-        .collect::<Result<_, _>>()
-        .unwrap();
+    let names: Vec<String> = column(
+        conn,
+        "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name",
+    );
     names
         .into_iter()
         .map(|n| {

@@ -173,6 +173,19 @@ pub fn switch_to_wal(path: &Path) {
     assert_eq!(mode, "wal");
 }
 
+/// The first column of every row `sql` gives on `conn` (table names, kinds, ids).
+///
+/// # Panics
+/// If the statement fails or a value is not a `T`.
+pub fn column<T: rusqlite::types::FromSql>(conn: &Connection, sql: &str) -> Vec<T> {
+    conn.prepare(sql)
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap()
+}
+
 /// Every file below `dir`, at any depth, whose extension is `extension`, sorted.
 ///
 /// # Panics
