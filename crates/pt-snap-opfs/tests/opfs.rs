@@ -13,6 +13,9 @@ use rusqlite::Connection;
 use wasm_bindgen::{JsCast, JsValue};
 use wasm_bindgen_test::wasm_bindgen_test;
 
+mod common;
+use common::file_in;
+
 wasm_bindgen_test::wasm_bindgen_test_configure!(run_in_dedicated_worker);
 
 const NAME: &str = "snapshot_with_multi_devices.pkl";
@@ -107,13 +110,7 @@ async fn write_meta(sha256: &str, text: &str) {
             .unwrap()
             .unchecked_into();
     }
-    let options = web_sys::FileSystemGetFileOptions::new();
-    options.set_create(true);
-    let file: web_sys::FileSystemFileHandle =
-        JsFuture::from(dir.get_file_handle_with_options("meta.json", &options))
-            .await
-            .unwrap()
-            .unchecked_into();
+    let file = file_in(&dir, "meta.json").await;
     let sah: web_sys::FileSystemSyncAccessHandle = JsFuture::from(file.create_sync_access_handle())
         .await
         .unwrap()
