@@ -265,13 +265,24 @@ async fn an_import_is_cached_reopened_exported_and_removed() {
 
     // Removed while this worker keeps the paused VFS: installing again starts empty.
     let pool = Pool::install(&sha).await.unwrap();
-    assert!(pool.open(false).is_err(), "no database after remove");
+    starts_empty(
+        pool,
+        &sha,
+        "no database after remove",
+        "CREATE TABLE t (a); INSERT INTO t VALUES (1);",
+    )
+    .await;
+}
+
+/// `pool` has no database to open (`why` is the failure message if it has one), yet makes a
+/// new one that takes `sql`; then it is closed and its entry `sha` removed.
+async fn starts_empty(pool: Pool, sha: &str, why: &str, sql: &str) {
+    assert!(pool.open(false).is_err(), "{why}");
     let conn = pool.open(true).unwrap();
-    conn.execute_batch("CREATE TABLE t (a); INSERT INTO t VALUES (1);")
-        .unwrap();
+    conn.execute_batch(sql).unwrap();
     drop(conn);
     pool.close().unwrap();
-    pt_snap_opfs::remove(&sha).await.unwrap();
+    pt_snap_opfs::remove(sha).await.unwrap();
 }
 
 async fn blob_bytes_result(blob: &web_sys::Blob) -> Result<Vec<u8>, String> {
@@ -445,11 +456,11 @@ async fn reset_discards_the_database_and_its_metadata() {
     drop(conn);
     pool.reset().await.unwrap();
     assert!(pt_snap_opfs::find(SHA_RESET).await.unwrap().is_none());
-    assert!(pool.open(false).is_err(), "a database after reset");
-    let conn = pool.open(true).unwrap();
-    conn.execute_batch("CREATE TABLE t (id INTEGER PRIMARY KEY)")
-        .unwrap();
-    drop(conn);
-    pool.close().unwrap();
-    pt_snap_opfs::remove(SHA_RESET).await.unwrap();
+    starts_empty(
+        pool,
+        SHA_RESET,
+        "a database after reset",
+        "CREATE TABLE t (id INTEGER PRIMARY KEY)",
+    )
+    .await;
 }
