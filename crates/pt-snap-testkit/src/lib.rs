@@ -173,6 +173,20 @@ pub fn switch_to_wal(path: &Path) {
     assert_eq!(mode, "wal");
 }
 
+/// The stdout of a finished command that must have succeeded, as JSON. `what` names the
+/// command in the failure message, before its stderr.
+///
+/// # Panics
+/// If the command failed or its stdout is not JSON.
+pub fn stdout_json(out: &std::process::Output, what: impl std::fmt::Display) -> Value {
+    assert!(
+        out.status.success(),
+        "{what}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
 /// The first column of every row `sql` gives on `conn` (table names, kinds, ids).
 ///
 /// # Panics

@@ -20,11 +20,5 @@ pub fn pt_snap(dir: &Path, args: &[&str]) -> Output {
 
 /// [`pt_snap`], which must succeed; its stdout, which is JSON.
 pub fn ok_json(dir: &Path, args: &[&str]) -> Value {
-    let out = pt_snap(dir, args);
-    assert!(
-        out.status.success(),
-        "{args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap()
+    pt_snap_testkit::stdout_json(&pt_snap(dir, args), format_args!("{args:?}"))
 }
