@@ -45,6 +45,15 @@ fn import(path: &Path) -> Option<(Vec<DevicePreview>, Engine)> {
     ))
 }
 
+/// [`import`] of every fixture that imports strictly, one at a time: its path, the previews
+/// the replay gave and the engine.
+fn imported_fixtures() -> impl Iterator<Item = (PathBuf, Vec<DevicePreview>, Engine)> {
+    fixtures().into_iter().filter_map(|path| {
+        let (previews, engine) = import(&path)?;
+        Some((path, previews, engine))
+    })
+}
+
 fn import_connection(path: &Path) -> Option<(Vec<DevicePreview>, Connection)> {
     let bytes = std::fs::read(path).unwrap();
     let snapshot = pt_snap_model::decode(&bytes[..], &mut |_| {}).ok()?;
@@ -72,10 +81,7 @@ fn never() -> Option<Stop> {
 #[test]
 fn the_replays_preview_is_what_the_database_answers() {
     let mut checked = 0;
-    for path in fixtures() {
-        let Some((previews, engine)) = import(&path) else {
-            continue;
-        };
+    for (path, previews, engine) in imported_fixtures() {
         assert_eq!(
             previews.iter().map(|p| p.device).collect::<Vec<_>>(),
             engine.overview().devices,
@@ -333,10 +339,7 @@ fn a_diff_side_crosses_as_text_and_compares_as_the_clis_diff() {
 /// after that event (a block is live until its free completes), on every fixture and device.
 #[test]
 fn the_allocation_timeline_stacks_the_active_counter() {
-    for path in fixtures() {
-        let Some((previews, engine)) = import(&path) else {
-            continue;
-        };
+    for (path, previews, engine) in imported_fixtures() {
         for p in &previews {
             let Some((first, last)) = p.timeline.bounds else {
                 continue;
@@ -448,10 +451,7 @@ fn the_allocation_timeline_stacks_the_active_counter() {
 #[test]
 fn the_oom_answer_is_report_ooms() {
     let mut with_oom = 0;
-    for path in fixtures() {
-        let Some((_, engine)) = import(&path) else {
-            continue;
-        };
+    for (path, _, engine) in imported_fixtures() {
         let answer = engine.answer(&Query::Oom { rules: None }, never, 60.0);
         if engine.overview().devices.is_empty() {
             assert_eq!(
