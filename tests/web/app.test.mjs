@@ -90,6 +90,15 @@ const observeLongTasks = (p) => p.addInitScript(() => {
 });
 /** The long tasks `observeLongTasks` recorded that started at or after `from` (page time). */
 const longTasksSince = async (p, from) => (await p.evaluate(() => window.__long)).filter(([start]) => start >= from);
+/** A new watched page that records its long tasks (`observeLongTasks`), loaded and left 500 ms to settle before a timed drop. */
+async function longTaskPage() {
+  const p = await ctx.newPage();
+  watch(p);
+  await observeLongTasks(p);
+  await p.goto(url);
+  await p.waitForTimeout(500);
+  return p;
+}
 const tab = async (key) => { await page.click(`[data-testid=tab-${key}]`); await page.waitForFunction((k) => location.hash.includes(`view=${k}`), key); };
 const hashOf = (p = page) => Object.fromEntries(new URL(p.url()).hash.slice(1).split('&').filter(Boolean).map((kv) => kv.split('=')));
 const fgText = () => page.textContent('.ptsnap-fg');
@@ -954,13 +963,9 @@ await check('an exported summary table: the Ranks view without the snapshots, wh
 });
 
 await check('2,048 ranks from a summary table: read off the page thread, a page of rows at a time, no task over 200 ms', async () => {
-  const p = await ctx.newPage();
-  watch(p);
   // From the page's first sight of the files: making a FileList of 2,048 files is the
   // browser's (a task of its own, ~0.5 s here, before any of the page's code runs).
-  await observeLongTasks(p);
-  await p.goto(url);
-  await p.waitForTimeout(500);
+  const p = await longTaskPage();
   const t0 = Date.now();
   await p.setInputFiles('[data-testid=folder-input]', path.join(out, 'export-big'));
   await p.waitForSelector('[data-testid=ranks-progress][data-done="2048"]', { timeout: 120000 });
@@ -985,12 +990,8 @@ await check('2,048 ranks from a summary table: read off the page thread, a page 
 });
 
 await check('1M events: from drop to every view, no main-thread task over 100 ms', async () => {
-  const p = await ctx.newPage();
-  watch(p);
-  await observeLongTasks(p);
-  await p.goto(url);
+  const p = await longTaskPage();
   // Only what happens from the drop counts (loading the page's wasm is before it).
-  await p.waitForTimeout(500);
   const from = await p.evaluate(() => performance.now());
   const t0 = Date.now();
   await p.setInputFiles('[data-testid=file-input]', path.join(out, 'bench-1m.pickle'));

@@ -4,7 +4,7 @@
 mod common;
 
 use std::path::Path;
-use std::process::Command;
+use std::process::{Command, Output};
 
 use common::pt_snap;
 use pt_snap_testkit::{copy_from_repo, repo_root};
@@ -26,13 +26,7 @@ fn refused(name: &str, bytes: &[u8]) -> Value {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join(name), bytes).unwrap();
     let out = pt_snap(dir.path(), &["import", name, "--json"]);
-    assert_eq!(out.status.code(), Some(1), "{name}: {out:?}");
-    assert!(
-        out.stdout.is_empty(),
-        "{name}: stdout {:?}",
-        String::from_utf8_lossy(&out.stdout)
-    );
-    let envelope: Value = serde_json::from_slice(&out.stderr).unwrap();
+    let envelope = failed(&out, 1, name);
     assert_eq!(envelope["ok"], false);
     assert_eq!(envelope["schema_version"], 1);
     let left: Vec<_> = std::fs::read_dir(dir.path())
@@ -41,6 +35,18 @@ fn refused(name: &str, bytes: &[u8]) -> Value {
         .collect();
     assert_eq!(left, vec![name.to_owned()], "{name}: files left behind");
     envelope
+}
+
+/// The error envelope on stderr of a run (`what`) that must have exited with `status` and
+/// written nothing to stdout.
+fn failed(out: &Output, status: i32, what: &str) -> Value {
+    assert_eq!(out.status.code(), Some(status), "{what}: {out:?}");
+    assert!(
+        out.stdout.is_empty(),
+        "{what}: stdout {:?}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    serde_json::from_slice(&out.stderr).unwrap()
 }
 
 fn code(envelope: &Value) -> &str {
@@ -117,9 +123,7 @@ fn bad_paths_are_snapshot_invalid() {
         ),
     ] {
         let out = pt_snap(dir.path(), &["import", arg, "--json"]);
-        assert_eq!(out.status.code(), Some(1));
-        assert!(out.stdout.is_empty());
-        let env: Value = serde_json::from_slice(&out.stderr).unwrap();
+        let env = failed(&out, 1, arg);
         assert_eq!(env["error"]["code"], "SNAPSHOT_INVALID");
         assert_eq!(env["error"]["message"], message);
     }
@@ -154,9 +158,7 @@ fn a_snapshot_is_known_by_its_content_whatever_its_name() {
 fn usage_errors_exit_2_with_an_envelope_under_json() {
     let dir = tempfile::tempdir().unwrap();
     let out = pt_snap(dir.path(), &["import", "--bogus", "--json"]);
-    assert_eq!(out.status.code(), Some(2));
-    assert!(out.stdout.is_empty());
-    let env: Value = serde_json::from_slice(&out.stderr).unwrap();
+    let env = failed(&out, 2, "--bogus");
     assert_eq!(env["error"]["code"], "INVALID_PARAMETER");
     let out = pt_snap(dir.path(), &["import", "x.pkl", "--device", "-1", "--json"]);
     assert_eq!(out.status.code(), Some(1));

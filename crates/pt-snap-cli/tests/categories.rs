@@ -11,13 +11,17 @@ use pt_snap_testkit::{element_where, string_fields};
 use serde_json::Value;
 
 /// A scratch copy of the reference's database of the upstream multi-device fixture (its
-/// device 0 has parameters, optimizer state, activations and pre-trace blocks at its peak).
-fn scratch() -> (tempfile::TempDir, &'static str) {
+/// device 0 has parameters, optimizer state, activations and pre-trace blocks at its peak),
+/// with the rules files `rules` (name, text) beside it.
+fn scratch(rules: &[(&str, &str)]) -> (tempfile::TempDir, &'static str) {
     let dir = tempfile::tempdir().unwrap();
     pt_snap_testkit::copy_from_repo(
         "tests/golden/query/multi_dev0/reference.db",
         &dir.path().join("ref.db"),
     );
+    for (name, text) in rules {
+        std::fs::write(dir.path().join(name), text).unwrap();
+    }
     (dir, "ref.db")
 }
 
@@ -38,7 +42,7 @@ fn refused(dir: &Path, args: &[&str], code: &str) -> String {
 
 #[test]
 fn by_category_adds_categories_after_the_reference_report() {
-    let (dir, db) = scratch();
+    let (dir, db) = scratch(&[]);
     let dir = dir.path();
     let plain = ok_json(dir, &["report", "peak-memory", db, "--json"]);
     let explicit = text(dir, &["report", "peak-memory", db, "--by", "callstack"]);
@@ -116,18 +120,16 @@ fn by_category_adds_categories_after_the_reference_report() {
 
 #[test]
 fn a_rules_file_replaces_the_builtin_rules() {
-    let (dir, db) = scratch();
-    let dir = dir.path();
-    std::fs::write(
-        dir.join("rules.toml"),
+    let (dir, db) = scratch(&[(
+        "rules.toml",
         "# Everything under Adam's step is a gradient here (a test, not advice).\n\
          [[rule]]\n\
          name = \"adam-step\"\n\
          category = \"gradient\"\n\
          file = '(^|/)torch/optim/adam\\.py$'\n\
          function = '^step$'\n",
-    )
-    .unwrap();
+    )]);
+    let dir = dir.path();
     let args = [
         "report",
         "peak-memory",
@@ -155,18 +157,17 @@ fn a_rules_file_replaces_the_builtin_rules() {
 
 #[test]
 fn bad_rules_and_flags_are_refused() {
-    let (dir, db) = scratch();
+    let (dir, db) = scratch(&[
+        (
+            "rules.toml",
+            "[[rule]]\nname = 'x'\ncategory = 'gradient'\n",
+        ),
+        (
+            "bad_re.toml",
+            "[[rule]]\nname = 'x'\ncategory = 'gradient'\nfile = '('\n",
+        ),
+    ]);
     let dir = dir.path();
-    std::fs::write(
-        dir.join("rules.toml"),
-        "[[rule]]\nname = 'x'\ncategory = 'gradient'\n",
-    )
-    .unwrap();
-    std::fs::write(
-        dir.join("bad_re.toml"),
-        "[[rule]]\nname = 'x'\ncategory = 'gradient'\nfile = '('\n",
-    )
-    .unwrap();
     let peak = ["report", "peak-memory", db, "--json"];
     // Each bad rules file or flag, and what its refusal must say.
     let by_file = |file| ["--by", "category", "--categories", file];
@@ -224,7 +225,7 @@ fn by_category_is_refused_on_a_dataset() {
 /// The template through `query`: listed, and its rows add up to `active_blocks_at_event`'s.
 #[test]
 fn the_template_is_listed_and_adds_up() {
-    let (dir, db) = scratch();
+    let (dir, db) = scratch(&[]);
     let dir = dir.path();
     let list = ok_json(
         dir,

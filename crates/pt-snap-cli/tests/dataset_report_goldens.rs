@@ -10,11 +10,13 @@
 //! datasets our import makes of the same fixtures with the same arguments, where only the
 //! fingerprint (shard hashes differ) and the paths are normalised.
 
+mod common;
 mod golden;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use common::import_into;
 use golden::{case_files, compare, golden_root, ours_json, report, run_ours, Case};
 use pt_snap_testkit::{repo_root, strings_of};
 use serde_json::Value;
@@ -102,14 +104,7 @@ fn import_dataset(fixture: &str, import_args: &[String]) -> (tempfile::TempDir, 
     let source = repo_root().join(fixture);
     let out_dir = tmp.path().join("out");
     std::fs::create_dir(&out_dir).unwrap();
-    let mut args = vec![
-        "import",
-        source.to_str().unwrap(),
-        "-o",
-        out_dir.to_str().unwrap(),
-        "--no-focus",
-        "--json",
-    ];
+    let mut args = import_into(&source, &out_dir);
     args.extend(import_args.iter().map(String::as_str));
     let imported = run(&args);
     let ds = std::fs::canonicalize(imported["dataset_path"].as_str().unwrap()).unwrap();

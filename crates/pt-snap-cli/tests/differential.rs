@@ -83,14 +83,10 @@ fn normalise_import(mut v: Value) -> Value {
 /// Every event's totals are ordered and non-negative: what "imported consistently" means.
 fn assert_consistent(db: &Path, what: &str) {
     let conn = rusqlite::Connection::open(db).unwrap();
-    let mut stmt = conn
-        .prepare("SELECT name FROM sqlite_master WHERE name LIKE 'trace_entry_%'")
-        .unwrap();
-    let tables: Vec<String> = stmt
-        .query_map([], |r| r.get(0))
-        .unwrap()
-        .map(Result::unwrap)
-        .collect();
+    let tables: Vec<String> = pt_snap_testkit::column(
+        &conn,
+        "SELECT name FROM sqlite_master WHERE name LIKE 'trace_entry_%'",
+    );
     for t in tables {
         let bad: i64 = conn
             .query_row(

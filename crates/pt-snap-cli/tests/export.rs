@@ -12,7 +12,7 @@ use arrow_array::types::Int64Type;
 use arrow_array::Array;
 use arrow_schema::DataType;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
-use pt_snap_testkit::{pickles_in, repo_root, FIXTURE_DIRS};
+use pt_snap_testkit::{column, pickles_in, repo_root, FIXTURE_DIRS};
 use rusqlite::Connection;
 use serde_json::{json, Value};
 
@@ -111,15 +111,13 @@ fn name_of(codes: &[(i64, &str)], code: Option<i64>) -> Value {
 }
 
 fn devices(conn: &Connection) -> Vec<i64> {
-    let mut stmt = conn
-        .prepare(
-            "SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 'trace_entry_%'",
-        )
-        .unwrap();
-    let mut out: Vec<i64> = stmt
-        .query_map([], |r| r.get::<_, String>(0))
-        .unwrap()
-        .map(|n| n.unwrap()["trace_entry_".len()..].parse().unwrap())
+    let names: Vec<String> = column(
+        conn,
+        "SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 'trace_entry_%'",
+    );
+    let mut out: Vec<i64> = names
+        .iter()
+        .map(|n| n["trace_entry_".len()..].parse().unwrap())
         .collect();
     out.sort_unstable();
     out
@@ -273,20 +271,7 @@ fn every_fixture_round_trips_through_parquet() {
         let copy = root.join(&name);
         fs::copy(&fixture, &copy).unwrap();
         let r = rank.to_string();
-        let out = pt_snap(
-            &root,
-            &[
-                "export",
-                copy.to_str().unwrap(),
-                "-o",
-                "dataset",
-                "--job",
-                "fx",
-                "--rank",
-                &r,
-                "--json",
-            ],
-        );
+        let out = export(&root, &copy, "dataset", &["--job", "fx", "--rank", &r]);
         let doc = json_of(&out, "export");
         // A trace the strict replay refuses: through its lenient database, as the hint says.
         let (input, db) = if doc["files"][0]["status"] == "failed" {
@@ -310,20 +295,7 @@ fn every_fixture_round_trips_through_parquet() {
             );
             assert!(imported.status.success(), "{name}: {imported:?}");
             let db = lenient.join(format!("{name}.db"));
-            let out = pt_snap(
-                &root,
-                &[
-                    "export",
-                    db.to_str().unwrap(),
-                    "-o",
-                    "dataset",
-                    "--job",
-                    "fx",
-                    "--rank",
-                    &r,
-                    "--json",
-                ],
-            );
+            let out = export(&root, &db, "dataset", &["--job", "fx", "--rank", &r]);
             assert!(out.status.success(), "{name}: {out:?}");
             (db.clone(), db)
         } else {
@@ -381,18 +353,40 @@ fn every_fixture_round_trips_through_parquet() {
     }
 }
 
+/// A generated snapshot at `path`: seed `seed`, rank `rank`, `events` events per device.
+fn generate(path: &Path, seed: u64, rank: u32, events: u64) {
+    let mut cfg = pt_snap_gen::Config::small(seed);
+    cfg.rank = rank;
+    cfg.events_per_device = events;
+    let file = fs::File::create(path).unwrap();
+    pt_snap_gen::generate(&cfg, std::io::BufWriter::new(file)).unwrap();
+}
+
 /// A small job of generated ranks (`rank<r>.pickle`).
 fn job(dir: &Path, ranks: u32, events: u64) -> PathBuf {
     let job = dir.join("job7");
     fs::create_dir_all(&job).unwrap();
     for rank in 0..ranks {
-        let mut cfg = pt_snap_gen::Config::small(21);
-        cfg.rank = rank;
-        cfg.events_per_device = events;
-        let file = fs::File::create(job.join(format!("rank{rank}.pickle"))).unwrap();
-        pt_snap_gen::generate(&cfg, std::io::BufWriter::new(file)).unwrap();
+        generate(&job.join(format!("rank{rank}.pickle")), 21, rank, events);
     }
     job
+}
+
+/// A scratch directory (kept alive by the returned guard), its canonical path, and a job
+/// of `ranks` generated ranks in it.
+fn scratch_with_job(ranks: u32, events: u64) -> (tempfile::TempDir, PathBuf, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    let job = job(&root, ranks, events);
+    (dir, root, job)
+}
+
+/// `pt-snap export INPUT -o OUT [EXTRA...] --json`, run in `root`.
+fn export(root: &Path, input: &Path, out: &str, extra: &[&str]) -> Output {
+    let mut args = vec!["export", input.to_str().unwrap(), "-o", out];
+    args.extend_from_slice(extra);
+    args.push("--json");
+    pt_snap(root, &args)
 }
 
 /// Every file under `dir`: (path, inode, modification time).
@@ -416,23 +410,15 @@ fn inventory(dir: &Path) -> Vec<(PathBuf, u64, std::time::SystemTime)> {
 
 #[test]
 fn a_second_export_keeps_every_part() {
-    let dir = tempfile::tempdir().unwrap();
-    let root = dir.path().canonicalize().unwrap();
-    let job = job(&root, 3, 3000);
-    let out = pt_snap(
-        &root,
-        &["export", job.to_str().unwrap(), "-o", "ds", "--json"],
-    );
+    let (_dir, root, job) = scratch_with_job(3, 3000);
+    let out = export(&root, &job, "ds", &[]);
     assert!(out.status.success(), "{out:?}");
     let first = json_of(&out, "export");
     assert_eq!(first["job"], "job7", "the directory's name");
     assert_eq!(first["written"], 3);
     let before = inventory(&root.join("ds"));
     assert_eq!(before.len(), 12, "{before:?}");
-    let out = pt_snap(
-        &root,
-        &["export", job.to_str().unwrap(), "-o", "ds", "--json"],
-    );
+    let out = export(&root, &job, "ds", &[]);
     assert!(out.status.success(), "{out:?}");
     let second = json_of(&out, "export");
     assert_eq!(
@@ -457,22 +443,8 @@ fn a_second_export_keeps_every_part() {
     // Another source under the same rank replaces that rank's parts, and only those.
     let other = root.join("other");
     fs::create_dir(&other).unwrap();
-    let mut cfg = pt_snap_gen::Config::small(99);
-    cfg.events_per_device = 2000;
-    let file = fs::File::create(other.join("rank1.pickle")).unwrap();
-    pt_snap_gen::generate(&cfg, std::io::BufWriter::new(file)).unwrap();
-    let out = pt_snap(
-        &root,
-        &[
-            "export",
-            other.join("rank1.pickle").to_str().unwrap(),
-            "-o",
-            "ds",
-            "--job",
-            "job7",
-            "--json",
-        ],
-    );
+    generate(&other.join("rank1.pickle"), 99, 0, 2000);
+    let out = export(&root, &other.join("rank1.pickle"), "ds", &["--job", "job7"]);
     assert!(out.status.success(), "{out:?}");
     let after = inventory(&root.join("ds"));
     let changed: Vec<&PathBuf> = after
@@ -507,24 +479,11 @@ fn only_whole_parts(dir: &Path) -> usize {
 
 #[test]
 fn a_failed_or_killed_export_leaves_no_partial_part() {
-    let dir = tempfile::tempdir().unwrap();
-    let root = dir.path().canonicalize().unwrap();
-    let job = job(&root, 2, 3000);
+    let (_dir, root, job) = scratch_with_job(2, 3000);
     // A part that cannot be published (a directory is where rank 1's summary goes).
     let blocked = part(&root.join("ds"), "summary", "j", 1);
     fs::create_dir_all(blocked.join("x")).unwrap();
-    let out = pt_snap(
-        &root,
-        &[
-            "export",
-            job.to_str().unwrap(),
-            "-o",
-            "ds",
-            "--job",
-            "j",
-            "--json",
-        ],
-    );
+    let out = export(&root, &job, "ds", &["--job", "j"]);
     assert_eq!(out.status.code(), Some(1), "{out:?}");
     let doc = json_of(&out, "export");
     assert_eq!(doc["ok"], false);
@@ -539,11 +498,8 @@ fn a_failed_or_killed_export_leaves_no_partial_part() {
     // Killed at any moment: each part is whole or absent, and the next run completes it.
     let big = root.join("big");
     fs::create_dir(&big).unwrap();
-    let mut cfg = pt_snap_gen::Config::small(5);
-    cfg.events_per_device = 150_000;
-    let file = fs::File::create(big.join("rank0.pickle")).unwrap();
-    pt_snap_gen::generate(&cfg, std::io::BufWriter::new(file)).unwrap();
     let snapshot = big.join("rank0.pickle");
+    generate(&snapshot, 5, 0, 150_000);
     let imported = pt_snap(&root, &["import", snapshot.to_str().unwrap(), "--no-focus"]);
     assert!(imported.status.success());
     for delay_ms in [50, 150, 300, 600, 1000] {
@@ -569,52 +525,19 @@ fn a_failed_or_killed_export_leaves_no_partial_part() {
             only_whole_parts(&root.join("killed"));
         }
     }
-    let out = pt_snap(
-        &root,
-        &[
-            "export",
-            snapshot.to_str().unwrap(),
-            "-o",
-            "killed",
-            "--json",
-        ],
-    );
+    let out = export(&root, &snapshot, "killed", &[]);
     assert!(out.status.success(), "{out:?}");
     assert_eq!(only_whole_parts(&root.join("killed")), 4);
 }
 
 #[test]
 fn usage_errors() {
-    let dir = tempfile::tempdir().unwrap();
-    let root = dir.path().canonicalize().unwrap();
-    let job = job(&root, 2, 500);
-    let out = pt_snap(
-        &root,
-        &[
-            "export",
-            job.to_str().unwrap(),
-            "-o",
-            "ds",
-            "--rank",
-            "3",
-            "--json",
-        ],
-    );
+    let (_dir, root, job) = scratch_with_job(2, 500);
+    let out = export(&root, &job, "ds", &["--rank", "3"]);
     assert_eq!(out.status.code(), Some(1));
     let envelope: Value = serde_json::from_slice(&out.stderr).unwrap();
     assert_eq!(envelope["error"]["code"], "INVALID_PARAMETER");
-    let out = pt_snap(
-        &root,
-        &[
-            "export",
-            job.to_str().unwrap(),
-            "-o",
-            "ds",
-            "--job",
-            "a/b",
-            "--json",
-        ],
-    );
+    let out = export(&root, &job, "ds", &["--job", "a/b"]);
     assert_eq!(out.status.code(), Some(1));
     let out = pt_snap(&root, &["export", job.to_str().unwrap(), "--json"]);
     assert_eq!(out.status.code(), Some(2), "-o is required");

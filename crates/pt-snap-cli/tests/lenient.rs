@@ -4,6 +4,7 @@
 mod common;
 
 use common::{ok_json, pt_snap};
+use pt_snap_testkit::column;
 use serde_json::{json, Value};
 
 /// A trace with the traits of memviz-neo's test generator (`scripts/gen_test_data.py`): no
@@ -102,13 +103,10 @@ fn a_trace_the_strict_replay_refuses_imports_leniently_and_says_so() {
         })
         .unwrap();
     assert_eq!(listed, issues);
-    let kinds: Vec<String> = conn
-        .prepare("SELECT DISTINCT kind FROM pt_snap_x_replay_issues ORDER BY kind")
-        .unwrap()
-        .query_map([], |r| r.get(0))
-        .unwrap()
-        .collect::<Result<_, _>>()
-        .unwrap();
+    let kinds: Vec<String> = column(
+        &conn,
+        "SELECT DISTINCT kind FROM pt_snap_x_replay_issues ORDER BY kind",
+    );
     assert!(kinds.contains(&"no_segment".to_owned()), "{kinds:?}");
     // The counters are the trace's own running sums.
     let mut stmt = conn

@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use pt_snap_query::{Analyzer, QueryRequest};
-use pt_snap_testkit::{repo_root, strings_of};
+use pt_snap_testkit::{repo_root, stdout_json, strings_of};
 use serde_json::{json, Value};
 
 mod common;
@@ -142,12 +142,7 @@ fn named_queries_agree_across_datafusion_spark_and_the_snapshot_dbs() {
         .arg(repo_root().join("crates/pt-snap-sql/queries"))
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "spark: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let spark: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let spark = stdout_json(&out, "spark");
     let names: Vec<&str> = pt_snap_sql_names();
     assert_eq!(spark.as_object().unwrap().len(), names.len());
     let mut answers = HashMap::new();

@@ -8,8 +8,11 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+use common::import_into;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
+
+mod common;
 
 const BIN: &str = env!("CARGO_BIN_EXE_pt-snap");
 
@@ -202,17 +205,7 @@ fn imports(dir: &Path, out_dir: &Path) {
             "db_{}",
             path.file_stem().unwrap().to_string_lossy()
         ));
-        run_ok(
-            dir,
-            &[
-                "import",
-                path.to_str().unwrap(),
-                "-o",
-                db_dir.to_str().unwrap(),
-                "--no-focus",
-                "--json",
-            ],
-        );
+        run_ok(dir, &import_into(&path, &db_dir));
     }
 }
 

@@ -36,6 +36,12 @@ fn refusal(path: &Path) -> String {
     }
 }
 
+/// The refusal of the reference's database altered by `sql`.
+fn refusal_of(sql: &str) -> String {
+    let (_dir, path) = altered(sql);
+    refusal(&path)
+}
+
 #[test]
 fn every_database_the_reference_wrote_is_accepted() {
     let mut opened = 0;
@@ -63,31 +69,28 @@ fn every_database_the_reference_wrote_is_accepted() {
 
 #[test]
 fn a_view_is_refused() {
-    let (_dir, path) = altered(
+    let m = refusal_of(
         "ALTER TABLE block_0 RENAME TO block_0_real;
          CREATE VIEW block_0 AS WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c)
          SELECT x AS id, x AS address, 512 AS size, 512 AS requestedSize, 1 AS state,
          1 AS allocEventId, -1 AS freeEventId FROM c;",
     );
-    let m = refusal(&path);
     assert!(m.contains("'block_0' is a view"), "{m}");
 
-    let (_dir, path) = altered(
+    let m = refusal_of(
         "ALTER TABLE frame RENAME TO frame_real;
          CREATE VIEW Frame AS SELECT id, printf('%.*c', 400000000, 'x') AS filename, line, name
          FROM frame_real;",
     );
-    let m = refusal(&path);
     assert!(m.contains("'Frame' is a view"), "{m}");
 }
 
 #[test]
 fn a_trigger_is_refused() {
-    let (_dir, path) = altered(
+    let m = refusal_of(
         "CREATE TABLE audit (n INTEGER);
          CREATE TRIGGER t_block AFTER INSERT ON block_0 BEGIN INSERT INTO audit VALUES (1); END;",
     );
-    let m = refusal(&path);
     assert!(m.contains("trigger 't_block' on 'block_0'"), "{m}");
     // On a table of the user's own, a trigger is the user's business.
     let (_dir, path) = altered(
@@ -119,8 +122,7 @@ fn a_generated_column_is_refused() {
             "column 's' of 'block_0' is a generated column",
         ),
     ] {
-        let (_dir, path) = altered(sql);
-        let m = refusal(&path);
+        let m = refusal_of(sql);
         assert!(m.contains(column), "{m}");
     }
 }
@@ -128,26 +130,23 @@ fn a_generated_column_is_refused() {
 #[test]
 fn a_virtual_table_is_refused() {
     // A module SQLite does not know: refused from the schema alone, without loading it.
-    let (_dir, path) = altered(
+    let m = refusal_of(
         "DROP TABLE frame;
          PRAGMA writable_schema = ON;
          INSERT INTO sqlite_master VALUES ('table', 'frame', 'frame', 0,
            'CREATE VIRTUAL TABLE frame USING no_such_module(id, filename, line, name)');
          PRAGMA writable_schema = OFF;",
     );
-    let m = refusal(&path);
     assert!(m.contains("'frame' is a virtual table"), "{m}");
 }
 
 #[test]
 fn a_missing_column_is_refused() {
-    let (_dir, path) = altered("ALTER TABLE block_0 DROP COLUMN requestedSize");
-    let m = refusal(&path);
+    let m = refusal_of("ALTER TABLE block_0 DROP COLUMN requestedSize");
     assert!(m.contains("'block_0' has no column 'requestedSize'"), "{m}");
-    let (_dir, path) = altered(
+    let m = refusal_of(
         "CREATE TABLE pt_snap_block_reference (blockId INTEGER PRIMARY KEY, stream INTEGER)",
     );
-    let m = refusal(&path);
     assert!(
         m.contains("'pt_snap_block_reference' has no column 'allocCallstack'"),
         "{m}"
@@ -156,25 +155,22 @@ fn a_missing_column_is_refused() {
 
 #[test]
 fn our_extension_tables_must_be_plain_tables_too() {
-    let (_dir, path) = altered(
+    let m = refusal_of(
         "CREATE VIEW pt_snap_x_replay_issues AS WITH RECURSIVE c(x) AS
          (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT x AS device FROM c;",
     );
-    let m = refusal(&path);
     assert!(m.contains("'pt_snap_x_replay_issues' is a view"), "{m}");
     // The event-time tables are read by column: both must be there.
-    let (_dir, path) =
-        altered("CREATE TABLE pt_snap_x_event_time_0 (event_id INTEGER PRIMARY KEY, t INTEGER)");
-    let m = refusal(&path);
+    let m =
+        refusal_of("CREATE TABLE pt_snap_x_event_time_0 (event_id INTEGER PRIMARY KEY, t INTEGER)");
     assert!(
         m.contains("'pt_snap_x_event_time_0' has no column 'time_us'"),
         "{m}"
     );
-    let (_dir, path) = altered(
+    let m = refusal_of(
         "CREATE VIEW pt_snap_x_event_time_0 AS WITH RECURSIVE c(x) AS
          (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT x AS event_id, x AS time_us FROM c;",
     );
-    let m = refusal(&path);
     assert!(m.contains("'pt_snap_x_event_time_0' is a view"), "{m}");
     let (_dir, path) = altered(&pt_snap_db::schema::create_event_time_table(0));
     SnapshotDb::open_readonly(&path).unwrap();
@@ -182,12 +178,11 @@ fn our_extension_tables_must_be_plain_tables_too() {
 
 #[test]
 fn a_without_rowid_table_is_refused() {
-    let (_dir, path) = altered(
+    let m = refusal_of(
         "DROP TABLE callstack_frame_manifest;
          CREATE TABLE callstack_frame_manifest (callstackId INTEGER PRIMARY KEY,
          frameCount INTEGER NOT NULL) WITHOUT ROWID;",
     );
-    let m = refusal(&path);
     assert!(m.contains("WITHOUT ROWID"), "{m}");
 }
 

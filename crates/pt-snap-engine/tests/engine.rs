@@ -45,6 +45,15 @@ fn import(path: &Path) -> Option<(Vec<DevicePreview>, Engine)> {
     ))
 }
 
+/// [`import`] of every fixture that imports strictly, one at a time: its path, the previews
+/// the replay gave and the engine.
+fn imported_fixtures() -> impl Iterator<Item = (PathBuf, Vec<DevicePreview>, Engine)> {
+    fixtures().into_iter().filter_map(|path| {
+        let (previews, engine) = import(&path)?;
+        Some((path, previews, engine))
+    })
+}
+
 fn import_connection(path: &Path, indexes: Indexes) -> Option<(Vec<DevicePreview>, Connection)> {
     let bytes = std::fs::read(path).unwrap();
     let snapshot = pt_snap_model::decode(&bytes[..], &mut |_| {}).ok()?;
@@ -73,10 +82,7 @@ fn never() -> Option<Stop> {
 #[test]
 fn a_database_whose_indexes_were_deferred_answers_alike_before_and_after_they_are_built() {
     let mut checked = 0;
-    for path in fixtures() {
-        let Some((_, whole)) = import(&path) else {
-            continue;
-        };
+    for (path, _, whole) in imported_fixtures() {
         let (_, conn) = import_connection(&path, Indexes::Deferred).unwrap();
         let mut deferred = Engine::from_connection(conn, origin("x")).unwrap();
         let devices = deferred.overview().devices.clone();
@@ -149,10 +155,7 @@ fn a_database_whose_indexes_were_deferred_answers_alike_before_and_after_they_ar
 #[test]
 fn the_replays_preview_is_what_the_database_answers() {
     let mut checked = 0;
-    for path in fixtures() {
-        let Some((previews, engine)) = import(&path) else {
-            continue;
-        };
+    for (path, previews, engine) in imported_fixtures() {
         assert_eq!(
             previews.iter().map(|p| p.device).collect::<Vec<_>>(),
             engine.overview().devices,
@@ -410,10 +413,7 @@ fn a_diff_side_crosses_as_text_and_compares_as_the_clis_diff() {
 /// after that event (a block is live until its free completes), on every fixture and device.
 #[test]
 fn the_allocation_timeline_stacks_the_active_counter() {
-    for path in fixtures() {
-        let Some((previews, engine)) = import(&path) else {
-            continue;
-        };
+    for (path, previews, engine) in imported_fixtures() {
         for p in &previews {
             let Some((first, last)) = p.timeline.bounds else {
                 continue;
@@ -525,10 +525,7 @@ fn the_allocation_timeline_stacks_the_active_counter() {
 #[test]
 fn the_oom_answer_is_report_ooms() {
     let mut with_oom = 0;
-    for path in fixtures() {
-        let Some((_, engine)) = import(&path) else {
-            continue;
-        };
+    for (path, _, engine) in imported_fixtures() {
         let answer = engine.answer(&Query::Oom { rules: None }, never, 60.0);
         if engine.overview().devices.is_empty() {
             assert_eq!(

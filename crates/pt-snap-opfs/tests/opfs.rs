@@ -8,9 +8,13 @@
 use js_sys::futures::JsFuture;
 use js_sys::{Array, Date, Promise};
 use pt_snap_opfs::{Entry, Pool};
+use pt_snap_testkit::column;
 use rusqlite::Connection;
 use wasm_bindgen::{JsCast, JsValue};
 use wasm_bindgen_test::wasm_bindgen_test;
+
+mod common;
+use common::file_in;
 
 wasm_bindgen_test::wasm_bindgen_test_configure!(run_in_dedicated_worker);
 
@@ -24,13 +28,10 @@ fn log(s: &str) {
 
 /// Rows of every table, by name: the database's "answer" compared across opens.
 fn table_rows(conn: &Connection) -> Vec<(String, i64)> {
-    let names: Vec<String> = conn
-        .prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")
-        .unwrap()
-        .query_map([], |r| r.get(0))
-        .unwrap()
-        .collect::<Result<_, _>>()
-        .unwrap();
+    let names: Vec<String> = column(
+        conn,
+        "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name",
+    );
     names
         .into_iter()
         .map(|n| {
@@ -109,13 +110,7 @@ async fn write_meta(sha256: &str, text: &str) {
             .unwrap()
             .unchecked_into();
     }
-    let options = web_sys::FileSystemGetFileOptions::new();
-    options.set_create(true);
-    let file: web_sys::FileSystemFileHandle =
-        JsFuture::from(dir.get_file_handle_with_options("meta.json", &options))
-            .await
-            .unwrap()
-            .unchecked_into();
+    let file = file_in(&dir, "meta.json").await;
     let sah: web_sys::FileSystemSyncAccessHandle = JsFuture::from(file.create_sync_access_handle())
         .await
         .unwrap()
@@ -271,13 +266,24 @@ async fn an_import_is_cached_reopened_exported_and_removed() {
 
     // Removed while this worker keeps the paused VFS: installing again starts empty.
     let pool = Pool::install(&sha).await.unwrap();
-    assert!(pool.open(false).is_err(), "no database after remove");
+    starts_empty(
+        pool,
+        &sha,
+        "no database after remove",
+        "CREATE TABLE t (a); INSERT INTO t VALUES (1);",
+    )
+    .await;
+}
+
+/// `pool` has no database to open (`why` is the failure message if it has one), yet makes a
+/// new one that takes `sql`; then it is closed and its entry `sha` removed.
+async fn starts_empty(pool: Pool, sha: &str, why: &str, sql: &str) {
+    assert!(pool.open(false).is_err(), "{why}");
     let conn = pool.open(true).unwrap();
-    conn.execute_batch("CREATE TABLE t (a); INSERT INTO t VALUES (1);")
-        .unwrap();
+    conn.execute_batch(sql).unwrap();
     drop(conn);
     pool.close().unwrap();
-    pt_snap_opfs::remove(&sha).await.unwrap();
+    pt_snap_opfs::remove(sha).await.unwrap();
 }
 
 async fn blob_bytes_result(blob: &web_sys::Blob) -> Result<Vec<u8>, String> {
@@ -451,11 +457,11 @@ async fn reset_discards_the_database_and_its_metadata() {
     drop(conn);
     pool.reset().await.unwrap();
     assert!(pt_snap_opfs::find(SHA_RESET).await.unwrap().is_none());
-    assert!(pool.open(false).is_err(), "a database after reset");
-    let conn = pool.open(true).unwrap();
-    conn.execute_batch("CREATE TABLE t (id INTEGER PRIMARY KEY)")
-        .unwrap();
-    drop(conn);
-    pool.close().unwrap();
-    pt_snap_opfs::remove(SHA_RESET).await.unwrap();
+    starts_empty(
+        pool,
+        SHA_RESET,
+        "a database after reset",
+        "CREATE TABLE t (id INTEGER PRIMARY KEY)",
+    )
+    .await;
 }

@@ -8,6 +8,9 @@ use pt_snap_opfs::Entry;
 use wasm_bindgen::JsCast;
 use wasm_bindgen_test::wasm_bindgen_test;
 
+mod common;
+use common::file_in;
+
 wasm_bindgen_test::wasm_bindgen_test_configure!(run_in_browser);
 
 const SHA: &str = "dd00000000000000000000000000000000000000000000000000000000000000";
@@ -31,13 +34,7 @@ async fn entry_dir(sha: &str) -> web_sys::FileSystemDirectoryHandle {
 
 /// Writes `name` in `dir` the page's way (a writable stream; no sync access handles here).
 async fn write(dir: &web_sys::FileSystemDirectoryHandle, name: &str, text: &str) {
-    let options = web_sys::FileSystemGetFileOptions::new();
-    options.set_create(true);
-    let file: web_sys::FileSystemFileHandle =
-        JsFuture::from(dir.get_file_handle_with_options(name, &options))
-            .await
-            .unwrap()
-            .unchecked_into();
+    let file = file_in(dir, name).await;
     let stream: web_sys::FileSystemWritableFileStream = JsFuture::from(file.create_writable())
         .await
         .unwrap()

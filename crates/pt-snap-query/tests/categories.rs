@@ -6,7 +6,7 @@ use std::path::Path;
 use pt_snap_model::{Action, Snapshot};
 use pt_snap_query::category::CategoryRules;
 use pt_snap_query::{Analyzer, QueryRequest, Value};
-use pt_snap_testkit::{repo_root, shared_fixtures};
+use pt_snap_testkit::{events_worth_checking, repo_root, shared_fixtures};
 
 fn decode(path: &Path) -> Snapshot {
     let bytes = std::fs::read(path).unwrap();
@@ -198,14 +198,10 @@ fn categories_add_up_to_live_memory() {
             let peak = a
                 .run(&QueryRequest::new("memory_peak").device(device))
                 .unwrap();
-            let mut events: Vec<i64> = ["allocated", "active", "reserved"]
-                .iter()
-                .filter_map(|m| {
-                    peak.get(0, &format!("peak_{m}_event_id"))
-                        .and_then(Value::as_i64)
-                })
-                .collect();
-            events.extend((0..=8).map(|i| first + (last - first) * i / 8));
+            let events = events_worth_checking(
+                |field| peak.get(0, field).and_then(Value::as_i64),
+                Some((first, last)),
+            );
             for event in events {
                 let at = |template: &str, param: &str| {
                     a.run(

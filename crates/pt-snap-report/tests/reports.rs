@@ -4,24 +4,17 @@ use pt_snap_query::{Analyzer, QueryRequest, Value};
 use pt_snap_report::{
     flamegraph_page, memory_tree, peak_memory, IncompleteTree, Metric, PeakRequest, TreeRequest,
 };
-use pt_snap_testkit::reference_databases;
+use pt_snap_testkit::{events_worth_checking, reference_databases};
 
 /// Every event id worth a tree: each counter's peak, the first and last events, and a
 /// spread of events between them.
 fn events(a: &Analyzer) -> Vec<i64> {
     let peak = a.run(&QueryRequest::new("memory_peak")).unwrap();
-    let mut out: Vec<i64> = ["allocated", "active", "reserved"]
-        .iter()
-        .filter_map(|m| {
-            peak.get(0, &format!("peak_{m}_event_id"))
-                .and_then(Value::as_i64)
-        })
-        .collect();
     let bounds = a.db().bounds().unwrap();
-    if let Some((first, last)) = bounds[0].events {
-        out.extend((0..=8).map(|i| first + (last - first) * i / 8));
-    }
-    out
+    events_worth_checking(
+        |field| peak.get(0, field).and_then(Value::as_i64),
+        bounds[0].events,
+    )
 }
 
 #[test]

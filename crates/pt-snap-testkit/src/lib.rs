@@ -173,6 +173,50 @@ pub fn switch_to_wal(path: &Path) {
     assert_eq!(mode, "wal");
 }
 
+/// The stdout of a finished command that must have succeeded, as JSON. `what` names the
+/// command in the failure message, before its stderr.
+///
+/// # Panics
+/// If the command failed or its stdout is not JSON.
+pub fn stdout_json(out: &std::process::Output, what: impl std::fmt::Display) -> Value {
+    assert!(
+        out.status.success(),
+        "{what}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// The events worth checking a report at: each counter's peak event (`peak_<counter>_event_id`
+/// of a `memory_peak` row, as `field` reads it; those it has), then, where the device has
+/// events `first..=last` (`bounds`), nine events spread evenly over them, both ends included.
+pub fn events_worth_checking(
+    field: impl Fn(&str) -> Option<i64>,
+    bounds: Option<(i64, i64)>,
+) -> Vec<i64> {
+    let mut out: Vec<i64> = ["allocated", "active", "reserved"]
+        .iter()
+        .filter_map(|m| field(&format!("peak_{m}_event_id")))
+        .collect();
+    if let Some((first, last)) = bounds {
+        out.extend((0..=8).map(|i| first + (last - first) * i / 8));
+    }
+    out
+}
+
+/// The first column of every row `sql` gives on `conn` (table names, kinds, ids).
+///
+/// # Panics
+/// If the statement fails or a value is not a `T`.
+pub fn column<T: rusqlite::types::FromSql>(conn: &Connection, sql: &str) -> Vec<T> {
+    conn.prepare(sql)
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap()
+}
+
 /// Every file below `dir`, at any depth, whose extension is `extension`, sorted.
 ///
 /// # Panics

@@ -18,13 +18,20 @@ pub fn pt_snap(dir: &Path, args: &[&str]) -> Output {
         .unwrap()
 }
 
+/// The arguments of `import SOURCE -o OUT --no-focus --json`: an import into a directory of the
+/// test's own, leaving the focus alone.
+pub fn import_into<'a>(source: &'a Path, out: &'a Path) -> Vec<&'a str> {
+    vec![
+        "import",
+        source.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+        "--no-focus",
+        "--json",
+    ]
+}
+
 /// [`pt_snap`], which must succeed; its stdout, which is JSON.
 pub fn ok_json(dir: &Path, args: &[&str]) -> Value {
-    let out = pt_snap(dir, args);
-    assert!(
-        out.status.success(),
-        "{args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap()
+    pt_snap_testkit::stdout_json(&pt_snap(dir, args), format_args!("{args:?}"))
 }

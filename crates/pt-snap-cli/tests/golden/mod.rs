@@ -348,12 +348,7 @@ pub fn ours_json(args: &[&str], home: &Path) -> Value {
         .env_remove("PT_SNAP_DB_PATH")
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap()
+    pt_snap_testkit::stdout_json(&out, format_args!("{args:?}"))
 }
 
 pub fn import_ours(fixture: &str) -> (tempfile::TempDir, PathBuf) {
