@@ -9,7 +9,7 @@ use pt_snap_dataset::read::{Dataset, ValidationCache};
 use pt_snap_dataset::write;
 use pt_snap_db::rusqlite::Connection;
 use pt_snap_db::{Metadata, METADATA_SCHEMA_VERSION};
-use pt_snap_import::{ImportRequest, ReplayMode};
+use pt_snap_import::ImportRequest;
 use pt_snap_query::{Analyzer, QueryOutcome, QueryRequest, Source};
 use serde_json::{Map, Value};
 
@@ -57,15 +57,12 @@ pub fn pair(events_per_slice: usize) -> Pair {
 
     let db_path = root.join("single.db");
     let conn = Connection::open(&db_path).unwrap();
-    let request = ImportRequest {
-        device: None,
-        source_sha256: metadata.source_sha256.clone(),
-        source_size: bytes.len() as u64,
-        source_name: metadata.source_name.clone(),
-        completed_at: metadata.completed_at.clone(),
-        replay: ReplayMode::Strict,
-        indexes: pt_snap_import::Indexes::WithRows,
-    };
+    let request = ImportRequest::new(
+        metadata.source_name.clone(),
+        metadata.source_sha256.clone(),
+        bytes.len() as u64,
+        metadata.completed_at.clone(),
+    );
     pt_snap_import::import_snapshot(&snapshot, &conn, &request, &mut |_| {}).unwrap();
     conn.close().unwrap();
 

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use pt_snap_engine::preview::device_preview;
 use pt_snap_engine::*;
-use pt_snap_import::{ImportRequest, Indexes, ReplayMode};
+use pt_snap_import::{ImportRequest, Indexes};
 use pt_snap_report::allocations::{Colour, Item};
 use pt_snap_testkit::{pickles_in, FIXTURE_DIRS};
 use rusqlite::Connection;
@@ -59,13 +59,13 @@ fn import_connection(path: &Path, indexes: Indexes) -> Option<(Vec<DevicePreview
     let snapshot = pt_snap_model::decode(&bytes[..], &mut |_| {}).ok()?;
     let conn = Connection::open_in_memory().unwrap();
     let request = ImportRequest {
-        device: None,
-        source_sha256: "0".repeat(64),
-        source_size: bytes.len() as u64,
-        source_name: "x".into(),
-        completed_at: "2026-12-04T00:00:00+00:00".into(),
-        replay: ReplayMode::Strict,
         indexes,
+        ..ImportRequest::new(
+            "x",
+            "0".repeat(64),
+            bytes.len() as u64,
+            "2026-12-04T00:00:00+00:00",
+        )
     };
     let mut previews = Vec::new();
     pt_snap_import::import_snapshot_observed(&snapshot, &conn, &request, &mut |_| {}, &mut |d| {

@@ -228,13 +228,13 @@ pub fn json_decode(data: &[u8]) -> String {
 
 fn request(data: &[u8], name: &str, replay: ReplayMode) -> ImportRequest {
     ImportRequest {
-        device: None,
-        source_sha256: pt_snap_import::sha256_hex(data).expect("hashing a slice cannot fail"),
-        source_size: data.len() as u64,
-        source_name: name.to_owned(),
-        completed_at: "2026-01-01T00:00:00.000000+00:00".to_owned(),
         replay,
-        indexes: pt_snap_import::Indexes::WithRows,
+        ..ImportRequest::new(
+            name,
+            pt_snap_import::sha256_hex(data).expect("hashing a slice cannot fail"),
+            data.len() as u64,
+            "2026-01-01T00:00:00.000000+00:00",
+        )
     }
 }
 

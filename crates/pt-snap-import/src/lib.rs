@@ -48,6 +48,27 @@ pub struct ImportRequest {
     pub indexes: Indexes,
 }
 
+impl ImportRequest {
+    /// A strict import of every device, its indexes built with the rows (the CLI's
+    /// defaults); other choices by struct update: `ImportRequest { replay, ..new(…) }`.
+    pub fn new(
+        source_name: impl Into<String>,
+        source_sha256: impl Into<String>,
+        source_size: u64,
+        completed_at: impl Into<String>,
+    ) -> Self {
+        ImportRequest {
+            device: None,
+            source_sha256: source_sha256.into(),
+            source_size,
+            source_name: source_name.into(),
+            completed_at: completed_at.into(),
+            replay: ReplayMode::Strict,
+            indexes: Indexes::WithRows,
+        }
+    }
+}
+
 /// Where an import is after decoding (decoding reports its own
 /// [`Progress`](pt_snap_model::Progress)); reported through the progress callback.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -526,15 +547,7 @@ mod tests {
             ..Snapshot::default()
         };
         let conn = Connection::open_in_memory().unwrap();
-        let request = ImportRequest {
-            device: None,
-            source_sha256: "0".repeat(64),
-            source_size: 1,
-            source_name: "x.pkl".into(),
-            completed_at: "2026-12-02T00:00:00+00:00".into(),
-            replay: ReplayMode::Strict,
-            indexes: Indexes::WithRows,
-        };
+        let request = ImportRequest::new("x.pkl", "0".repeat(64), 1, "2026-12-02T00:00:00+00:00");
         import_snapshot(&snapshot, &conn, &request, &mut |_| {}).unwrap();
         let rows: Vec<(i64, i64, i64)> = conn
             .prepare("SELECT id, allocated, active FROM trace_entry_0 ORDER BY id")

@@ -3,7 +3,7 @@
 //! answers of an import that built them with the rows.
 
 use pt_snap_db::{build_index, missing_indexes};
-use pt_snap_import::{import_snapshot, ImportRequest, Indexes, ReplayMode};
+use pt_snap_import::{import_snapshot, ImportRequest, Indexes};
 use rusqlite::Connection;
 
 fn import(indexes: Indexes) -> Connection {
@@ -15,13 +15,13 @@ fn import(indexes: Indexes) -> Connection {
     let snapshot = pt_snap_model::decode_slice(&bytes).unwrap();
     let conn = Connection::open_in_memory().unwrap();
     let request = ImportRequest {
-        device: None,
-        source_sha256: "0".repeat(64),
-        source_size: bytes.len() as u64,
-        source_name: "generated.pickle".into(),
-        completed_at: "2026-12-05T00:00:00.000000+00:00".into(),
-        replay: ReplayMode::Strict,
         indexes,
+        ..ImportRequest::new(
+            "generated.pickle",
+            "0".repeat(64),
+            bytes.len() as u64,
+            "2026-12-05T00:00:00.000000+00:00",
+        )
     };
     import_snapshot(&snapshot, &conn, &request, &mut |_| {}).unwrap();
     conn

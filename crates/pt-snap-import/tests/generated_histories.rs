@@ -35,15 +35,12 @@ proptest! {
         pt_snap_gen::generate(&cfg, &mut bytes).unwrap();
         let snapshot = pt_snap_model::decode_slice(&bytes).unwrap();
         let conn = Connection::open_in_memory().unwrap();
-        let request = ImportRequest {
-            device: None,
-            source_sha256: pt_snap_import::sha256_hex(&bytes[..]).unwrap(),
-            source_size: bytes.len() as u64,
-            source_name: "generated.pickle".into(),
-            completed_at: "2026-12-02T00:00:00.000000+00:00".into(),
-            replay: pt_snap_import::ReplayMode::Strict,
-            indexes: pt_snap_import::Indexes::WithRows,
-        };
+        let request = ImportRequest::new(
+            "generated.pickle",
+            pt_snap_import::sha256_hex(&bytes[..]).unwrap(),
+            bytes.len() as u64,
+            "2026-12-02T00:00:00.000000+00:00",
+        );
         let summary = import_snapshot(&snapshot, &conn, &request, &mut |_| {}).unwrap();
         prop_assert_eq!(summary.devices.len(), cfg.devices as usize);
         for d in &summary.devices {

@@ -152,15 +152,12 @@ async fn an_import_is_cached_reopened_exported_and_removed() {
     let t = Date::now();
     let conn = pool.open(true).unwrap();
     let snapshot = pt_snap_model::decode(PICKLE, &mut |_| {}).unwrap();
-    let request = pt_snap_import::ImportRequest {
-        device: None,
-        source_sha256: sha.clone(),
-        source_size: PICKLE.len() as u64,
-        source_name: NAME.to_owned(),
-        completed_at: "2026-01-01T00:00:00.000000+00:00".to_owned(),
-        replay: pt_snap_import::ReplayMode::Strict,
-        indexes: pt_snap_import::Indexes::WithRows,
-    };
+    let request = pt_snap_import::ImportRequest::new(
+        NAME,
+        sha.clone(),
+        PICKLE.len() as u64,
+        "2026-01-01T00:00:00.000000+00:00",
+    );
     pt_snap_import::import_snapshot(&snapshot, &conn, &request, &mut |_| {}).unwrap();
     let rows = table_rows(&conn);
     let db_bytes = file_bytes(&conn);

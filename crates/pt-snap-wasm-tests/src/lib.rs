@@ -42,12 +42,12 @@ pub fn import_like_the_worker(
         .map_err(|e| format!("decode: {e}"))?;
     let request = ImportRequest {
         device,
-        source_sha256: pt_snap_import::sha256_hex(pickle).map_err(|e| e.to_string())?,
-        source_size: pickle.len() as u64,
-        source_name: name.to_owned(),
-        completed_at: "2026-01-01T00:00:00.000000+00:00".to_owned(),
-        replay: pt_snap_import::ReplayMode::Strict,
-        indexes: pt_snap_import::Indexes::WithRows,
+        ..ImportRequest::new(
+            name,
+            pt_snap_import::sha256_hex(pickle).map_err(|e| e.to_string())?,
+            pickle.len() as u64,
+            "2026-01-01T00:00:00.000000+00:00",
+        )
     };
     let mut conn = Connection::open_in_memory().map_err(|e| e.to_string())?;
     let summary = pt_snap_import::import_snapshot(&snapshot, &conn, &request, &mut |_| {})
