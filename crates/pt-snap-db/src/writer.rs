@@ -70,11 +70,20 @@ pub enum Indexes {
     /// With the rows, in the import's transaction: the database is whole when the import
     /// returns (the CLI).
     WithRows,
-    /// Afterwards, by the caller, one at a time ([`missing_indexes`], [`build_index`]): the
-    /// browser shows the database first and builds them between the page's questions. The
-    /// templates' answers do not depend on them (each orders and breaks its ties itself);
-    /// they make them fast.
+    /// The devices' indexes afterwards, by the caller, one at a time ([`missing_indexes`],
+    /// [`build_index`]): the browser shows the database first and builds them between the
+    /// page's questions. The templates' answers do not depend on them (each orders and
+    /// breaks its ties itself); they make them fast. The frames' index is still built with
+    /// the rows: it is `UNIQUE`, so an input it refuses is refused by the import, as the
+    /// CLI's is, and never by a later step on a database already shown.
     Deferred,
+}
+
+/// One `CREATE INDEX` statement per line of `sql`.
+fn statements(sql: &str) -> impl Iterator<Item = String> + '_ {
+    sql.lines()
+        .map(|l| l.trim_end_matches(';').to_owned())
+        .filter(|l| !l.is_empty())
 }
 
 /// Every index of a database of `devices`, one `CREATE INDEX` statement each, in the order
@@ -84,12 +93,7 @@ pub fn index_statements(devices: &[usize]) -> Vec<String> {
         .iter()
         .map(|&d| schema::create_device_indexes(d))
         .chain([schema::CREATE_SHARED_INDEXES.to_owned()])
-        .flat_map(|sql| {
-            sql.lines()
-                .map(|l| l.trim_end_matches(';').to_owned())
-                .collect::<Vec<_>>()
-        })
-        .filter(|l| !l.is_empty())
+        .flat_map(|sql| statements(&sql).collect::<Vec<_>>())
         .collect()
 }
 
@@ -112,14 +116,17 @@ pub fn missing_indexes(conn: &Connection, devices: &[usize]) -> rusqlite::Result
 }
 
 /// Builds one index of [`missing_indexes`] as an import would (its cache size, sort runs in
-/// temp files), and gives the connection its cache size back.
+/// temp files), and gives the connection its cache size and temp store back.
 pub fn build_index(conn: &Connection, statement: &str) -> rusqlite::Result<()> {
     let cache: i64 = conn.query_row("PRAGMA cache_size", [], |r| r.get(0))?;
+    let temp_store: i64 = conn.query_row("PRAGMA temp_store", [], |r| r.get(0))?;
     conn.execute_batch(&format!(
         "PRAGMA cache_size = {INDEX_CACHE_KIB}; PRAGMA temp_store = {TEMP_STORE};"
     ))?;
     let built = conn.execute_batch(statement);
-    conn.execute_batch(&format!("PRAGMA cache_size = {cache}"))?;
+    conn.execute_batch(&format!(
+        "PRAGMA cache_size = {cache}; PRAGMA temp_store = {temp_store};"
+    ))?;
     built
 }
 
@@ -288,7 +295,6 @@ impl<'c> Writer<'c> {
         Ok(())
     }
 
-    /// Builds the indexes, writes the dictionary and the metadata row, and commits.
     /// Marks the DB as made by a lenient replay, with what it set aside: `(device,
     /// event_id, kind, message)` rows of [`schema::REPLAY_ISSUES_TABLE`].
     pub fn replay_issues<'r>(
@@ -327,14 +333,16 @@ impl<'c> Writer<'c> {
     /// Writes the dictionary and the metadata row and commits; with [`Indexes::WithRows`]
     /// the indexes first, in the same transaction.
     pub fn finish(mut self, metadata: &Metadata, indexes: Indexes) -> rusqlite::Result<()> {
-        if indexes == Indexes::WithRows {
-            let mut sql = format!("PRAGMA cache_size = {INDEX_CACHE_KIB};\n");
-            for statement in index_statements(&self.devices) {
-                sql += &statement;
-                sql += ";\n";
-            }
-            self.conn.execute_batch(&sql)?;
+        let with_rows = match indexes {
+            Indexes::WithRows => index_statements(&self.devices),
+            Indexes::Deferred => statements(schema::CREATE_SHARED_INDEXES).collect(),
+        };
+        let mut sql = format!("PRAGMA cache_size = {INDEX_CACHE_KIB};\n");
+        for statement in with_rows {
+            sql += &statement;
+            sql += ";\n";
         }
+        self.conn.execute_batch(&sql)?;
         {
             let mut dict = self
                 .conn

@@ -16,6 +16,8 @@ use pt_snap_query::{
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::rc::Rc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 
 use pt_snap_query::category::{CategoryRules, MEMORY_CATEGORIES, NO_ALLOCATION_EVENT, NO_FRAMES};
 use pt_snap_report::allocations::{allocations, AllocationRequest, Colour};
@@ -23,6 +25,7 @@ use pt_snap_report::diff::{self, DiffRequest};
 use pt_snap_report::{
     memory_tree, oom_report, peak_memory, stack, Grouping, OomRequest, PeakRequest, TreeRequest,
 };
+use rusqlite::hooks::{AuthAction, AuthContext, Authorization};
 use rusqlite::Connection;
 use serde_json::Value as Json;
 
@@ -58,6 +61,9 @@ pub enum Stop {
 pub struct Engine {
     analyzer: Analyzer,
     overview: Overview,
+    /// Set while the SQL console's statement is prepared: [`console_authorizer`] refuses
+    /// then what `query_only` and `readonly()` let through.
+    console: Arc<AtomicBool>,
     /// One device's block lifetimes, read once for the allocation timeline: every window
     /// is cut from them without another scan of the table.
     blocks: RefCell<Option<Rc<DeviceBlocks>>>,
@@ -182,22 +188,28 @@ impl Engine {
         len: usize,
         origin: Origin,
     ) -> Result<Self, EngineError> {
-        let analyzer = Analyzer::from_reader(image, len).map_err(schema_invalid)?;
-        Self::new(analyzer, origin)
+        let mut db = SnapshotDb::from_reader(image, len).map_err(schema_invalid)?;
+        let console = console_authorizer(db.conn_mut())?;
+        Self::new(Analyzer::new(db).map_err(schema_invalid)?, origin, console)
     }
 
     /// Takes over a connection (a database just imported, or one opened from storage) and
     /// makes it read-only: the page's SQL console runs the user's statements on it.
-    pub fn from_connection(conn: Connection, origin: Origin) -> Result<Self, EngineError> {
+    pub fn from_connection(mut conn: Connection, origin: Origin) -> Result<Self, EngineError> {
         conn.execute_batch("PRAGMA query_only = 1; PRAGMA trusted_schema = 0")
             .map_err(|e| {
                 EngineError::new("DATABASE_SCHEMA_INVALID", pt_snap_db::sqlite_message(&e))
             })?;
+        let console = console_authorizer(&mut conn)?;
         let db = SnapshotDb::from_connection(conn).map_err(schema_invalid)?;
-        Self::new(Analyzer::new(db).map_err(schema_invalid)?, origin)
+        Self::new(Analyzer::new(db).map_err(schema_invalid)?, origin, console)
     }
 
-    fn new(analyzer: Analyzer, origin: Origin) -> Result<Self, EngineError> {
+    fn new(
+        analyzer: Analyzer,
+        origin: Origin,
+        console: Arc<AtomicBool>,
+    ) -> Result<Self, EngineError> {
         let db = analyzer.db();
         let bounds = db
             .bounds()
@@ -233,6 +245,7 @@ impl Engine {
         Ok(Engine {
             analyzer,
             overview,
+            console,
             blocks: Default::default(),
         })
     }
@@ -248,12 +261,12 @@ impl Engine {
     }
 
     /// Builds the next index [`Engine::indexes_left`] counts, lifting `query_only` for it
-    /// alone, and says how many are left. When none is, the overview's `db_bytes` is the
-    /// whole database's.
-    pub fn build_next_index(&mut self) -> Result<usize, EngineError> {
+    /// alone, and says how many are left after it; `None` when none was left to build. When
+    /// none is left, the overview's `db_bytes` is the whole database's.
+    pub fn build_next_index(&mut self) -> Result<Option<usize>, EngineError> {
         let missing = self.missing_indexes()?;
         let Some(next) = missing.first() else {
-            return Ok(0);
+            return Ok(None);
         };
         let conn = self.analyzer.db().conn();
         let failed = |e: rusqlite::Error| {
@@ -262,6 +275,14 @@ impl Engine {
                 format!("building an index: {}", pt_snap_db::sqlite_message(&e)),
             )
         };
+        // Within a transaction left open the index would be the transaction's to commit;
+        // the console cannot open one ([`console_authorizer`]), so this is a bug's guard.
+        if !conn.is_autocommit() {
+            return Err(EngineError::new(
+                "INTERNAL_ERROR",
+                "building an index: a transaction is open on the database",
+            ));
+        }
         conn.execute_batch("PRAGMA query_only = 0")
             .map_err(failed)?;
         let built = pt_snap_db::build_index(conn, next);
@@ -278,7 +299,7 @@ impl Engine {
                 )
                 .map_err(failed)? as u64;
         }
-        Ok(left)
+        Ok(Some(left))
     }
 
     fn missing_indexes(&self) -> Result<Vec<String>, EngineError> {
@@ -641,13 +662,27 @@ impl Engine {
 
     fn sql(&self, sql: &str, cap: usize) -> Result<Table, Refusal> {
         let conn = self.analyzer.db().conn();
-        let mut stmt = conn.prepare(sql)?;
+        let read_only = || {
+            Refusal::Other(EngineError::new(
+                "QUERY_FAILED",
+                "Only read-only statements run here (SELECT, WITH, PRAGMA that reads); \
+                 not writes, ATTACH, transactions or PRAGMA settings.",
+            ))
+        };
+        self.console.store(true, Ordering::Relaxed);
+        let prepared = conn.prepare(sql);
+        self.console.store(false, Ordering::Relaxed);
+        let mut stmt = match prepared {
+            Err(rusqlite::Error::SqliteFailure(e, _))
+                if e.code == rusqlite::ErrorCode::AuthorizationForStatementDenied =>
+            {
+                return Err(read_only());
+            }
+            other => other?,
+        };
         // The connection is query_only already; refusing here gives a clearer message.
         if !stmt.readonly() {
-            return Err(Refusal::Other(EngineError::new(
-                "QUERY_FAILED",
-                "Only read-only statements run here (SELECT, WITH, read-only PRAGMA).",
-            )));
+            return Err(read_only());
         }
         let columns: Vec<String> = stmt.column_names().map(str::to_owned).collect();
         let n = columns.len();
@@ -724,6 +759,50 @@ impl From<rusqlite::Error> for Refusal {
     fn from(e: rusqlite::Error) -> Self {
         Refusal::Sqlite(e)
     }
+}
+
+/// PRAGMAs that take an argument and only read.
+const READING_PRAGMAS: &[&str] = &[
+    "foreign_key_check",
+    "foreign_key_list",
+    "index_info",
+    "index_list",
+    "index_xinfo",
+    "integrity_check",
+    "quick_check",
+    "table_info",
+    "table_list",
+    "table_xinfo",
+];
+
+/// Installs the authorizer that holds the SQL console to reading while the returned flag is
+/// set. `query_only` and `readonly()` refuse writes, yet not what changes the connection
+/// itself: ATTACH (on a writable OPFS connection it makes files in the cache's pool), a
+/// transaction left open (a deferred index would be built inside it), or a PRAGMA setting
+/// (`query_only = 0` among them). The engine's own statements run with the flag clear.
+fn console_authorizer(conn: &mut Connection) -> Result<Arc<AtomicBool>, EngineError> {
+    let console = Arc::new(AtomicBool::new(false));
+    let on = Arc::clone(&console);
+    conn.authorizer(Some(move |ctx: AuthContext<'_>| {
+        if !on.load(Ordering::Relaxed) {
+            return Authorization::Allow;
+        }
+        match ctx.action {
+            AuthAction::Attach { .. }
+            | AuthAction::Detach { .. }
+            | AuthAction::Transaction { .. }
+            | AuthAction::Savepoint { .. } => Authorization::Deny,
+            AuthAction::Pragma {
+                pragma_name,
+                pragma_value: Some(_),
+            } if !READING_PRAGMAS.contains(&pragma_name.to_ascii_lowercase().as_str()) => {
+                Authorization::Deny
+            }
+            _ => Authorization::Allow,
+        }
+    }))
+    .map_err(|e| EngineError::new("INTERNAL_ERROR", pt_snap_db::sqlite_message(&e)))?;
+    Ok(console)
 }
 
 fn schema_invalid(e: pt_snap_db::OpenError) -> EngineError {

@@ -25,7 +25,7 @@
 mod js;
 mod pool;
 
-pub use pool::Pool;
+pub use pool::{Access, Pool};
 
 use serde::{Deserialize, Serialize};
 use wasm_bindgen::JsCast;
@@ -36,6 +36,17 @@ pub const CACHE_DIR: &str = "pt-snap-cache";
 pub const META_FILE: &str = "meta.json";
 /// The pool's directory inside an entry's directory.
 const POOL_DIR: &str = "pool";
+/// The database's size once it grew after its commit (its deferred indexes built): a file
+/// of its own, so `meta.json` is written once and a worker killed while recording the size
+/// can never cut it short, which would make the committed entry look incomplete.
+const SIZE_FILE: &str = "size.json";
+
+/// What [`SIZE_FILE`] holds: JSON, so a file cut short does not parse and the size
+/// `meta.json` recorded stands.
+#[derive(Serialize, Deserialize)]
+struct RecordedSize {
+    db_bytes: u64,
+}
 
 /// One cached database, as `meta.json` records it.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
@@ -155,20 +166,38 @@ async fn cache_dir(create: bool) -> Result<Option<web_sys::FileSystemDirectoryHa
     js::dir(&js::root().await?, CACHE_DIR, create).await
 }
 
-/// The entry `meta.json` in `dir` records, when it parses and belongs to `sha256`. A file
-/// cut short by a killed worker does not parse, so a half-written one counts as absent.
+/// The entry `meta.json` in `dir` records, when it parses and belongs to `sha256`, with the
+/// size [`SIZE_FILE`] records if it parses. A file cut short by a killed worker does not
+/// parse, so a half-written `meta.json` counts as absent.
 async fn read_meta(
     dir: &web_sys::FileSystemDirectoryHandle,
     sha256: &str,
 ) -> Result<Option<Entry>, String> {
-    let Some(handle) = js::file(dir, META_FILE, false).await? else {
+    let Some(entry) = read_json::<Entry>(dir, META_FILE).await? else {
+        return Ok(None);
+    };
+    if entry.sha256 != sha256 {
+        return Ok(None);
+    }
+    Ok(Some(
+        match read_json::<RecordedSize>(dir, SIZE_FILE).await? {
+            Some(RecordedSize { db_bytes }) => Entry { db_bytes, ..entry },
+            None => entry,
+        },
+    ))
+}
+
+/// `name` in `dir`, when it exists and parses as a `T`.
+async fn read_json<T: serde::de::DeserializeOwned>(
+    dir: &web_sys::FileSystemDirectoryHandle,
+    name: &str,
+) -> Result<Option<T>, String> {
+    let Some(handle) = js::file(dir, name, false).await? else {
         return Ok(None);
     };
     let file = js::get_file(&handle).await?;
     let text = js::text(&file).await?;
-    Ok(serde_json::from_str::<Entry>(&text)
-        .ok()
-        .filter(|e| e.sha256 == sha256))
+    Ok(serde_json::from_str(&text).ok())
 }
 
 fn is_sha256(s: &str) -> bool {

@@ -12,7 +12,7 @@ use sqlite_wasm_vfs::sahpool::{install, OpfsSAHError, OpfsSAHPoolCfgBuilder, Opf
 use wasm_bindgen::JsValue;
 use web_sys::FileSystemDirectoryHandle;
 
-use crate::{check_sha256, js, Entry, CACHE_DIR, META_FILE, POOL_DIR};
+use crate::{check_sha256, js, Entry, RecordedSize, CACHE_DIR, META_FILE, POOL_DIR, SIZE_FILE};
 
 /// Where the database lives inside its pool (a name in the pool's header, not an OPFS
 /// path).
@@ -44,6 +44,18 @@ thread_local! {
     // sahpool hands a second install of the same VFS the first one's pool; two `Pool`s
     // would then pause each other's VFS. One per entry per worker.
     static INSTALLED: RefCell<HashSet<String>> = RefCell::new(HashSet::new());
+}
+
+/// How [`Pool::open`] opens the pool's database.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Access {
+    /// Writable, created if missing: an import.
+    Create,
+    /// Writable, and an error if missing: a cached import whose deferred indexes are still
+    /// to be built (a pool emptied meanwhile must not come back as an empty database).
+    Write,
+    /// Read-only, with `query_only` on.
+    Read,
 }
 
 /// An entry's opfs-sahpool VFS, installed (not as the default VFS) in this dedicated
@@ -128,18 +140,18 @@ impl Pool {
         &self.sha256
     }
 
-    /// Opens the database: created if missing and writable when `write`, else read-only
-    /// with `query_only` on. Several read-only connections may be open at once; sahpool
-    /// does not lock between connections, so never a writer beside anything else. Drop
-    /// every connection before [`Pool::commit`], [`Pool::reset`] or [`Pool::close`].
-    pub fn open(&self, write: bool) -> rusqlite::Result<Connection> {
-        let flags = if write {
-            OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE
-        } else {
-            OpenFlags::SQLITE_OPEN_READ_ONLY
+    /// Opens the database as `access` says. Several read-only connections may be open at
+    /// once; sahpool does not lock between connections, so never a writer beside anything
+    /// else. Drop every connection before [`Pool::commit`], [`Pool::reset`] or
+    /// [`Pool::close`].
+    pub fn open(&self, access: Access) -> rusqlite::Result<Connection> {
+        let flags = match access {
+            Access::Create => OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE,
+            Access::Write => OpenFlags::SQLITE_OPEN_READ_WRITE,
+            Access::Read => OpenFlags::SQLITE_OPEN_READ_ONLY,
         } | OpenFlags::SQLITE_OPEN_NO_MUTEX;
         let conn = Connection::open_with_flags_and_vfs(DB_PATH, flags, self.vfs_name.as_str())?;
-        if !write {
+        if access == Access::Read {
             conn.pragma_update(None, "query_only", true)?;
         }
         Ok(conn)
@@ -176,6 +188,8 @@ impl Pool {
             db_bytes: self.db_bytes()?,
             ..entry.clone()
         };
+        // A size recorded for an earlier database of this pool is not this one's.
+        js::remove(&self.dir, SIZE_FILE).await?;
         let json = serde_json::to_vec_pretty(&entry).map_err(|e| e.to_string())?;
         js::write_file(&self.dir, META_FILE, &json).await?;
         Ok(entry)
@@ -185,12 +199,11 @@ impl Pool {
     /// grew it (the indexes a deferred import left, built later). `db_bytes` is that
     /// connection's count: the file cannot be measured while it is open.
     pub async fn record_size(&self, db_bytes: u64) -> Result<(), String> {
-        let Some(entry) = crate::read_meta(&self.dir, &self.sha256).await? else {
+        if crate::read_meta(&self.dir, &self.sha256).await?.is_none() {
             return Err(format!("{} has no committed entry", self.sha256));
-        };
-        let entry = Entry { db_bytes, ..entry };
-        let json = serde_json::to_vec_pretty(&entry).map_err(|e| e.to_string())?;
-        js::write_file(&self.dir, META_FILE, &json).await
+        }
+        let json = serde_json::to_vec(&RecordedSize { db_bytes }).map_err(|e| e.to_string())?;
+        js::write_file(&self.dir, SIZE_FILE, &json).await
     }
 
     /// Discards the database (and `meta.json`, first, so the entry is incomplete before its
@@ -198,6 +211,7 @@ impl Pool {
     /// leniently after a strict replay was refused. Every connection must be dropped first.
     pub async fn reset(&self) -> Result<(), String> {
         js::remove(&self.dir, META_FILE).await?;
+        js::remove(&self.dir, SIZE_FILE).await?;
         self.util.clear().map_err(|e| match e {
             OpfsSAHError::FilesInUse => {
                 "the database is still open: drop its connections first".to_owned()

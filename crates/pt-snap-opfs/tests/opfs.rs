@@ -7,7 +7,7 @@
 
 use js_sys::futures::JsFuture;
 use js_sys::{Array, Date, Promise};
-use pt_snap_opfs::{Entry, Pool};
+use pt_snap_opfs::{Access, Entry, Pool};
 use pt_snap_testkit::column;
 use rusqlite::Connection;
 use wasm_bindgen::{JsCast, JsValue};
@@ -102,7 +102,8 @@ async fn cache_dir_names() -> Vec<String> {
 
 /// Overwrites `/pt-snap-cache/<sha256>/meta.json` with `text`, as a worker killed while
 /// writing it might leave it.
-async fn write_meta(sha256: &str, text: &str) {
+/// Writes `text` as `name` in the entry of `sha256`, as a worker killed midway might leave it.
+async fn write_entry_file(sha256: &str, name: &str, text: &str) {
     let mut dir = root().await;
     for part in ["pt-snap-cache", sha256] {
         dir = JsFuture::from(dir.get_directory_handle(part))
@@ -110,7 +111,7 @@ async fn write_meta(sha256: &str, text: &str) {
             .unwrap()
             .unchecked_into();
     }
-    let file = file_in(&dir, "meta.json").await;
+    let file = file_in(&dir, name).await;
     let sah: web_sys::FileSystemSyncAccessHandle = JsFuture::from(file.create_sync_access_handle())
         .await
         .unwrap()
@@ -150,7 +151,7 @@ async fn an_import_is_cached_reopened_exported_and_removed() {
     );
 
     let t = Date::now();
-    let conn = pool.open(true).unwrap();
+    let conn = pool.open(Access::Create).unwrap();
     let snapshot = pt_snap_model::decode(PICKLE, &mut |_| {}).unwrap();
     let request = pt_snap_import::ImportRequest::new(
         NAME,
@@ -204,7 +205,7 @@ async fn an_import_is_cached_reopened_exported_and_removed() {
     // Installed again in this worker (the paused VFS resumed), read-only.
     let t = Date::now();
     let pool = Pool::install(&sha).await.unwrap();
-    let conn = pool.open(false).unwrap();
+    let conn = pool.open(Access::Read).unwrap();
     assert_eq!(table_rows(&conn), rows);
     log(&format!(
         "reinstall + open read-only + count every table: {:.0} ms",
@@ -232,7 +233,7 @@ async fn an_import_is_cached_reopened_exported_and_removed() {
     ));
     // The pool works after the export, and the Blob is read after the pool took its
     // handles back, as a download would.
-    let conn = pool.open(false).unwrap();
+    let conn = pool.open(Access::Read).unwrap();
     assert_eq!(table_rows(&conn), rows);
     let bytes = blob_bytes(&blob).await;
     assert_eq!(bytes.len() as u64, db_bytes);
@@ -275,8 +276,12 @@ async fn an_import_is_cached_reopened_exported_and_removed() {
 /// `pool` has no database to open (`why` is the failure message if it has one), yet makes a
 /// new one that takes `sql`; then it is closed and its entry `sha` removed.
 async fn starts_empty(pool: Pool, sha: &str, why: &str, sql: &str) {
-    assert!(pool.open(false).is_err(), "{why}");
-    let conn = pool.open(true).unwrap();
+    assert!(pool.open(Access::Read).is_err(), "{why}");
+    assert!(
+        pool.open(Access::Write).is_err(),
+        "{why}: opened for writing, not made"
+    );
+    let conn = pool.open(Access::Create).unwrap();
     conn.execute_batch(sql).unwrap();
     drop(conn);
     pool.close().unwrap();
@@ -297,7 +302,7 @@ const SHA_TORN: &str = "bb000000000000000000000000000000000000000000000000000000
 async fn uncommitted(sha: &str, rows: usize) -> Pool {
     pt_snap_opfs::remove(sha).await.unwrap();
     let pool = Pool::install(sha).await.unwrap();
-    let conn = pool.open(true).unwrap();
+    let conn = pool.open(Access::Create).unwrap();
     conn.execute_batch(&format!(
         "CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT);
          WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < {rows})
@@ -322,7 +327,7 @@ async fn incomplete_entries_are_skipped_and_cleaned_up() {
         pt_snap_opfs::remove(SHA_KILLED).await.is_err(),
         "removed while held"
     );
-    let conn = killed.open(false).unwrap();
+    let conn = killed.open(Access::Read).unwrap();
     let n: i64 = conn
         .query_row("SELECT count(*) FROM t", [], |r| r.get(0))
         .unwrap();
@@ -335,7 +340,7 @@ async fn incomplete_entries_are_skipped_and_cleaned_up() {
     torn.commit(&entry(SHA_TORN)).await.unwrap();
     torn.close().unwrap();
     assert!(pt_snap_opfs::find(SHA_TORN).await.unwrap().is_some());
-    write_meta(SHA_TORN, "{\"sha256\": \"0000").await;
+    write_entry_file(SHA_TORN, "meta.json", "{\"sha256\": \"0000").await;
 
     for sha in [SHA_KILLED, SHA_TORN] {
         assert!(pt_snap_opfs::find(sha).await.unwrap().is_none());
@@ -417,7 +422,7 @@ async fn a_terminated_workers_entry_installs_again() {
         "install right after terminate(): {:.0} ms",
         Date::now() - t
     ));
-    let conn = pool.open(false).unwrap();
+    let conn = pool.open(Access::Read).unwrap();
     let n: i64 = conn
         .query_row("SELECT count(*) FROM t", [], |r| r.get(0))
         .unwrap();
@@ -426,7 +431,7 @@ async fn a_terminated_workers_entry_installs_again() {
 
     let blob = pool.export_blob().await.unwrap();
     assert!(blob_bytes_result(&blob).await.is_ok());
-    let conn = pool.open(true).unwrap();
+    let conn = pool.open(Access::Create).unwrap();
     conn.execute_batch("INSERT INTO t (v) VALUES ('after the export')")
         .unwrap();
     drop(conn);
@@ -449,7 +454,7 @@ async fn reset_discards_the_database_and_its_metadata() {
     let pool = uncommitted(SHA_RESET, 100).await;
     pool.commit(&entry(SHA_RESET)).await.unwrap();
     assert!(pt_snap_opfs::find(SHA_RESET).await.unwrap().is_some());
-    let conn = pool.open(false).unwrap();
+    let conn = pool.open(Access::Read).unwrap();
     assert!(pool.reset().await.is_err(), "reset while open");
     drop(conn);
     pool.reset().await.unwrap();
@@ -461,4 +466,51 @@ async fn reset_discards_the_database_and_its_metadata() {
         "CREATE TABLE t (id INTEGER PRIMARY KEY)",
     )
     .await;
+}
+
+const SHA_SIZE: &str = "ee00000000000000000000000000000000000000000000000000000000000000";
+
+/// The size recorded after the deferred indexes grew a committed database: listed, never
+/// able to make the entry incomplete, and gone with the database it measured.
+#[wasm_bindgen_test]
+async fn a_recorded_size_is_listed_and_cannot_tear_the_entry() {
+    let pool = uncommitted(SHA_SIZE, 100).await;
+    assert!(pool.record_size(1).await.is_err(), "recorded before commit");
+    let committed = pool.commit(&entry(SHA_SIZE)).await.unwrap();
+    pool.record_size(123_456).await.unwrap();
+    let found = pt_snap_opfs::find(SHA_SIZE).await.unwrap().unwrap();
+    assert_eq!(
+        found,
+        Entry {
+            db_bytes: 123_456,
+            ..committed.clone()
+        }
+    );
+    // Cut short: the entry stands, with the size its commit measured.
+    write_entry_file(SHA_SIZE, "size.json", "{\"db_bytes\": 12").await;
+    assert_eq!(
+        pt_snap_opfs::find(SHA_SIZE).await.unwrap(),
+        Some(committed.clone())
+    );
+    // Let go, so a cleanup would take it if it looked incomplete.
+    pool.close().unwrap();
+    pt_snap_opfs::cleanup_incomplete().await.unwrap();
+    assert!(cache_dir_names().await.contains(&SHA_SIZE.to_owned()));
+    assert_eq!(
+        pt_snap_opfs::find(SHA_SIZE).await.unwrap(),
+        Some(committed.clone())
+    );
+    // A new database in the pool is measured afresh.
+    let pool = Pool::install(SHA_SIZE).await.unwrap();
+    pool.record_size(999).await.unwrap();
+    pool.reset().await.unwrap();
+    drop(pool.open(Access::Create).unwrap());
+    let again = pool.commit(&entry(SHA_SIZE)).await.unwrap();
+    assert_eq!(
+        pt_snap_opfs::find(SHA_SIZE).await.unwrap(),
+        Some(again.clone())
+    );
+    assert_ne!(again.db_bytes, 999);
+    pool.close().unwrap();
+    pt_snap_opfs::remove(SHA_SIZE).await.unwrap();
 }

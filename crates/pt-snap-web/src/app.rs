@@ -58,9 +58,20 @@ pub struct AppState {
     /// The user's memory-category rules, `(file name, TOML)` as `--categories` reads them;
     /// `None`: the built-in ones.
     pub category_rules: RwSignal<Option<(String, String)>>,
-    /// Indexes the open file's worker has still to build (a deferred import's), between
-    /// questions.
-    pub indexes_left: RwSignal<usize>,
+    /// The open file's deferred indexes, which its worker builds between questions.
+    pub indexing: RwSignal<Indexing>,
+}
+
+/// Where the open file's worker is with the indexes its import deferred.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub enum Indexing {
+    /// None left (or none deferred).
+    #[default]
+    Done,
+    /// This many still to build.
+    Left(usize),
+    /// One failed, with the message: every view still answers, some more slowly.
+    Failed(String),
 }
 
 /// What fills the page below the header.
@@ -295,7 +306,7 @@ pub fn App() -> impl IntoView {
         compare: RwSignal::new(Default::default()),
         compare_stage: RwSignal::new(0),
         category_rules: RwSignal::new(None),
-        indexes_left: RwSignal::new(0),
+        indexing: RwSignal::new(Indexing::Done),
     };
     provide_context(state);
     client::warm_up();
@@ -483,13 +494,23 @@ fn OpenedName() -> impl IntoView {
                         {o.engine_state()}
                     </span>
                     {move || {
-                        let left = state.indexes_left.get();
-                        let value = if left > 0 { "building" } else { "done" };
+                        let (value, text, title) = match state.indexing.get() {
+                            Indexing::Done => ("done", String::new(), String::new()),
+                            Indexing::Left(left) => (
+                                "building",
+                                format!("indexing · {left} left"),
+                                "Indexes are built in the background, between questions: every view answers meanwhile, some more slowly".to_owned(),
+                            ),
+                            Indexing::Failed(why) => (
+                                "failed",
+                                "not indexed".to_owned(),
+                                format!("The database's indexes could not be built ({why}); every view still answers, some more slowly"),
+                            ),
+                        };
                         view! {
                             <span class="engine-state indexing" data-testid="engine-indexes"
-                                data-value=value hidden=left == 0
-                                title="Indexes are built in the background, between questions: every view answers meanwhile, some more slowly">
-                                {format!("indexing · {left} left")}
+                                data-value=value hidden=value == "done" title=title>
+                                {text}
                             </span>
                         }
                     }}

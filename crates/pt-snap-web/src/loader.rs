@@ -13,7 +13,7 @@ use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::JsFuture;
 use web_sys::{Blob, File, FilePropertyBag, Response};
 
-use crate::app::{AppState, Status};
+use crate::app::{AppState, Indexing, Status};
 use crate::client::{self, Job};
 use crate::opened::Opened;
 use crate::sniff::{self, Route};
@@ -209,6 +209,10 @@ fn on_message(state: AppState, name: &str, total: f64, message: FromWorker, atta
                 o.as_ref()
                     .is_none_or(|o| o.ready() || o.name != preview.name)
             });
+            if first {
+                // Another file's: its indexes are nothing of this one's.
+                state.indexing.set(Indexing::Done);
+            }
             let opened = Opened {
                 name: preview.name.clone(),
                 preview: Some(preview),
@@ -222,7 +226,7 @@ fn on_message(state: AppState, name: &str, total: f64, message: FromWorker, atta
         }
         FromWorker::Opened(overview) => {
             LAST_IMPORT.with(|l| l.borrow_mut().take());
-            state.indexes_left.set(0);
+            state.indexing.set(Indexing::Done);
             state.status.set(Status::Idle);
             let previewed = state.opened.with_untracked(|o| {
                 o.as_ref()
@@ -261,7 +265,11 @@ fn on_message(state: AppState, name: &str, total: f64, message: FromWorker, atta
             }
         }
         FromWorker::Indexes(Ok(IndexesLeft { left, db_bytes })) => {
-            state.indexes_left.set(left);
+            state.indexing.set(if left == 0 {
+                Indexing::Done
+            } else {
+                Indexing::Left(left)
+            });
             if left == 0 {
                 state.opened.update(|o| {
                     if let Some(v) = o.as_mut().and_then(|o| o.overview.as_mut()) {
@@ -270,16 +278,8 @@ fn on_message(state: AppState, name: &str, total: f64, message: FromWorker, atta
                 });
             }
         }
-        FromWorker::Indexes(Err(f)) => {
-            state.indexes_left.set(0);
-            state.status.set(Status::Failed(EngineError {
-                message: format!(
-                    "The database's indexes could not be built ({}); every view still answers, some more slowly.",
-                    f.message
-                ),
-                ..f
-            }));
-        }
+        // Said on the header's badge, not as the page's error: the file is open and answers.
+        FromWorker::Indexes(Err(f)) => state.indexing.set(Indexing::Failed(f.message)),
         FromWorker::Download(answer) => match answer {
             Ok(file_name) => save(&file_name, attachment),
             Err(f) => state.status.set(Status::Failed(f)),

@@ -287,7 +287,11 @@ pub fn RanksView() -> impl IntoView {
                 .collect();
             Some((
                 job.report(),
-                job.summary().cloned(),
+                job.summary().map(|s| Exported {
+                    job: s.job.clone(),
+                    jobs: s.jobs.clone(),
+                    read: s.read,
+                }),
                 job.names.len(),
                 job.finished(),
                 working,
@@ -434,6 +438,14 @@ fn rank_note(report: &RanksReport) -> String {
 /// Past this many rows the bars are drawn as one path per counter, without a label or a
 /// click of their own: thousands of ranks stay one cheap element each.
 const BARS_ONE_BY_ONE: usize = 256;
+
+/// What the Ranks view shows of an exported summary table besides its rows (which the
+/// report holds): read per rebuild without copying the table's ranks.
+struct Exported {
+    job: String,
+    jobs: Vec<String>,
+    read: (u64, u64),
+}
 
 /// One group of three bars per row (allocated, active, reserved), the median of the active
 /// peak as a line, outliers in the warning colour.

@@ -37,7 +37,7 @@ mod imp {
         ToWorker,
     };
     use pt_snap_import::{ImportRequest, Indexes, ReplayMode, Stage};
-    use pt_snap_opfs::{Entry, Pool};
+    use pt_snap_opfs::{Access, Entry, Pool};
     use sha2::{Digest, Sha256};
     use wasm_bindgen::prelude::*;
     use wasm_bindgen_futures::JsFuture;
@@ -203,13 +203,20 @@ mod imp {
     /// in well under a second at 1M events; a question that comes during one waits for it.
     fn build_indexes_later() {
         let next = Closure::once_into_js(|| {
+            // Nothing when the file is closed or every index is built (a download built
+            // the rest meanwhile).
             let Some(built) = ENGINE.with(|e| {
                 let mut e = e.borrow_mut();
                 let engine = e.as_mut()?;
-                Some(engine.build_next_index().map(|left| IndexesLeft {
-                    left,
-                    db_bytes: engine.overview().db_bytes,
-                }))
+                engine
+                    .build_next_index()
+                    .map(|left| {
+                        left.map(|left| IndexesLeft {
+                            left,
+                            db_bytes: engine.overview().db_bytes,
+                        })
+                    })
+                    .transpose()
             }) else {
                 return;
             };
@@ -236,7 +243,8 @@ mod imp {
         }
     }
 
-    /// Opens a cached database read-only, by its source's SHA-256.
+    /// Opens a cached database by its source's SHA-256: writable for the indexes its import
+    /// deferred, query_only for everything else (the engine's doing).
     async fn reopen(
         sha256: &str,
         warnings: Vec<String>,
@@ -249,7 +257,7 @@ mod imp {
         let pool = Pool::install(sha256).await.map_err(storage)?;
         // Writable for the indexes an import deferred ([`build_indexes_later`]); the engine
         // makes it query_only for everything else.
-        let conn = pool.open(true).map_err(backend)?;
+        let conn = pool.open(Access::Write).map_err(backend)?;
         // Each page read goes through a sync access handle: keep what the views read in
         // memory, up to a bound (SQLite's default is 2 MiB).
         conn.execute_batch(&format!("PRAGMA cache_size = -{}", READ_CACHE_KIB))
@@ -417,7 +425,7 @@ mod imp {
             },
         };
         let conn = match &pool {
-            Some(pool) => pool.open(true),
+            Some(pool) => pool.open(Access::Create),
             None => rusqlite::Connection::open_in_memory(),
         }
         .map_err(backend)?;
@@ -537,9 +545,14 @@ mod imp {
                 return Ok(None);
             };
             let mut built = false;
-            while engine.indexes_left()? > 0 {
-                engine.build_next_index()?;
+            while let Some(left) = engine.build_next_index()? {
                 built = true;
+                if left > 0 {
+                    post(&FromWorker::Indexes(Ok(IndexesLeft {
+                        left,
+                        db_bytes: engine.overview().db_bytes,
+                    })));
+                }
             }
             Ok(built.then_some(engine.overview().db_bytes))
         });
