@@ -345,6 +345,13 @@ await check('SQL console runs read-only SQL and refuses writes', async () => {
   await page.click('[data-testid=run-sql]');
   await page.waitForSelector('[data-testid=view-error]');
   await shot('11-sql');
+  // Nor what would change the connection itself, which stays writable for the indexes.
+  for (const refused of ['PRAGMA query_only = 0', "ATTACH 'elsewhere.db' AS elsewhere", 'BEGIN']) {
+    await runSql(refused);
+    await page.waitForFunction(() => document.querySelector('[data-testid=view-error]')?.textContent.includes('ATTACH'));
+  }
+  await runSql("SELECT (SELECT count(*) FROM pragma_database_list WHERE name NOT IN ('main', 'temp')) || ' ' || (SELECT query_only FROM pragma_query_only) AS s");
+  await page.waitForFunction(() => document.querySelector('[data-testid=result-table] tbody td')?.textContent === '0 1');
 });
 
 await check('downloaded .db answers the same in the CLI', async () => {
