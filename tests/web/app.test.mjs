@@ -790,6 +790,66 @@ await check('the same file dropped again reopens its database from the OPFS cach
   ok(page.workers().length <= workers, `no worker left behind (${page.workers().length} vs ${workers})`);
 });
 
+await check('a file changed under the name, size and time of an import: shown from the cache at once, then found out by its SHA-256 and imported', async () => {
+  // Two files of the fixture's size and peaks, each with its own SHA-256 (and neither the
+  // fixture, whose import the cache has): one letter of a frame's file name changed.
+  const fixture = fs.readFileSync(path.join(out, 'fixture.pkl'));
+  const at = fixture.indexOf(Buffer.from('.py'));
+  ok(at > 0, 'a frame file name in the fixture');
+  const [bytes, changed] = [...'qzk'].filter((c) => c.charCodeAt(0) !== fixture[at - 1]).slice(0, 2).map((c) => {
+    const b = Buffer.from(fixture);
+    b[at - 1] = c.charCodeAt(0);
+    return b;
+  });
+  const sha = createHash('sha256').update(changed).digest('hex');
+  // Written at one whole second, so the browser's lastModified is that time whatever it
+  // rounds the file system's nanoseconds to.
+  const file = path.join(out, 'stat.pkl');
+  const at0 = Math.floor(Date.now() / 1000) - 3600;
+  const write = (content) => { fs.writeFileSync(file, content); fs.utimesSync(file, at0, at0); };
+  write(bytes);
+  await page.setInputFiles('[data-testid=file-input]', file);
+  await page.waitForFunction(() => document.querySelector('.opened strong')?.textContent === 'stat.pkl'
+    && document.querySelector('[data-testid=engine-state]')?.dataset.value === 'ready', null, { timeout: 60000 });
+  write(changed);
+  await page.evaluate(() => {
+    window.__cache = [];
+    window.__cacheObserver?.disconnect();
+    window.__cacheObserver = new MutationObserver(() => {
+      const v = document.querySelector('[data-testid=cache-hit]')?.dataset.value ?? 'none';
+      if (window.__cache[window.__cache.length - 1] !== v) window.__cache.push(v);
+    });
+    window.__cacheObserver.observe(document.body, { subtree: true, childList: true, attributes: true, attributeFilter: ['data-value'] });
+  });
+  // Dropped while another file is shown (the file on screen is always hashed first).
+  await page.setInputFiles('[data-testid=file-input]', path.join(out, 'big.pickle'));
+  await page.waitForSelector('[data-testid=cache-hit][data-value=same]', { timeout: 30000 });
+  await page.evaluate(() => { window.__cache = []; });
+  await page.setInputFiles('[data-testid=file-input]', file);
+  await page.waitForFunction(() => window.__cache.includes('checking') || document.querySelector('[data-testid=error]'), null, { timeout: 30000 });
+  eq(await page.$('[data-testid=error]') && await page.textContent('[data-testid=error]'), null, 'no error');
+  await page.waitForFunction(() => document.querySelector('.opened strong')?.textContent === 'stat.pkl' && !document.querySelector('[data-testid=cache-hit]')
+    && !document.querySelector('[data-testid=import-progress]') && document.querySelector('[data-testid=engine-state]')?.dataset.value === 'ready', null, { timeout: 60000 });
+  const seen = await page.evaluate(() => window.__cache);
+  // (What comes before `checking` is big.pickle's badge.)
+  ok(!seen.slice(seen.indexOf('checking')).includes('same'), `never said to be the same file: ${JSON.stringify(seen)}`);
+  await peaks();
+  await tab('sql');
+  await runSql('SELECT source_sha256 FROM pt_snap_metadata');
+  await page.waitForFunction((want) => document.querySelector('[data-testid=result-table] tbody td')?.textContent === want, sha, { timeout: 10000 });
+  // The first content again: two imports now share its name, size and time, so it is
+  // hashed first, and found in the cache.
+  write(bytes);
+  await page.setInputFiles('[data-testid=file-input]', path.join(out, 'big.pickle'));
+  await page.waitForSelector('[data-testid=cache-hit][data-value=same]', { timeout: 30000 });
+  await page.evaluate(() => { window.__cache = []; });
+  await page.setInputFiles('[data-testid=file-input]', file);
+  await page.waitForFunction(() => document.querySelector('.opened strong')?.textContent === 'stat.pkl'
+    && document.querySelector('[data-testid=cache-hit]')?.dataset.value === 'same', null, { timeout: 30000 });
+  ok(!(await page.evaluate(() => window.__cache)).includes('checking'), 'hashed first');
+  await peaks();
+});
+
 await check('the welcome page lists cached imports; Open reopens one, Remove removes it', async () => {
   const p = await ctx.newPage();
   watch(p);
@@ -800,7 +860,8 @@ await check('the welcome page lists cached imports; Open reopens one, Remove rem
   await shot('20-welcome-cache', p);
   const row = p.locator('[data-testid=cached-file]', { hasText: 'fixture.pkl' }).first();
   await row.locator('[data-testid=cached-open]').click();
-  await p.waitForSelector('[data-testid=cache-hit]', { timeout: 60000 });
+  await p.waitForSelector('[data-testid=cache-hit], [data-testid=error]', { timeout: 60000 });
+  eq(await p.$('[data-testid=error]') && await p.textContent('[data-testid=error]'), null, 'reopened from the list');
   await peaksAre(p, expected, 'fixture.pkl reopened from the list');
   await p.close();
   const q = await ctx.newPage();
@@ -1021,17 +1082,22 @@ await check('1M events: from drop to every view, no main-thread task over 100 ms
     ['sql', '[data-testid=sql-input]'],
     ['overview', '[data-testid=timeline] g[data-peak=active]'],
   ];
+  // When each view was asked for, to name where a long task fell.
+  const asked = [['import', from]];
   for (const [tab, sel] of views) {
+    asked.push([tab, await p.evaluate(() => performance.now())]);
     await p.click(`[data-testid=tab-${tab}]`);
     await p.waitForSelector(sel, { state: 'attached', timeout: 120000 });
     await p.waitForSelector('[data-testid=pending]', { state: 'detached', timeout: 120000 });
   }
+  asked.push(['run template', await p.evaluate(() => performance.now())]);
   await p.click('[data-testid=tab-templates]');
   await p.click('[data-testid=run-template]');
   await p.waitForSelector('[data-testid=result-table]', { timeout: 60000 });
   const long = await longTasksSince(p, from);
   const over = long.filter(([, d]) => d > 100);
-  console.log(`     drop → peaks ${toPeaks} ms, → ready ${toReady} ms; main-thread tasks over 50 ms: ${JSON.stringify(long.map(([, d]) => d))}`);
+  const during = (at) => asked.filter(([, t]) => t <= at).pop()[0];
+  console.log(`     drop → peaks ${toPeaks} ms, → ready ${toReady} ms; main-thread tasks over 50 ms: ${JSON.stringify(long.map(([at, d]) => `${d} (${during(at)})`))}`);
   eq(over.length, 0, `main-thread tasks over 100 ms: ${JSON.stringify(over)}`);
   await shot('19-1m-events', p);
   await p.close();

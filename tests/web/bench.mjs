@@ -14,7 +14,9 @@
 //      not by Playwright's answers, which come only once the page's main thread is free.
 //   2. 10 s left alone after ready ("settled").
 //   3. the same file set on the input again, in the same page and profile: time until
-//      `[data-testid=cache-hit]` and engine-state=ready (the OPFS cache).
+//      `[data-testid=cache-hit]` and engine-state=ready (the OPFS cache), and until the
+//      badge says the file's SHA-256 was checked (`data-value=same`: a file reopened by its
+//      name, size and time is hashed after it is shown).
 // Memory, sampled every 200 ms from /proc on a timer of its own (a busy page does not delay it):
 // VmRSS of every process of the browser's tree by type (renderer, browser, gpu-process,
 // utility, zygote, …); "renderer" sums the renderer processes, which host the page and its
@@ -168,7 +170,8 @@ async function inBrowser(file, n, sizeMib) {
     const note = () => {
       const st = document.querySelector('[data-testid=engine-state]')?.dataset.value ?? null;
       const indexes = document.querySelector('[data-testid=engine-indexes]')?.dataset.value ?? null;
-      const cache = !!document.querySelector('[data-testid=cache-hit]');
+      // `checking` (reopened by name, size and time, being hashed) or `same`; null: none.
+      const cache = document.querySelector('[data-testid=cache-hit]')?.dataset.value ?? null;
       const prog = document.querySelector('[data-testid=import-progress] span')?.textContent ?? null;
       const stage = prog ? (/— (\w+)/.exec(prog)?.[1] ?? prog) : null;
       const code = document.querySelector('[data-testid=error-code]')?.textContent;
@@ -307,10 +310,13 @@ async function inBrowser(file, n, sizeMib) {
       await page.close();
       await new Promise((r) => setTimeout(r, 2000));
       await openPage(false);
-      const d2 = await drop('again', () => (window.__log ?? []).some((e) => e.state === 'ready' || e.error));
+      // Until the file is known to be the one imported (its hash checked), or imported.
+      const d2 = await drop('again', () => (window.__log ?? []).some((e) => e.error
+        || (e.state === 'ready' && (e.cache === 'same' || e.cache === null))));
       out.again = {
         waited: d2.waited,
         cache_hit_s: first(d2.log, (e) => e.cache),
+        checked_s: first(d2.log, (e) => e.cache === 'same'),
         peaks_s: first(d2.log, (e) => e.state === 'peaks' || e.state === 'ready'),
         ready_s: first(d2.log, (e) => e.state === 'ready'),
         stages: stagesOf(d2.log), log: d2.log,
@@ -395,7 +401,7 @@ for (const file of files) {
   if (w.drop_to_indexed_s !== undefined) console.log(`   indexes: ${w.indexes_built ? `deferred, built by ${f2(w.drop_to_indexed_s)} s (${f2(ratio(w.drop_to_indexed_s, n.wall_s))}× native)` : 'built with the rows'}`);
   if (m.idle) console.log(`   memory idle before the drop: renderer RSS ${f0(m.idle.renderer)} MiB (the page's own ${f0(m.idle.page_renderer)}), tree RSS ${f0(m.idle.tree)} MiB`);
   if (w.same_page) console.log(`   same page again: ${w.same_page.waited}; cache-hit ${f2(w.same_page.cache_hit_s)} s, ready ${f2(w.same_page.ready_s)} s, stages ${JSON.stringify(w.same_page.stages)}`);
-  if (w.again) console.log(`   again (new page, same profile): cache-hit ${f2(w.again.cache_hit_s)} s, ready ${f2(w.again.ready_s)} s, stages ${JSON.stringify(w.again.stages)}, peaks ${w.again.peaks_equal ? 'equal the CLI' : '≠/—'}`);
+  if (w.again) console.log(`   again (new page, same profile): cache-hit ${f2(w.again.cache_hit_s)} s, ready ${f2(w.again.ready_s)} s, checked ${f2(w.again.checked_s)} s, stages ${JSON.stringify(w.again.stages)}, peaks ${w.again.peaks_equal ? 'equal the CLI' : '≠/—'}`);
   if (w.errors?.length) console.log(`   console errors: ${w.errors.slice(0, 3).join(' | ')}`);
   const events = Number(/bench-(\d+)/.exec(path.basename(file))?.[1]) || null; // pt-snap-gen --events N
   results.push({ file: path.basename(file), size_mib: size, events, native: n, browser: w });
@@ -412,11 +418,11 @@ for (const r of results) {
   };
   const peak = most('renderer_rss_mib');
   const own = most('page_renderer_rss_mib');
-  const again = w.again ? `${f2(w.again.cache_hit_s)} / ${f2(w.again.ready_s)}` : '—';
+  const again = w.again ? `${f2(w.again.cache_hit_s)} / ${f2(w.again.ready_s)} / ${f2(w.again.checked_s)}` : '—';
   const note = w.outcome === 'ok' ? '' : ` (${w.outcome}${w.drop_to_ready_s === null || w.drop_to_ready_s === undefined ? ': peak memory until it stopped' : ''})`;
   console.log(`| ${r.file} (${f0(r.size_mib)} MiB)${note} | ${f0(r.events)} | ${f2(r.native.wall_s)} | ${f2(w.drop_to_peaks_s)} | ${f2(ratio(w.drop_to_peaks_s, r.native.wall_s))}× | ` +
     `${f2(w.drop_to_ready_s)} | ${f2(ratio(w.drop_to_ready_s, r.native.wall_s))}× | ${f2(w.drop_to_indexed_s)} | ${f2(ratio(w.drop_to_indexed_s, r.native.wall_s))}× | ` +
     `${f0(peak)} | ${f2(ratio(peak, r.size_mib))}× | ${f0(own)} | ${f2(ratio(own, r.size_mib))}× | ${f0(m.settled?.renderer_rss_mib)} | ${again} |`);
 }
-console.log('memory: VmRSS peaks over drop → indexed; "all renderers" sums every renderer process (Chromium keeps spare ones), "the page\'s" is the one running the page and its workers; same file again: cache-hit / ready');
+console.log('memory: VmRSS peaks over drop → indexed; "all renderers" sums every renderer process (Chromium keeps spare ones), "the page\'s" is the one running the page and its workers; same file again: cache-hit / ready / its SHA-256 checked');
 console.log(`results: ${path.join(outDir, 'results.json')}`);

@@ -40,6 +40,7 @@ pub struct Origin {
     pub warnings: Vec<String>,
     pub storage: Storage,
     pub cache_hit: bool,
+    pub source_unchecked: bool,
 }
 
 /// Bounds of an allocation timeline question: a column per pixel of a wide screen at most,
@@ -241,6 +242,7 @@ impl Engine {
             lenient_issues,
             storage: origin.storage,
             cache_hit: origin.cache_hit,
+            source_unchecked: origin.source_unchecked,
         };
         Ok(Engine {
             analyzer,

@@ -239,6 +239,10 @@ pub struct Overview {
     pub storage: Storage,
     /// Reopened from the OPFS cache instead of imported again.
     pub cache_hit: bool,
+    /// Reopened by the dropped file's name, size and modification time, before its
+    /// SHA-256 was known: the worker is hashing it and says whether it is the file
+    /// imported ([`FromWorker::SourceChecked`]).
+    pub source_unchecked: bool,
 }
 
 /// What the replay knows before a row is written: enough for the peak cards, the timeline
@@ -300,6 +304,10 @@ pub enum ToWorker {
         /// The source SHA-256 of the file on screen: the same file dropped again is not
         /// opened twice (its cache entry is held by the worker showing it).
         shown_sha256: Option<String>,
+        /// Reopen a cached import of a file of this name, size and modification time at
+        /// once, and check its SHA-256 after ([`Overview::source_unchecked`]); `false`:
+        /// hash first (the file was found changed under that name).
+        quick_match: bool,
     },
     /// Open the attached `File` as a SnapshotDB.
     Open,
@@ -345,6 +353,11 @@ pub enum FromWorker {
     },
     /// The file is the one on screen (its SHA-256 says so); nothing was opened.
     AlreadyOpen,
+    /// The SHA-256 of a file reopened by name, size and time ([`Overview::source_unchecked`]):
+    /// `same`, it is the file imported; otherwise the page imports it again.
+    SourceChecked {
+        same: bool,
+    },
     /// The import or open failed; the worker holds nothing.
     Failed(EngineError),
     Answer {

@@ -33,6 +33,7 @@ fn origin(name: &str) -> Origin {
         warnings: Vec::new(),
         storage: Storage::Memory,
         cache_hit: false,
+        source_unchecked: false,
     }
 }
 
@@ -748,6 +749,7 @@ fn messages_survive_their_trip_as_text_with_every_integer_exact() {
             lenient: true,
             buckets: 1000,
             shown_sha256: Some("ef".repeat(32)),
+            quick_match: true,
         },
         ToWorker::Reopen {
             sha256: "ab".repeat(32),
@@ -786,6 +788,7 @@ fn messages_survive_their_trip_as_text_with_every_integer_exact() {
         FromWorker::Failed(EngineError::new("SNAPSHOT_INVALID", "x")),
         FromWorker::Ready,
         FromWorker::AlreadyOpen,
+        FromWorker::SourceChecked { same: false },
         FromWorker::Stored {
             sha256: "cd".repeat(32),
             warnings: Vec::new(),

@@ -477,7 +477,7 @@ fn OpenedName() -> impl IntoView {
     move || {
         state.opened.get().map(|o| {
             let what = o.describe();
-            let cached = o.overview.as_ref().is_some_and(|v| v.cache_hit);
+            let cached = o.overview.as_ref().filter(|v| v.cache_hit).map(|v| v.source_unchecked);
             view! {
                 <span class="opened">
                     <strong title=o.name.clone()>{o.name.clone()}</strong>
@@ -514,7 +514,14 @@ fn OpenedName() -> impl IntoView {
                             </span>
                         }
                     }}
-                    {cached.then(|| view! { <span class="cache-hit" data-testid="cache-hit" title="Reopened from this browser's cache of imports">"from cache"</span> })}
+                    {cached.map(|unchecked| {
+                        let (value, text, title) = if unchecked {
+                            ("checking", "from cache · checking", "Reopened from this browser's cache by the file's name, size and modification time; its SHA-256 is being checked, and if it is another file it is imported")
+                        } else {
+                            ("same", "from cache", "Reopened from this browser's cache of imports: the same file, by its SHA-256")
+                        };
+                        view! { <span class="cache-hit" data-testid="cache-hit" data-value=value title=title>{text}</span> }
+                    })}
                 </span>
             }
         })

@@ -118,6 +118,7 @@ pub enum Job {
         lenient: bool,
         buckets: usize,
         shown_sha256: Option<String>,
+        quick_match: bool,
     },
     /// A SnapshotDB.
     Open { file: File },
@@ -180,11 +181,13 @@ fn open_worker(
             lenient,
             buckets,
             shown_sha256,
+            quick_match,
         } => (
             ToWorker::Import {
                 lenient,
                 buckets,
                 shown_sha256,
+                quick_match,
             },
             Some(file),
         ),

@@ -19,7 +19,8 @@ use crate::opened::Opened;
 use crate::sniff::{self, Route};
 
 thread_local! {
-    /// The last import sent, so a strict one the replay refused can be run again leniently.
+    /// The last import sent, so a strict one the replay refused can be run again leniently,
+    /// and one reopened by name, size and time imported again if its hash says otherwise.
     static LAST_IMPORT: RefCell<Option<(File, bool)>> = const { RefCell::new(None) };
     /// Bumped by every file chosen: a file whose first bytes arrive after a later choice is
     /// dropped.
@@ -112,7 +113,7 @@ pub fn load(state: AppState, file: File) {
                 let (name, total) = (file.name(), file.size());
                 start(state, Job::Open { file }, name, total)
             }
-            Route::Import => import(state, file, false),
+            Route::Import => import(state, file, false, true),
             Route::Refuse { suffix, content } => {
                 // The CLI's words for a file that is no snapshot by name or content (the
                 // page also opens SQLite databases).
@@ -133,7 +134,9 @@ async fn read_head(file: &File) -> Result<Vec<u8>, String> {
     Ok(Uint8Array::new(&buf).to_vec())
 }
 
-fn import(state: AppState, file: File, lenient: bool) {
+/// `quick_match`: a cached import of a file of the same name, size and modification time
+/// may be shown before the file is hashed (`ToWorker::Import`).
+fn import(state: AppState, file: File, lenient: bool, quick_match: bool) {
     LAST_IMPORT.with(|l| *l.borrow_mut() = Some((file.clone(), lenient)));
     let (name, total) = (file.name(), file.size());
     start(
@@ -150,6 +153,7 @@ fn import(state: AppState, file: File, lenient: bool) {
                     .filter(|o| o.overview.as_ref().is_some_and(|v| v.imported))?;
                 o.source_sha256().map(str::to_owned)
             }),
+            quick_match,
         },
         name,
         total,
@@ -225,7 +229,9 @@ fn on_message(state: AppState, name: &str, total: f64, message: FromWorker, atta
             }
         }
         FromWorker::Opened(overview) => {
-            LAST_IMPORT.with(|l| l.borrow_mut().take());
+            if !overview.source_unchecked {
+                LAST_IMPORT.with(|l| l.borrow_mut().take());
+            }
             state.indexing.set(Indexing::Done);
             state.status.set(Status::Idle);
             let previewed = state.opened.with_untracked(|o| {
@@ -245,6 +251,25 @@ fn on_message(state: AppState, name: &str, total: f64, message: FromWorker, atta
             } else {
                 show(state, opened);
             }
+        }
+        FromWorker::SourceChecked { same: true } => {
+            LAST_IMPORT.with(|l| l.borrow_mut().take());
+            state.opened.update(|o| {
+                if let Some(v) = o.as_mut().and_then(|o| o.overview.as_mut()) {
+                    v.source_unchecked = false;
+                }
+            });
+        }
+        FromWorker::SourceChecked { same: false } => {
+            // Another file under the name, size and time of one imported: what is shown is
+            // not it, so it goes, and the file is imported, hashed first.
+            let Some((file, lenient)) = LAST_IMPORT.with(|l| l.borrow_mut().take()) else {
+                return;
+            };
+            client::close_shown();
+            state.opened.set(None);
+            CHOICE.with(|c| c.set(c.get() + 1));
+            import(state, file, lenient, false);
         }
         FromWorker::AlreadyOpen => {
             // Said as the cache would: this database, without importing again.
@@ -315,7 +340,7 @@ pub fn import_leniently(state: AppState) {
     };
     CHOICE.with(|c| c.set(c.get() + 1));
     state.sample.set(false);
-    import(state, file, true);
+    import(state, file, true, true);
 }
 
 /// Offers `text` as a download named `file_name`.

@@ -70,6 +70,8 @@ pub fn ask(
             lenient: false,
             buckets: 0,
             shown_sha256: None,
+            // One answer, then the worker ends: no time to check a quick match after.
+            quick_match: false,
         }
     };
     let shared = Rc::new(RefCell::new(Shared {

@@ -172,6 +172,7 @@ mod tests {
                 lenient_issues: None,
                 storage: Storage::Memory,
                 cache_hit: false,
+                source_unchecked: false,
             }),
         };
         assert_eq!(o.engine_state(), "ready");
@@ -204,6 +205,7 @@ mod tests {
             lenient_issues: None,
             storage: Storage::Opfs,
             cache_hit: false,
+            source_unchecked: false,
         };
         o.overview = Some(overview.clone());
         assert_eq!(o.describe(), "imported here · 3.00 MiB database");

@@ -11,7 +11,10 @@
 //!
 //! Where the browser has OPFS, the database is written there (`pt-snap-opfs`), keyed by the
 //! file's SHA-256: a file whose size matches a cached import is hashed first and, if it is
-//! the same file, its database reopened instead of imported. A finished import lets go of
+//! the same file, its database reopened instead of imported. A file with the name, size
+//! and modification time of one import is reopened before it is hashed, and hashed after
+//! ([`FromWorker::SourceChecked`]): dropping the same big file again takes well under a
+//! second instead of its hashing's seconds. A finished import lets go of
 //! its database ([`FromWorker::Stored`]) and the page reopens it in a fresh worker, so the
 //! import's memory (the decoded snapshot, at its peak; a wasm heap never shrinks) goes away
 //! with this worker. Without OPFS the database stays in this worker's memory.
@@ -62,6 +65,10 @@ mod imp {
     /// Bytes hashed here between two progress messages.
     const HASH_PROGRESS_STEP: u64 = 64 << 20;
 
+    /// Bytes hashed here between two looks at the page's messages while a file shown from
+    /// the cache is checked: ~0.1 s of SHA-256 in wasm, what a question may wait.
+    const HASH_YIELD_STEP: usize = 16 << 20;
+
     /// The page cache of a database read from OPFS, in KiB.
     const READ_CACHE_KIB: u32 = 128 * 1024;
 
@@ -88,6 +95,7 @@ mod imp {
                     lenient,
                     buckets,
                     shown_sha256,
+                    quick_match,
                 }) => {
                     let replay = if lenient {
                         ReplayMode::Lenient
@@ -95,7 +103,7 @@ mod imp {
                         ReplayMode::Strict
                     };
                     with_file(file, move |file| async move {
-                        import(&file, replay, buckets, shown_sha256).await
+                        import(&file, replay, buckets, shown_sha256, quick_match).await
                     })
                 }
                 Ok(ToWorker::Open) => with_file(file, |file| async move {
@@ -107,7 +115,7 @@ mod imp {
                     cache_hit,
                 }) => wasm_bindgen_futures::spawn_local(async move {
                     finish(
-                        reopen(&sha256, warnings, cache_hit)
+                        reopen(&sha256, warnings, cache_hit, false)
                             .await
                             .map(|e| Outcome::Open(Box::new(e))),
                     )
@@ -158,6 +166,13 @@ mod imp {
     enum Outcome {
         /// The database, open here.
         Open(Box<Engine>),
+        /// A cached database reopened for `file` by its name, size and time: open here, and
+        /// shown while `file` is hashed to check that it is the one imported (`sha256`).
+        OpenUnchecked {
+            engine: Box<Engine>,
+            file: File,
+            sha256: String,
+        },
         /// The database, complete in OPFS and let go of (see the module's note).
         Stored {
             sha256: String,
@@ -189,6 +204,21 @@ mod imp {
                 let overview = engine.overview().clone();
                 ENGINE.with(|e| *e.borrow_mut() = Some(*engine));
                 post(&FromWorker::Opened(overview));
+            }
+            Ok(Outcome::OpenUnchecked {
+                engine,
+                file,
+                sha256,
+            }) => {
+                finish(Ok(Outcome::Open(engine)));
+                wasm_bindgen_futures::spawn_local(async move {
+                    // A file that cannot be read now is not known to be the one imported;
+                    // importing it again says why.
+                    let same = sha256_between_questions(&file)
+                        .await
+                        .is_ok_and(|sha| sha == sha256);
+                    post(&FromWorker::SourceChecked { same });
+                });
             }
             Ok(Outcome::Stored { sha256, warnings }) => {
                 post(&FromWorker::Stored { sha256, warnings })
@@ -249,6 +279,7 @@ mod imp {
         sha256: &str,
         warnings: Vec<String>,
         cache_hit: bool,
+        source_unchecked: bool,
     ) -> Result<Engine, EngineError> {
         let entry = pt_snap_opfs::find(sha256)
             .await
@@ -271,6 +302,7 @@ mod imp {
                 warnings,
                 storage: Storage::Opfs,
                 cache_hit,
+                source_unchecked,
             },
         )?;
         POOL.with(|p| *p.borrow_mut() = Some(std::rc::Rc::new(pool)));
@@ -315,6 +347,7 @@ mod imp {
                 warnings: Vec::new(),
                 storage: Storage::Memory,
                 cache_hit: false,
+                source_unchecked: false,
             },
         )
     }
@@ -324,6 +357,7 @@ mod imp {
         replay: ReplayMode,
         buckets: usize,
         shown_sha256: Option<String>,
+        quick_match: bool,
     ) -> Result<Outcome, EngineError> {
         let total = file.size();
         let mut opfs = pt_snap_opfs::available().await;
@@ -333,6 +367,34 @@ mod imp {
             let candidates = pt_snap_opfs::find_by_size(total as u64)
                 .await
                 .unwrap_or_default();
+            // The file imported before, by its name, size and modification time (what
+            // make and rsync trust): shown at once, and hashed after, by the helper
+            // worker, beside the page's questions. The file on screen is hashed first
+            // instead: its worker holds the entry; and so is a file that two imports share
+            // the name, size and time of (one of them was not what its stat says).
+            let mut same_stat = candidates.iter().filter(|e| {
+                e.source_name == file.name() && e.source_last_modified == file.last_modified()
+            });
+            let same_stat = match (same_stat.next(), same_stat.next()) {
+                (Some(e), None) if shown_sha256.as_deref() != Some(e.sha256.as_str()) => Some(e),
+                _ => None,
+            };
+            if let Some(entry) = same_stat.filter(|_| quick_match) {
+                // A database held by another tab's worker, or of the other replay mode,
+                // is left to the hash-first path below.
+                if let Ok(engine) = reopen(&entry.sha256, Vec::new(), true, true).await {
+                    if engine.overview().lenient_issues.is_some() == (replay == ReplayMode::Lenient)
+                    {
+                        return Ok(Outcome::OpenUnchecked {
+                            engine: Box::new(engine),
+                            file: file.clone(),
+                            sha256: entry.sha256.clone(),
+                        });
+                    }
+                    drop(engine);
+                    close_pool()?;
+                }
+            }
             if !candidates.is_empty() {
                 post(&FromWorker::Progress(Progress::Hashing {
                     bytes: None,
@@ -343,7 +405,7 @@ mod imp {
                     return Ok(Outcome::AlreadyOpen);
                 }
                 if candidates.iter().any(|e| e.sha256 == sha) {
-                    match reopen(&sha, Vec::new(), true).await {
+                    match reopen(&sha, Vec::new(), true, false).await {
                         // As the CLI's reuse: a lenient database answers a lenient import
                         // only, a strict one a strict import only; otherwise it is rebuilt.
                         Ok(engine)
@@ -354,11 +416,7 @@ mod imp {
                         }
                         Ok(engine) => {
                             drop(engine);
-                            if let Some(pool) = POOL.with(|p| p.borrow_mut().take()) {
-                                if let Ok(pool) = std::rc::Rc::try_unwrap(pool) {
-                                    pool.close().map_err(storage)?;
-                                }
-                            }
+                            close_pool()?;
                         }
                         // Held by another tab's worker, it is imported again here, in memory.
                         Err(_) => opfs = false,
@@ -487,6 +545,7 @@ mod imp {
                     warnings: summary.warnings,
                     storage: Storage::Memory,
                     cache_hit: false,
+                    source_unchecked: false,
                 },
             )
             .map(|e| Outcome::Open(Box::new(e)));
@@ -508,6 +567,16 @@ mod imp {
         })
     }
 
+    /// Lets go of the pool a reopen installed, its engine dropped.
+    fn close_pool() -> Result<(), EngineError> {
+        if let Some(pool) = POOL.with(|p| p.borrow_mut().take()) {
+            if let Ok(pool) = std::rc::Rc::try_unwrap(pool) {
+                pool.close().map_err(storage)?;
+            }
+        }
+        Ok(())
+    }
+
     /// The file's SHA-256, by the helper worker where it can, else here. Nothing is decoded
     /// meanwhile, so the helper may hold a larger file than beside a decoding.
     async fn sha256_of(file: &File) -> Result<String, EngineError> {
@@ -520,6 +589,40 @@ mod imp {
             }
         }
         hash_here(FileChunks::new(file.clone(), true)?, Some(file.size()))
+    }
+
+    /// The file's SHA-256 while this worker answers the page's questions: by the helper
+    /// worker where it can, else here, [`HASH_YIELD_STEP`] at a time with the page's
+    /// messages let in between.
+    async fn sha256_between_questions(file: &File) -> Result<String, EngineError> {
+        if file.size() <= HASH_ALONE_MAX {
+            return sha256_of(file).await;
+        }
+        let mut reader = FileChunks::new(file.clone(), true)?;
+        let mut buf = vec![0; 1 << 20];
+        let mut since_yield = 0;
+        loop {
+            let n = reader.read(&mut buf).map_err(backend)?;
+            if n == 0 {
+                break;
+            }
+            since_yield += n;
+            if since_yield >= HASH_YIELD_STEP {
+                since_yield = 0;
+                yield_to_messages().await;
+            }
+        }
+        let hasher = reader.hasher.take().unwrap_or_default();
+        Ok(format!("{:x}", hasher.finalize()))
+    }
+
+    /// Ends this task so that messages waiting for the worker are handled, then goes on.
+    async fn yield_to_messages() {
+        let resumed = Promise::new(&mut |resolve, _| {
+            let scope: DedicatedWorkerGlobalScope = js_sys::global().unchecked_into();
+            let _ = scope.set_timeout_with_callback(&resolve);
+        });
+        let _ = JsFuture::from(resumed).await;
     }
 
     /// "Download .db": the database as a Blob posted with the message: the OPFS file itself
