@@ -25,6 +25,18 @@ thread_local! {
     /// Bumped by every file chosen: a file whose first bytes arrive after a later choice is
     /// dropped.
     static CHOICE: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+    /// The tail of a new file's first preview: mounting its views. It runs in a task of its
+    /// own, so the task that decodes the preview does not also draw the file (together they
+    /// came near the 100 ms of a long task at 1M events); whatever touches the file first
+    /// after it — the worker's next message, a cancel, another file — runs it first.
+    static MOUNT: RefCell<Option<Box<dyn FnOnce()>>> = const { RefCell::new(None) };
+}
+
+/// Runs the pending [`MOUNT`], if any.
+fn mount_pending() {
+    if let Some(mount) = MOUNT.with(|m| m.borrow_mut().take()) {
+        mount();
+    }
 }
 
 /// The timeline's bucket count, which the import's preview is cut to.
@@ -33,6 +45,7 @@ pub use crate::timeline::BUCKETS;
 /// Stops an import or open in progress (its worker ends, and with it everything it held);
 /// the file on screen stays. An import already showing its preview is that file: it goes.
 pub fn cancel(state: AppState) {
+    mount_pending();
     client::cancel_open();
     state.status.set(Status::Idle);
     if state
@@ -137,6 +150,7 @@ async fn read_head(file: &File) -> Result<Vec<u8>, String> {
 /// `quick_match`: a cached import of a file of the same name, size and modification time
 /// may be shown before the file is hashed (`ToWorker::Import`).
 fn import(state: AppState, file: File, lenient: bool, quick_match: bool) {
+    mount_pending();
     LAST_IMPORT.with(|l| *l.borrow_mut() = Some((file.clone(), lenient)));
     let (name, total) = (file.name(), file.size());
     start(
@@ -178,6 +192,7 @@ pub fn reopen(state: AppState, entry: &pt_snap_opfs::Entry) {
 /// Hands `job` to a fresh worker; what it reports moves the page. A file still being
 /// imported on screen gives way to it (`client::open` ends its worker).
 fn start(state: AppState, job: Job, name: String, total: f64) {
+    mount_pending();
     if state
         .opened
         .with_untracked(|o| o.as_ref().is_some_and(|o| !o.ready()))
@@ -198,6 +213,7 @@ fn start(state: AppState, job: Job, name: String, total: f64) {
 }
 
 fn on_message(state: AppState, name: &str, total: f64, message: FromWorker, attachment: JsValue) {
+    mount_pending();
     match message {
         FromWorker::Progress(p) => {
             if matches!(state.status.get_untracked(), Status::Importing { .. }) {
@@ -223,7 +239,8 @@ fn on_message(state: AppState, name: &str, total: f64, message: FromWorker, atta
                 overview: None,
             };
             if first {
-                show(state, opened);
+                MOUNT.with(|m| *m.borrow_mut() = Some(Box::new(move || show(state, opened))));
+                set_timeout(mount_pending, std::time::Duration::ZERO);
             } else {
                 state.opened.set(Some(opened));
             }

@@ -422,28 +422,42 @@ pub fn TreeView() -> impl IntoView {
         },
     );
     let failure = RwSignal::new(None::<EngineError>);
+    // A tree is drawn in the task after the one its answer came in (parsing a large tree
+    // and drawing it are each tens of ms at 1M events); `drawing` names the latest answer,
+    // so one superseded meanwhile, or a view gone, is not drawn.
+    let drawing = StoredValue::new(0u64);
     Effect::new(move |_| {
         let answer = tree.get();
         let Some(el) = container.get() else { return };
         destroy_flamegraph();
+        drawing.update_value(|n| *n += 1);
+        let this = drawing.get_value();
         match answer {
             None => failure.set(None),
             Some(Err(f)) => failure.set(Some(f)),
             Some(Ok(json)) => {
                 failure.set(None);
-                let data = js_sys::JSON::parse(&json).unwrap_or(JsValue::NULL);
-                let options = js_sys::Object::new();
-                let el: &web_sys::HtmlElement = &el;
-                match flamegraph_render(el, &data, &options) {
-                    Ok(view) => FLAMEGRAPH.with(|f| *f.borrow_mut() = Some(view)),
-                    Err(err) => {
-                        failure.set(Some(EngineError::new("INTERNAL_ERROR", format!("{err:?}"))))
+                let draw = move || {
+                    if drawing.try_get_value() != Some(this) {
+                        return;
                     }
-                }
+                    let data = js_sys::JSON::parse(&json).unwrap_or(JsValue::NULL);
+                    let options = js_sys::Object::new();
+                    let el: &web_sys::HtmlElement = &el;
+                    match flamegraph_render(el, &data, &options) {
+                        Ok(view) => FLAMEGRAPH.with(|f| *f.borrow_mut() = Some(view)),
+                        Err(err) => failure
+                            .set(Some(EngineError::new("INTERNAL_ERROR", format!("{err:?}")))),
+                    }
+                };
+                set_timeout(draw, std::time::Duration::ZERO);
             }
         }
     });
-    on_cleanup(destroy_flamegraph);
+    on_cleanup(move || {
+        drawing.try_update_value(|n| *n += 1);
+        destroy_flamegraph();
+    });
     let input = RwSignal::new(String::new());
     Effect::new(move |_| input.set(event().map(|e| e.to_string()).unwrap_or_default()));
     let go = move || {
