@@ -262,6 +262,15 @@ impl Engine {
         Ok(self.missing_indexes()?.len())
     }
 
+    /// `left` indexes still to build, with the database's size as the overview has it (the
+    /// whole database's once none is left).
+    pub fn indexes_report(&self, left: usize) -> IndexesLeft {
+        IndexesLeft {
+            left,
+            db_bytes: self.overview.db_bytes,
+        }
+    }
+
     /// Builds the next index [`Engine::indexes_left`] counts, lifting `query_only` for it
     /// alone, and says how many are left after it; `None` when none was left to build. When
     /// none is left, the overview's `db_bytes` is the whole database's.

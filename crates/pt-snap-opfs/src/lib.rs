@@ -179,12 +179,15 @@ async fn read_meta(
     if entry.sha256 != sha256 {
         return Ok(None);
     }
-    Ok(Some(
-        match read_json::<RecordedSize>(dir, SIZE_FILE).await? {
-            Some(RecordedSize { db_bytes }) => Entry { db_bytes, ..entry },
-            None => entry,
-        },
-    ))
+    // An optional file: one that cannot be read (another worker writing it) is absent.
+    let recorded = read_json::<RecordedSize>(dir, SIZE_FILE)
+        .await
+        .ok()
+        .flatten();
+    Ok(Some(match recorded {
+        Some(RecordedSize { db_bytes }) => Entry { db_bytes, ..entry },
+        None => entry,
+    }))
 }
 
 /// `name` in `dir`, when it exists and parses as a `T`.

@@ -100,8 +100,6 @@ async fn cache_dir_names() -> Vec<String> {
     }
 }
 
-/// Overwrites `/pt-snap-cache/<sha256>/meta.json` with `text`, as a worker killed while
-/// writing it might leave it.
 /// Writes `text` as `name` in the entry of `sha256`, as a worker killed midway might leave it.
 async fn write_entry_file(sha256: &str, name: &str, text: &str) {
     let mut dir = root().await;

@@ -204,15 +204,24 @@ fn start(state: AppState, job: Job, name: String, total: f64) {
         progress: None,
         total,
     });
+    let choice = CHOICE.with(|c| c.get());
     let listener = std::rc::Rc::new(move |message: FromWorker, attachment: JsValue| {
-        on_message(state, &name, total, message, attachment)
+        on_message(state, &name, total, choice, message, attachment)
     });
     if let Err(f) = client::open(job, listener) {
         state.status.set(Status::Failed(f));
     }
 }
 
-fn on_message(state: AppState, name: &str, total: f64, message: FromWorker, attachment: JsValue) {
+/// `choice`: the [`CHOICE`] the job was started under.
+fn on_message(
+    state: AppState,
+    name: &str,
+    total: f64,
+    choice: u64,
+    message: FromWorker,
+    attachment: JsValue,
+) {
     mount_pending();
     match message {
         FromWorker::Progress(p) => {
@@ -270,7 +279,6 @@ fn on_message(state: AppState, name: &str, total: f64, message: FromWorker, atta
             }
         }
         FromWorker::SourceChecked { same: true } => {
-            LAST_IMPORT.with(|l| l.borrow_mut().take());
             state.opened.update(|o| {
                 if let Some(v) = o.as_mut().and_then(|o| o.overview.as_mut()) {
                     v.source_unchecked = false;
@@ -279,14 +287,16 @@ fn on_message(state: AppState, name: &str, total: f64, message: FromWorker, atta
         }
         FromWorker::SourceChecked { same: false } => {
             // Another file under the name, size and time of one imported: what is shown is
-            // not it, so it goes, and the file is imported, hashed first.
-            let Some((file, lenient)) = LAST_IMPORT.with(|l| l.borrow_mut().take()) else {
-                return;
-            };
+            // not it, so it goes, and the file is imported, hashed first; unless another
+            // file was chosen since, which is the one to show.
             client::close_shown();
             state.opened.set(None);
-            CHOICE.with(|c| c.set(c.get() + 1));
-            import(state, file, lenient, false);
+            if CHOICE.with(|c| c.get()) == choice {
+                if let Some((file, lenient)) = LAST_IMPORT.with(|l| l.borrow_mut().take()) {
+                    CHOICE.with(|c| c.set(c.get() + 1));
+                    import(state, file, lenient, false);
+                }
+            }
         }
         FromWorker::AlreadyOpen => {
             // Said as the cache would: this database, without importing again.
@@ -357,7 +367,9 @@ pub fn import_leniently(state: AppState) {
     };
     CHOICE.with(|c| c.set(c.get() + 1));
     state.sample.set(false);
-    import(state, file, true, true);
+    // Hashed first: the file was just read, and a cached import under its name, size and
+    // time may be another file's (the one a failed check replaced).
+    import(state, file, true, false);
 }
 
 /// Offers `text` as a download named `file_name`.

@@ -67,7 +67,7 @@ mod imp {
 
     /// Bytes hashed here between two looks at the page's messages while a file shown from
     /// the cache is checked: ~0.1 s of SHA-256 in wasm, what a question may wait.
-    const HASH_YIELD_STEP: usize = 16 << 20;
+    const HASH_YIELD_STEP: u64 = 16 << 20;
 
     /// The page cache of a database read from OPFS, in KiB.
     const READ_CACHE_KIB: u32 = 128 * 1024;
@@ -137,12 +137,9 @@ mod imp {
                 Ok(ToWorker::Download) => download(),
                 Ok(ToWorker::BuildIndexes) => {
                     let left = ENGINE.with(|e| {
-                        e.borrow().as_ref().map(|e| {
-                            e.indexes_left().map(|left| IndexesLeft {
-                                left,
-                                db_bytes: e.overview().db_bytes,
-                            })
-                        })
+                        e.borrow()
+                            .as_ref()
+                            .map(|e| e.indexes_left().map(|left| e.indexes_report(left)))
                     });
                     if let Some(left) = left {
                         post(&FromWorker::Indexes(left.clone()));
@@ -214,7 +211,7 @@ mod imp {
                 wasm_bindgen_futures::spawn_local(async move {
                     // A file that cannot be read now is not known to be the one imported;
                     // importing it again says why.
-                    let same = sha256_between_questions(&file)
+                    let same = sha256_of(&file, Hashing::BetweenQuestions)
                         .await
                         .is_ok_and(|sha| sha == sha256);
                     post(&FromWorker::SourceChecked { same });
@@ -240,12 +237,7 @@ mod imp {
                 let engine = e.as_mut()?;
                 engine
                     .build_next_index()
-                    .map(|left| {
-                        left.map(|left| IndexesLeft {
-                            left,
-                            db_bytes: engine.overview().db_bytes,
-                        })
-                    })
+                    .map(|left| left.map(|left| engine.indexes_report(left)))
                     .transpose()
             }) else {
                 return;
@@ -368,8 +360,8 @@ mod imp {
                 .await
                 .unwrap_or_default();
             // The file imported before, by its name, size and modification time (what
-            // make and rsync trust): shown at once, and hashed after, by the helper
-            // worker, beside the page's questions. The file on screen is hashed first
+            // make and rsync trust): shown at once, and hashed after, beside the page's
+            // questions (`Hashing::BetweenQuestions` where the helper worker cannot). The file on screen is hashed first
             // instead: its worker holds the entry; and so is a file that two imports share
             // the name, size and time of (one of them was not what its stat says).
             let mut same_stat = candidates.iter().filter(|e| {
@@ -400,7 +392,7 @@ mod imp {
                     bytes: None,
                     total,
                 }));
-                let sha = sha256_of(file).await?;
+                let sha = sha256_of(file, Hashing::Progress(total)).await?;
                 if shown_sha256.as_deref() == Some(sha.as_str()) {
                     return Ok(Outcome::AlreadyOpen);
                 }
@@ -450,10 +442,13 @@ mod imp {
             (None, Some(digest)) => match JsFuture::from(digest).await.map(|r| get(&r, "hex")) {
                 Ok(hex) if hex.is_string() => hex.as_string().unwrap_or_default(),
                 // WebCrypto refused (or the helper died): hash here after all.
-                _ => hash_here(FileChunks::new(file.clone(), true)?, Some(total))?,
+                _ => {
+                    let reader = FileChunks::new(file.clone(), true)?;
+                    hash_here(reader, Hashing::Progress(total)).await?
+                }
             },
             // Hashed as it was decoded: only what the decoder left unread is still to go.
-            (None, None) => hash_here(reader, None)?,
+            (None, None) => hash_here(reader, Hashing::Silent).await?,
         };
         // Another tab importing the same file holds its entry: this import stays in memory.
         let pool = match opfs {
@@ -577,9 +572,10 @@ mod imp {
         Ok(())
     }
 
-    /// The file's SHA-256, by the helper worker where it can, else here. Nothing is decoded
-    /// meanwhile, so the helper may hold a larger file than beside a decoding.
-    async fn sha256_of(file: &File) -> Result<String, EngineError> {
+    /// The file's SHA-256, by the helper worker where it can, else here as `here` says.
+    /// Nothing is decoded meanwhile, so the helper may hold a larger file than beside a
+    /// decoding.
+    async fn sha256_of(file: &File, here: Hashing) -> Result<String, EngineError> {
         let scope: DedicatedWorkerGlobalScope = js_sys::global().unchecked_into();
         if let Some(digest) = hash_beside(&scope, file, HASH_ALONE_MAX) {
             if let Ok(hex) = JsFuture::from(digest).await.map(|r| get(&r, "hex")) {
@@ -588,32 +584,7 @@ mod imp {
                 }
             }
         }
-        hash_here(FileChunks::new(file.clone(), true)?, Some(file.size()))
-    }
-
-    /// The file's SHA-256 while this worker answers the page's questions: by the helper
-    /// worker where it can, else here, [`HASH_YIELD_STEP`] at a time with the page's
-    /// messages let in between.
-    async fn sha256_between_questions(file: &File) -> Result<String, EngineError> {
-        if file.size() <= HASH_ALONE_MAX {
-            return sha256_of(file).await;
-        }
-        let mut reader = FileChunks::new(file.clone(), true)?;
-        let mut buf = vec![0; 1 << 20];
-        let mut since_yield = 0;
-        loop {
-            let n = reader.read(&mut buf).map_err(backend)?;
-            if n == 0 {
-                break;
-            }
-            since_yield += n;
-            if since_yield >= HASH_YIELD_STEP {
-                since_yield = 0;
-                yield_to_messages().await;
-            }
-        }
-        let hasher = reader.hasher.take().unwrap_or_default();
-        Ok(format!("{:x}", hasher.finalize()))
+        hash_here(FileChunks::new(file.clone(), true)?, here).await
     }
 
     /// Ends this task so that messages waiting for the worker are handled, then goes on.
@@ -651,10 +622,7 @@ mod imp {
             while let Some(left) = engine.build_next_index()? {
                 built = true;
                 if left > 0 {
-                    post(&FromWorker::Indexes(Ok(IndexesLeft {
-                        left,
-                        db_bytes: engine.overview().db_bytes,
-                    })));
+                    post(&FromWorker::Indexes(Ok(engine.indexes_report(left))));
                 }
             }
             Ok(built.then_some(engine.overview().db_bytes))
@@ -700,25 +668,44 @@ mod imp {
         }
     }
 
+    /// What [`hash_here`] does while it hashes.
+    #[derive(Clone, Copy)]
+    enum Hashing {
+        /// Posts how far it is, of the file's size (a message leaves a busy worker at once,
+        /// so the page's bar moves while this runs).
+        Progress(f64),
+        /// Nothing: the rest of a file just decoded.
+        Silent,
+        /// Lets the page's messages in every [`HASH_YIELD_STEP`]: a file shown from the
+        /// cache is checked while its database answers.
+        BetweenQuestions,
+    }
+
     /// The rest of the file through the reader's hasher: the digest covers the whole file as
     /// given, as the CLI's does: compressed bytes for a compressed file, and even bytes after
-    /// the pickle's STOP. Given the file's size, it posts how far it is (a message leaves a
-    /// busy worker at once, so the page's bar moves while this runs).
-    fn hash_here(mut reader: FileChunks, total: Option<f64>) -> Result<String, EngineError> {
+    /// the pickle's STOP.
+    async fn hash_here(mut reader: FileChunks, how: Hashing) -> Result<String, EngineError> {
         let mut buf = vec![0; 1 << 20];
-        let (mut done, mut shown) = (0u64, 0u64);
+        let (mut done, mut marked) = (0u64, 0u64);
         loop {
             let n = reader.read(&mut buf).map_err(backend)?;
             if n == 0 {
                 break;
             }
             done += n as u64;
-            if let Some(total) = total.filter(|_| done - shown >= HASH_PROGRESS_STEP) {
-                shown = done;
-                post(&FromWorker::Progress(Progress::Hashing {
-                    bytes: Some(done as f64),
-                    total,
-                }));
+            match how {
+                Hashing::Progress(total) if done - marked >= HASH_PROGRESS_STEP => {
+                    marked = done;
+                    post(&FromWorker::Progress(Progress::Hashing {
+                        bytes: Some(done as f64),
+                        total,
+                    }));
+                }
+                Hashing::BetweenQuestions if done - marked >= HASH_YIELD_STEP => {
+                    marked = done;
+                    yield_to_messages().await;
+                }
+                _ => {}
             }
         }
         let hasher = reader.hasher.take().unwrap_or_default();
