@@ -516,7 +516,7 @@ fn OpenedName() -> impl IntoView {
                     }}
                     {cached.map(|unchecked| {
                         let (value, text, title) = if unchecked {
-                            ("checking", "from cache · checking", "Reopened from this browser's cache by the file's name, size and modification time; its SHA-256 is being checked, and if it is another file it is imported")
+                            ("checking", "from cache…", "Reopened from this browser's cache by the file's name, size and modification time; its SHA-256 is being checked, and if it is another file it is imported")
                         } else {
                             ("same", "from cache", "Reopened from this browser's cache of imports: the same file, by its SHA-256")
                         };
