@@ -317,12 +317,10 @@ fn on_message(
             }
         }
         FromWorker::Indexes(Ok(IndexesLeft { left, db_bytes })) => {
-            state.indexing.set(if left == 0 {
-                Indexing::Done
+            if left > 0 {
+                state.indexing.set(Indexing::Left(left));
             } else {
-                Indexing::Left(left)
-            });
-            if left == 0 {
+                state.indexing.set(Indexing::Done);
                 state.opened.update(|o| {
                     if let Some(v) = o.as_mut().and_then(|o| o.overview.as_mut()) {
                         v.db_bytes = db_bytes;

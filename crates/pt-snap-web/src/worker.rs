@@ -361,9 +361,10 @@ mod imp {
                 .unwrap_or_default();
             // The file imported before, by its name, size and modification time (what
             // make and rsync trust): shown at once, and hashed after, beside the page's
-            // questions (`Hashing::BetweenQuestions` where the helper worker cannot). The file on screen is hashed first
-            // instead: its worker holds the entry; and so is a file that two imports share
-            // the name, size and time of (one of them was not what its stat says).
+            // questions (`Hashing::BetweenQuestions` where the helper worker cannot). The
+            // file on screen is hashed first instead: its worker holds the entry; and so
+            // is a file that two imports share the name, size and time of (one of them was
+            // not what its stat says).
             let mut same_stat = candidates.iter().filter(|e| {
                 e.source_name == file.name() && e.source_last_modified == file.last_modified()
             });
@@ -374,17 +375,12 @@ mod imp {
             if let Some(entry) = same_stat.filter(|_| quick_match) {
                 // A database held by another tab's worker, or of the other replay mode,
                 // is left to the hash-first path below.
-                if let Ok(engine) = reopen(&entry.sha256, Vec::new(), true, true).await {
-                    if engine.overview().lenient_issues.is_some() == (replay == ReplayMode::Lenient)
-                    {
-                        return Ok(Outcome::OpenUnchecked {
-                            engine: Box::new(engine),
-                            file: file.clone(),
-                            sha256: entry.sha256.clone(),
-                        });
-                    }
-                    drop(engine);
-                    close_pool()?;
+                if let Reuse::Fits(engine) = reuse(&entry.sha256, replay, true).await? {
+                    return Ok(Outcome::OpenUnchecked {
+                        engine,
+                        file: file.clone(),
+                        sha256: entry.sha256.clone(),
+                    });
                 }
             }
             if !candidates.is_empty() {
@@ -397,21 +393,11 @@ mod imp {
                     return Ok(Outcome::AlreadyOpen);
                 }
                 if candidates.iter().any(|e| e.sha256 == sha) {
-                    match reopen(&sha, Vec::new(), true, false).await {
-                        // As the CLI's reuse: a lenient database answers a lenient import
-                        // only, a strict one a strict import only; otherwise it is rebuilt.
-                        Ok(engine)
-                            if engine.overview().lenient_issues.is_some()
-                                == (replay == ReplayMode::Lenient) =>
-                        {
-                            return Ok(Outcome::Open(Box::new(engine)));
-                        }
-                        Ok(engine) => {
-                            drop(engine);
-                            close_pool()?;
-                        }
-                        // Held by another tab's worker, it is imported again here, in memory.
-                        Err(_) => opfs = false,
+                    match reuse(&sha, replay, false).await? {
+                        Reuse::Fits(engine) => return Ok(Outcome::Open(engine)),
+                        Reuse::OtherMode => {}
+                        // It is imported again here, in memory.
+                        Reuse::Held => opfs = false,
                     }
                 }
                 known_sha = Some(sha);
@@ -562,14 +548,38 @@ mod imp {
         })
     }
 
-    /// Lets go of the pool a reopen installed, its engine dropped.
-    fn close_pool() -> Result<(), EngineError> {
+    /// What a cached database is to an import of the same file.
+    enum Reuse {
+        /// It answers this import: open here.
+        Fits(Box<Engine>),
+        /// It was made by the other replay mode, so the file is imported again (its pool
+        /// let go of here).
+        OtherMode,
+        /// Another tab's worker holds it.
+        Held,
+    }
+
+    /// Reopens the cached database of `sha256` for an import of `replay`, as the CLI's reuse
+    /// decides: a lenient database answers a lenient import only, a strict one a strict
+    /// import only.
+    async fn reuse(
+        sha256: &str,
+        replay: ReplayMode,
+        source_unchecked: bool,
+    ) -> Result<Reuse, EngineError> {
+        let Ok(engine) = reopen(sha256, Vec::new(), true, source_unchecked).await else {
+            return Ok(Reuse::Held);
+        };
+        if engine.overview().lenient_issues.is_some() == (replay == ReplayMode::Lenient) {
+            return Ok(Reuse::Fits(Box::new(engine)));
+        }
+        drop(engine);
         if let Some(pool) = POOL.with(|p| p.borrow_mut().take()) {
             if let Ok(pool) = std::rc::Rc::try_unwrap(pool) {
                 pool.close().map_err(storage)?;
             }
         }
-        Ok(())
+        Ok(Reuse::OtherMode)
     }
 
     /// The file's SHA-256, by the helper worker where it can, else here as `here` says.
