@@ -6,52 +6,11 @@
 
 #![forbid(unsafe_code)]
 
-use std::io::{self, Read};
+use std::io::Read;
 
 use pt_snap_model::{Action, Snapshot};
 
-/// `FileChunks::CHUNK` in `crates/pt-snap-web/src/worker.rs`.
-pub const SLICE: usize = 4 << 20;
-
-/// A `Read` that fetches the input one slice at a time through `fetch(start, end)`, which
-/// returns an owned copy, as `FileReaderSync` + `Uint8Array::to_vec` do in the worker.
-pub struct Slices<F> {
-    fetch: F,
-    len: usize,
-    pos: usize,
-    buf: Vec<u8>,
-    at: usize,
-}
-
-impl<F: FnMut(usize, usize) -> io::Result<Vec<u8>>> Slices<F> {
-    pub fn new(len: usize, fetch: F) -> Self {
-        Slices {
-            fetch,
-            len,
-            pos: 0,
-            buf: Vec::new(),
-            at: 0,
-        }
-    }
-}
-
-impl<F: FnMut(usize, usize) -> io::Result<Vec<u8>>> Read for Slices<F> {
-    fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
-        if self.at == self.buf.len() {
-            if self.pos >= self.len {
-                return Ok(0);
-            }
-            let end = (self.pos + SLICE).min(self.len);
-            self.buf = (self.fetch)(self.pos, end)?;
-            self.pos = end;
-            self.at = 0;
-        }
-        let n = out.len().min(self.buf.len() - self.at);
-        out[..n].copy_from_slice(&self.buf[self.at..self.at + n]);
-        self.at += n;
-        Ok(n)
-    }
-}
+pub use pt_snap_model::{Slices, SLICE};
 
 /// What the worker calls: the decode alone is timed; the summary is made afterwards.
 pub fn decode(reader: impl Read) -> Result<Snapshot, String> {
@@ -152,7 +111,7 @@ mod wasm {
     /// `ArrayBuffer`s, as `FileReaderSync::readAsArrayBuffer` does in the worker.
     #[wasm_bindgen]
     pub fn decode_slices(len: f64, read: &Function) -> Result<Decoded, JsValue> {
-        let reader = super::Slices::new(len as usize, |start, end| {
+        let reader = super::Slices::new(len as u64, |start, end| {
             let slice = read
                 .call2(&JsValue::NULL, &(start as f64).into(), &(end as f64).into())
                 .map_err(|e| std::io::Error::other(format!("{e:?}")))?;
@@ -161,27 +120,5 @@ mod wasm {
         super::decode(reader)
             .map(Decoded)
             .map_err(|e| JsValue::from_str(&e))
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn slices_hand_out_every_byte_once_in_order() {
-        let bytes: Vec<u8> = (0..SLICE * 2 + 5).map(|i| i as u8).collect();
-        let mut fetched = Vec::new();
-        let mut r = Slices::new(bytes.len(), |s, e| {
-            fetched.push((s, e));
-            Ok(bytes[s..e].to_vec())
-        });
-        let mut out = Vec::new();
-        r.read_to_end(&mut out).unwrap();
-        assert_eq!(out, bytes);
-        assert_eq!(
-            fetched,
-            [(0, SLICE), (SLICE, 2 * SLICE), (2 * SLICE, 2 * SLICE + 5)]
-        );
     }
 }

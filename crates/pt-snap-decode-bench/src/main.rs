@@ -33,7 +33,9 @@ fn main() -> ExitCode {
     for run in 0..runs {
         let cpu_start = thread_cpu();
         let start = Instant::now();
-        let reader = Slices::new(bytes.len(), |s, e| Ok(bytes[s..e].to_vec()));
+        let reader = Slices::new(bytes.len() as u64, |s, e| {
+            Ok(bytes[s as usize..e as usize].to_vec())
+        });
         match decode(reader) {
             Ok(snapshot) => {
                 let seconds = start.elapsed().as_secs_f64();

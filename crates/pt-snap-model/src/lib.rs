@@ -13,10 +13,12 @@
 #![forbid(unsafe_code)]
 
 pub mod decode;
+mod slices;
 mod stacks;
 mod times;
 
 pub use decode::{decode, decode_slice, DecodeError, Progress};
+pub use slices::{Slices, SLICE};
 pub use stacks::{Frame, FrameId, StackId, Stacks};
 pub use times::{EventTimes, EventTimesBuilder};
 

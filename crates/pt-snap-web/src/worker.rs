@@ -40,6 +40,7 @@ mod imp {
         ToWorker,
     };
     use pt_snap_import::{ImportRequest, Indexes, ReplayMode, Stage};
+    use pt_snap_model::Slices;
     use pt_snap_opfs::{Access, Entry, Pool};
     use sha2::{Digest, Sha256};
     use wasm_bindgen::prelude::*;
@@ -48,10 +49,6 @@ mod imp {
 
     // Linked for its host hooks (clock, randomness) that SQLite needs in a browser.
     use sqlite_wasm_rs as _;
-
-    /// Large enough that the per-slice JS round trip is noise, small enough to keep the
-    /// worker's memory near the decoded model's.
-    const CHUNK: f64 = 4.0 * 1024.0 * 1024.0;
 
     /// Files up to this size are hashed by the helper worker, which holds the whole file
     /// meanwhile; larger ones are hashed here, so that a 1 GB import needs no second GB.
@@ -796,27 +793,29 @@ mod imp {
         )
     }
 
-    /// The File as a `Read`, one slice at a time, hashing what passes through if asked to.
+    /// `FileReaderSync` on one slice of the `File`, copied out of its `ArrayBuffer`.
+    type FetchSlice = dyn FnMut(u64, u64) -> io::Result<Vec<u8>>;
+
+    /// The File as a `Read`, one slice at a time ([`Slices`]), hashing what passes through
+    /// if asked to.
     struct FileChunks {
-        file: File,
-        reader: FileReaderSync,
-        size: f64,
-        pos: f64,
-        buf: Vec<u8>,
-        at: usize,
+        slices: Slices<Box<FetchSlice>>,
         hasher: Option<Sha256>,
     }
 
     impl FileChunks {
         fn new(file: File, hash: bool) -> Result<Self, EngineError> {
             let reader = FileReaderSync::new().map_err(|e| backend(format!("{e:?}")))?;
+            let len = file.size() as u64;
+            let fetch = move |start: u64, end: u64| {
+                let slice = file
+                    .slice_with_f64_and_f64(start as f64, end as f64)
+                    .map_err(js_io)?;
+                let bytes = reader.read_as_array_buffer(&slice).map_err(js_io)?;
+                Ok(Uint8Array::new(&bytes).to_vec())
+            };
             Ok(FileChunks {
-                size: file.size(),
-                file,
-                reader,
-                pos: 0.0,
-                buf: Vec::new(),
-                at: 0,
+                slices: Slices::new(len, Box::new(fetch)),
                 hasher: hash.then(Sha256::new),
             })
         }
@@ -824,26 +823,10 @@ mod imp {
 
     impl Read for FileChunks {
         fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
-            if self.at == self.buf.len() {
-                if self.pos >= self.size {
-                    return Ok(0);
-                }
-                let end = (self.pos + CHUNK).min(self.size);
-                let slice = self
-                    .file
-                    .slice_with_f64_and_f64(self.pos, end)
-                    .map_err(js_io)?;
-                let bytes = self.reader.read_as_array_buffer(&slice).map_err(js_io)?;
-                self.buf = Uint8Array::new(&bytes).to_vec();
-                if let Some(hasher) = &mut self.hasher {
-                    hasher.update(&self.buf);
-                }
-                self.pos = end;
-                self.at = 0;
+            let n = self.slices.read(out)?;
+            if let Some(hasher) = &mut self.hasher {
+                hasher.update(&out[..n]);
             }
-            let n = out.len().min(self.buf.len() - self.at);
-            out[..n].copy_from_slice(&self.buf[self.at..self.at + n]);
-            self.at += n;
             Ok(n)
         }
     }
