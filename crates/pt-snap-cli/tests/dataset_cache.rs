@@ -241,3 +241,55 @@ fn a_changed_shard_never_meets_an_earlier_answer() {
         "new derivations beside the old ones: {kept:?} → {now:?}"
     );
 }
+
+/// Full validation reads each shard's `dictionary` against the single database's codes
+/// (`pt_snap_db::schema`): a shard whose manifest vouches for its bytes is still refused
+/// when an action or a block state is named otherwise, or an `oom` row is where no OOM is.
+#[test]
+fn a_vouched_for_shard_with_a_wrong_dictionary_is_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().canonicalize().unwrap();
+    let member = "device_0/slice_00000.db";
+    for (i, sql) in [
+        "UPDATE dictionary SET value = 'malloc' WHERE \"column\" = 'action' AND key = '4'",
+        "UPDATE dictionary SET value = 'pending' WHERE \"column\" = 'state' AND key = '0'",
+        "INSERT INTO dictionary VALUES ('trace_entry_0', 'action', '8', 'oom')",
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let ds = root.join(format!("ds{i}.pt-snap-native-v2"));
+        copy_dir(
+            &repo_root().join("tests/golden/dataset_query/native/dataset"),
+            &ds,
+        );
+        let (code, _) = query(
+            &ds,
+            &root.join("home"),
+            false,
+            "block",
+            "{}",
+            &["--device", "0"],
+        );
+        assert_eq!(code, 0, "the untouched dataset answers");
+        let changed = Connection::open(ds.join(member))
+            .unwrap()
+            .execute(sql, [])
+            .unwrap();
+        assert_eq!(changed, 1, "{sql}");
+        set_member_hash(&ds, member);
+        let (code, json) = query(
+            &ds,
+            &root.join(format!("home{i}")),
+            false,
+            "block",
+            "{}",
+            &["--device", "0"],
+        );
+        assert_ne!(code, 0, "{sql}: {json}");
+        assert_eq!(
+            json["error"]["code"], "DATABASE_SCHEMA_INVALID",
+            "{sql}: {json}"
+        );
+    }
+}

@@ -14,6 +14,7 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 use pt_snap_db::rusqlite::{Connection, OpenFlags};
+use pt_snap_db::schema;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
@@ -21,21 +22,6 @@ use crate::hash::sha256_file;
 use crate::manifest::{self, ContractError, Manifest, ValidManifest};
 use pt_snap_query::QueryError;
 
-const ACTIONS: [&str; 8] = [
-    "segment_map",
-    "segment_unmap",
-    "segment_alloc",
-    "segment_free",
-    "alloc",
-    "free_requested",
-    "free_completed",
-    "workspace_snapshot",
-];
-const STATES: [(i64, &str); 3] = [
-    (-1, "inactive"),
-    (0, "active_pending_free"),
-    (1, "active_allocated"),
-];
 const TRACE_V1: [(&str, &str); 9] = [
     ("id", "INTEGER"),
     ("action", "INTEGER"),
@@ -586,18 +572,16 @@ fn check_dictionary(
     file: &str,
     detail: &str,
 ) -> Result<(), QueryError> {
-    let mut actions: Vec<(String, String)> = ACTIONS
-        .iter()
-        .enumerate()
-        .map(|(i, n)| (i.to_string(), (*n).to_owned()))
-        .collect();
-    if with_oom {
-        actions.push(("8".into(), "oom".into()));
-    }
-    let states: Vec<(String, String)> = STATES
-        .iter()
-        .map(|(k, v)| (k.to_string(), (*v).to_owned()))
-        .collect();
+    // The single database's dictionary, whose `oom` row a shard has only with OOM events.
+    let rows = |codes: &[(i64, &str)]| -> Vec<(String, String)> {
+        codes
+            .iter()
+            .filter(|(_, name)| with_oom || *name != "oom")
+            .map(|(code, name)| (code.to_string(), (*name).to_owned()))
+            .collect()
+    };
+    let actions = rows(&schema::ACTIONS);
+    let states = rows(&schema::BLOCK_STATES);
     for (table, column, want) in [(trace, "action", actions), (block, "state", states)] {
         let mut stmt = conn
             .prepare("SELECT \"key\", \"value\" FROM dictionary WHERE \"table\"=? AND \"column\"=?")
