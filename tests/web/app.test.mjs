@@ -857,6 +857,17 @@ await check('the welcome page lists cached imports; Open reopens one, Remove rem
   await p.waitForSelector('[data-testid=cached-files]', { timeout: 20000 });
   const names = await p.$$eval('[data-testid=cached-file] td:first-child', (tds) => tds.map((t) => t.textContent));
   for (const n of ['big.pickle', 'fixture.pkl', 'fresh.pickle']) ok(names.includes(n), `${n} listed among ${JSON.stringify(names)}`);
+  // The changed-file check left two imports named stat.pkl: each shows its digest's first
+  // digits; a name listed once shows none.
+  const rows = await p.$$eval('[data-testid=cached-file]', (trs) => trs.map((tr) => {
+    const td = tr.querySelector('td');
+    const name = Array.from(td.childNodes).filter((n) => n.nodeType === 3).map((n) => n.textContent).join('').trim();
+    return [name, tr.querySelector('[data-testid=cached-digest]')?.textContent.trim() ?? null, tr.dataset.sha256];
+  }));
+  const stat = rows.filter(([n]) => n === 'stat.pkl');
+  eq(stat.length, 2, `two imports named stat.pkl in ${JSON.stringify(rows)}`);
+  for (const [, digest, sha] of stat) eq(digest, `SHA-256 ${sha.slice(0, 12)}…`, 'a shared name shows its digest');
+  ok(rows.filter(([n]) => n === 'fixture.pkl').every(([, digest]) => digest === null), 'a name listed once shows no digest');
   await shot('20-welcome-cache', p);
   const row = p.locator('[data-testid=cached-file]', { hasText: 'fixture.pkl' }).first();
   await row.locator('[data-testid=cached-open]').click();

@@ -730,6 +730,12 @@ fn CachedFiles() -> impl IntoView {
         let list = entries.get().unwrap_or_default();
         (!list.is_empty()).then(|| {
             let total: u64 = list.iter().map(|e| e.db_bytes).sum();
+            // Imports of different files under one name (a rerun's snapshot, a file changed
+            // in place) are told apart by their digest's first digits.
+            let mut named = std::collections::HashMap::<String, usize>::new();
+            for e in &list {
+                *named.entry(e.source_name.clone()).or_default() += 1;
+            }
             view! {
                 <section class="cached" data-testid="cached-files">
                     <h3>"Imported before in this browser"</h3>
@@ -745,9 +751,14 @@ fn CachedFiles() -> impl IntoView {
                         list.into_iter().map(|e| {
                             let sha = e.sha256.clone();
                             let entry = e.clone();
+                            let digest = (named[&e.source_name] > 1).then(|| view! {
+                                <div class="muted small" data-testid="cached-digest"><code>
+                                    {format!("SHA-256 {}…", e.sha256.get(..12).unwrap_or(&e.sha256))}</code>
+                                </div>
+                            });
                             view! {
                                 <tr data-testid="cached-file" data-sha256=e.sha256.clone()>
-                                    <td class="wrap" title=format!("SHA-256 {}", e.sha256)>{e.source_name.clone()}</td>
+                                    <td class="wrap" title=format!("SHA-256 {}", e.sha256)>{e.source_name.clone()}{digest}</td>
                                     <td class="num" title=fmt::exact(e.source_size as i64)>{fmt::bytes(e.source_size as i64)}</td>
                                     <td class="num" title=fmt::exact(e.db_bytes as i64)>{fmt::bytes(e.db_bytes as i64)}</td>
                                     <td class="muted small">{e.imported_at.get(..16).unwrap_or(&e.imported_at).replace('T', " ")}</td>
