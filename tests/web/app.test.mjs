@@ -850,20 +850,23 @@ await check('a file changed under the name, size and time of an import: shown fr
   await peaks();
 });
 
+/** The welcome page's cached imports: `[file name, digest line or null, SHA-256]` a row. */
+const cachedRows = (p) => p.$$eval('[data-testid=cached-file]', (trs) => trs.map((tr) => {
+  const td = tr.querySelector('td');
+  const name = Array.from(td.childNodes).filter((n) => n.nodeType === 3).map((n) => n.textContent).join('').trim();
+  return [name, tr.querySelector('[data-testid=cached-digest]')?.textContent.trim() ?? null, tr.dataset.sha256];
+}));
+
 await check('the welcome page lists cached imports; Open reopens one, Remove removes it', async () => {
   const p = await ctx.newPage();
   watch(p);
   await p.goto(url);
   await p.waitForSelector('[data-testid=cached-files]', { timeout: 20000 });
-  const names = await p.$$eval('[data-testid=cached-file] td:first-child', (tds) => tds.map((t) => t.textContent));
+  const rows = await cachedRows(p);
+  const names = rows.map(([n]) => n);
   for (const n of ['big.pickle', 'fixture.pkl', 'fresh.pickle']) ok(names.includes(n), `${n} listed among ${JSON.stringify(names)}`);
   // The changed-file check left two imports named stat.pkl: each shows its digest's first
   // digits; a name listed once shows none.
-  const rows = await p.$$eval('[data-testid=cached-file]', (trs) => trs.map((tr) => {
-    const td = tr.querySelector('td');
-    const name = Array.from(td.childNodes).filter((n) => n.nodeType === 3).map((n) => n.textContent).join('').trim();
-    return [name, tr.querySelector('[data-testid=cached-digest]')?.textContent.trim() ?? null, tr.dataset.sha256];
-  }));
   const stat = rows.filter(([n]) => n === 'stat.pkl');
   eq(stat.length, 2, `two imports named stat.pkl in ${JSON.stringify(rows)}`);
   for (const [, digest, sha] of stat) eq(digest, `SHA-256 ${sha.slice(0, 12)}…`, 'a shared name shows its digest');
@@ -882,7 +885,7 @@ await check('the welcome page lists cached imports; Open reopens one, Remove rem
   const before = await q.locator('[data-testid=cached-file]').count();
   await q.locator('[data-testid=cached-file]', { hasText: 'fresh.pickle' }).first().locator('[data-testid=cached-remove]').click();
   await q.waitForFunction((n) => document.querySelectorAll('[data-testid=cached-file]').length === n - 1, before, { timeout: 10000 });
-  const left = await q.$$eval('[data-testid=cached-file] td:first-child', (tds) => tds.map((t) => t.textContent));
+  const left = (await cachedRows(q)).map(([n]) => n);
   ok(!left.includes('fresh.pickle'), `fresh.pickle removed: ${JSON.stringify(left)}`);
   await q.close();
 });

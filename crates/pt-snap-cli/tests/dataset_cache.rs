@@ -243,8 +243,8 @@ fn a_changed_shard_never_meets_an_earlier_answer() {
 }
 
 /// Full validation reads each shard's `dictionary` against the single database's codes
-/// (`pt_snap_db::schema`): a shard whose manifest vouches for its bytes is still refused
-/// when an action or a block state is named otherwise, or an `oom` row is where no OOM is.
+/// (`pt_snap_db::schema`): a native shard whose manifest vouches for its bytes is still
+/// refused when an action or a block state is named otherwise, or its `oom` row is missing.
 #[test]
 fn a_vouched_for_shard_with_a_wrong_dictionary_is_refused() {
     let tmp = tempfile::tempdir().unwrap();
@@ -253,7 +253,7 @@ fn a_vouched_for_shard_with_a_wrong_dictionary_is_refused() {
     for (i, sql) in [
         "UPDATE dictionary SET value = 'malloc' WHERE \"column\" = 'action' AND key = '4'",
         "UPDATE dictionary SET value = 'pending' WHERE \"column\" = 'state' AND key = '0'",
-        "INSERT INTO dictionary VALUES ('trace_entry_0', 'action', '8', 'oom')",
+        "DELETE FROM dictionary WHERE \"column\" = 'action' AND key = '8'",
     ]
     .into_iter()
     .enumerate()

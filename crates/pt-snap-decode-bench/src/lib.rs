@@ -10,7 +10,7 @@ use std::io::Read;
 
 use pt_snap_model::{Action, Snapshot};
 
-pub use pt_snap_model::{Slices, SLICE};
+pub use pt_snap_model::Slices;
 
 /// What the worker calls: the decode alone is timed; the summary is made afterwards.
 pub fn decode(reader: impl Read) -> Result<Snapshot, String> {

@@ -36,17 +36,18 @@ impl<F: FnMut(u64, u64) -> io::Result<Vec<u8>>> Read for Slices<F> {
                 return Ok(0);
             }
             let end = (self.pos + SLICE).min(self.len);
-            self.buf = (self.fetch)(self.pos, end)?;
-            if self.buf.len() as u64 != end - self.pos {
+            let buf = (self.fetch)(self.pos, end)?;
+            if buf.len() as u64 != end - self.pos {
                 return Err(io::Error::new(
                     io::ErrorKind::UnexpectedEof,
                     format!(
                         "a slice of {} bytes came back with {}: the file changed while it was read",
                         end - self.pos,
-                        self.buf.len()
+                        buf.len()
                     ),
                 ));
             }
+            self.buf = buf;
             self.pos = end;
             self.at = 0;
         }
@@ -83,5 +84,7 @@ mod tests {
         let mut r = Slices::new(10, |_, _| Ok(vec![1, 2, 3]));
         let e = r.read_to_end(&mut Vec::new()).unwrap_err();
         assert_eq!(e.kind(), io::ErrorKind::UnexpectedEof);
+        // Read again, it fetches again rather than hand out the short slice.
+        assert!(r.read(&mut [0; 4]).is_err());
     }
 }

@@ -57,8 +57,9 @@ mod imp {
     /// Bytes hashed here between two progress messages.
     const HASH_PROGRESS_STEP: u64 = 64 << 20;
 
-    /// Bytes hashed here between two looks at the page's messages while a file shown from
-    /// the cache is checked: ~0.1 s of SHA-256 in wasm, what a question may wait.
+    /// Bytes hashed here between two ends of the task (`Hashing::BetweenQuestions`,
+    /// `Hashing::Progress`): ~0.1 s of SHA-256 in wasm, what a question may wait while a
+    /// file shown from the cache is checked.
     const HASH_YIELD_STEP: u64 = 16 << 20;
 
     /// The page cache of a database read from OPFS, in KiB.
@@ -353,10 +354,9 @@ mod imp {
                 .unwrap_or_default();
             // The file imported before, by its name, size and modification time (what
             // make and rsync trust): shown at once, and hashed after, between the page's
-            // questions (`Hashing::BetweenQuestions`). The
-            // file on screen is hashed first instead: its worker holds the entry; and so
-            // is a file that two imports share the name, size and time of (one of them was
-            // not what its stat says).
+            // questions (`Hashing::BetweenQuestions`). The file on screen is hashed first
+            // instead: its worker holds the entry; and so is a file that two imports share
+            // the name, size and time of (one of them was not what its stat says).
             let mut same_stat = candidates.iter().filter(|e| {
                 e.source_name == file.name() && e.source_last_modified == file.last_modified()
             });
@@ -398,7 +398,7 @@ mod imp {
         let scope: DedicatedWorkerGlobalScope = js_sys::global().unchecked_into();
         let digest = match known_sha {
             Some(_) => None,
-            None => hash_beside(&scope, file, HASH_BESIDE_MAX),
+            None => hash_beside(&scope, file),
         };
         let hash_inline = known_sha.is_none() && digest.is_none();
         let mut reader = FileChunks::new(file.clone(), hash_inline)?;
@@ -576,8 +576,9 @@ mod imp {
 
     /// The file's SHA-256 when only the hash is wanted (to look it up in the cache, or to
     /// check a file shown from it), here, a slice at a time: WebCrypto would hold the whole
-    /// file and the digest's copy of it, 3.2 GB of renderer at a 1.09 GB file against 1.3 GB
-    /// this way, and be no faster once the file has been read into memory.
+    /// file and the digest's copy of it. Checking a 1.09 GB file took the renderers to
+    /// 3.2 GB that way and to 1.5 GB this way, for a hash that ends ~3 s later (10.5 s
+    /// against 7.8 s).
     async fn sha256_of(file: &File, here: Hashing) -> Result<String, EngineError> {
         hash_here(FileChunks::new(file.clone(), true)?, here).await
     }
@@ -667,10 +668,10 @@ mod imp {
     #[derive(Clone, Copy)]
     enum Hashing {
         /// Posts how far it is, of the file's size (a message leaves a busy worker at once,
-        /// so the page's bar moves while this runs), and ends its task there, so that the
-        /// slices already read can be collected before an import that may follow (a worker
-        /// collects them between tasks: ~330 MiB at 1 GB in one task, ~175 with a task
-        /// boundary every 16 MiB).
+        /// so the page's bar moves while this runs), and ends its task every
+        /// [`HASH_YIELD_STEP`], so that the slices already read can be collected before an
+        /// import that may follow (a worker collects them between tasks: reading 1 GB grew
+        /// the renderer by ~330 MiB in one task, by ~175 MiB with a boundary every 16 MiB).
         Progress(f64),
         /// Nothing: the rest of a file just decoded.
         Silent,
@@ -684,27 +685,25 @@ mod imp {
     /// the pickle's STOP.
     async fn hash_here(mut reader: FileChunks, how: Hashing) -> Result<String, EngineError> {
         let mut buf = vec![0; 1 << 20];
-        let (mut done, mut marked) = (0u64, 0u64);
+        let (mut done, mut posted, mut yielded) = (0u64, 0u64, 0u64);
         loop {
             let n = reader.read(&mut buf).map_err(backend)?;
             if n == 0 {
                 break;
             }
             done += n as u64;
-            match how {
-                Hashing::Progress(total) if done - marked >= HASH_PROGRESS_STEP => {
-                    marked = done;
+            if let Hashing::Progress(total) = how {
+                if done - posted >= HASH_PROGRESS_STEP {
+                    posted = done;
                     post(&FromWorker::Progress(Progress::Hashing {
                         bytes: Some(done as f64),
                         total,
                     }));
-                    yield_to_messages().await;
                 }
-                Hashing::BetweenQuestions if done - marked >= HASH_YIELD_STEP => {
-                    marked = done;
-                    yield_to_messages().await;
-                }
-                _ => {}
+            }
+            if !matches!(how, Hashing::Silent) && done - yielded >= HASH_YIELD_STEP {
+                yielded = done;
+                yield_to_messages().await;
             }
         }
         let hasher = reader.hasher.take().unwrap_or_default();
@@ -714,9 +713,9 @@ mod imp {
     /// Starts the helper worker on `file`; its answer (`{hex}` or `{error}`) settles the
     /// promise. `None` where WebCrypto is missing (pages served over plain HTTP from another
     /// host are not a secure context), the file is too large, or no worker can start.
-    fn hash_beside(scope: &DedicatedWorkerGlobalScope, file: &File, max: f64) -> Option<Promise> {
+    fn hash_beside(scope: &DedicatedWorkerGlobalScope, file: &File) -> Option<Promise> {
         let secure = get(scope, "isSecureContext").as_bool() == Some(true);
-        if !secure || file.size() > max {
+        if !secure || file.size() > HASH_BESIDE_MAX {
             return None;
         }
         let worker = Worker::new("./hash-worker.js").ok()?;

@@ -572,7 +572,8 @@ fn check_dictionary(
     file: &str,
     detail: &str,
 ) -> Result<(), QueryError> {
-    // The single database's dictionary, whose `oom` row a shard has only with OOM events.
+    // The single database's codes: a native v2 shard has all nine actions, a v1 (msinsight)
+    // shard the eight without `oom`.
     let rows = |codes: &[(i64, &str)]| -> Vec<(String, String)> {
         codes
             .iter()
