@@ -16,7 +16,7 @@ use pt_snap_import::{ImportRequest, ReplayMode};
 use pt_snap_pickle::{Arena, KeepAll, Limits, Node, Val};
 use pt_snap_query::{registry, Analyzer, QueryRequest, TimelineRequest};
 use pt_snap_report::{Metric, PeakRequest, TreeRequest};
-use pt_snap_testkit::Slices;
+use pt_snap_testkit::ShortReads;
 use rusqlite::Connection;
 use sha2::{Digest, Sha256};
 
@@ -196,7 +196,7 @@ fn keep_all(
 /// `pt_snap_model::decode`, reading `data` in slices of a size chosen by the input.
 fn model_decode(data: &[u8]) -> String {
     let slice = [1, 7, 4096, 1 << 16][(mix(data) % 4) as usize];
-    match pt_snap_model::decode(Slices::new(data, slice), &mut |_| {}) {
+    match pt_snap_model::decode(ShortReads::new(data, slice), &mut |_| {}) {
         Ok(s) => format!(
             "ok {:?} devices={} events~2^{} stacks~2^{}",
             s.layout,

@@ -271,20 +271,21 @@ pub fn pickles_in(root: &Path, dirs: &[&str]) -> Vec<PathBuf> {
     out
 }
 
-/// Hands out `bytes` at most `slice` bytes per `read`, as the browser worker's
-/// `FileReaderSync` slices do, so pickle opcodes and strings straddle read boundaries.
-pub struct Slices<'a> {
+/// Hands out `bytes` at most `slice` bytes per `read`, so that pickle opcodes and strings
+/// straddle read boundaries wherever a test cuts them (the browser worker's reader,
+/// `pt_snap_model::Slices`, cuts every 4 MiB).
+pub struct ShortReads<'a> {
     bytes: &'a [u8],
     slice: usize,
 }
 
-impl<'a> Slices<'a> {
+impl<'a> ShortReads<'a> {
     pub fn new(bytes: &'a [u8], slice: usize) -> Self {
-        Slices { bytes, slice }
+        ShortReads { bytes, slice }
     }
 }
 
-impl std::io::Read for Slices<'_> {
+impl std::io::Read for ShortReads<'_> {
     fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
         let n = out.len().min(self.slice).min(self.bytes.len());
         out[..n].copy_from_slice(&self.bytes[..n]);
@@ -866,7 +867,7 @@ mod tests {
     #[test]
     fn slices_hand_out_every_byte_in_bounded_reads() {
         let data: Vec<u8> = (0..=255).collect();
-        let mut r = Slices::new(&data, 7);
+        let mut r = ShortReads::new(&data, 7);
         let mut buf = [0u8; 100];
         assert_eq!(r.read(&mut buf).unwrap(), 7);
         let mut rest = Vec::new();

@@ -27,7 +27,7 @@ pub struct Imported {
     pub events: usize,
 }
 
-pub use pt_snap_testkit::Slices;
+pub use pt_snap_testkit::ShortReads;
 
 /// Imports `pickle` (named `name`) as the web worker does and returns the canonical form of
 /// the database image it would hand to the page. `completed_at` is fixed: the canonical form
@@ -38,7 +38,7 @@ pub fn import_like_the_worker(
     device: Option<usize>,
     slice: usize,
 ) -> Result<Imported, String> {
-    let snapshot = pt_snap_model::decode(Slices::new(pickle, slice), &mut |_| {})
+    let snapshot = pt_snap_model::decode(ShortReads::new(pickle, slice), &mut |_| {})
         .map_err(|e| format!("decode: {e}"))?;
     let request = ImportRequest {
         device,
