@@ -150,7 +150,6 @@ async fn read_head(file: &File) -> Result<Vec<u8>, String> {
 /// `quick_match`: a cached import of a file of the same name, size and modification time
 /// may be shown before the file is hashed (`ToWorker::Import`).
 fn import(state: AppState, file: File, lenient: bool, quick_match: bool) {
-    mount_pending();
     LAST_IMPORT.with(|l| *l.borrow_mut() = Some((file.clone(), lenient)));
     let (name, total) = (file.name(), file.size());
     start(

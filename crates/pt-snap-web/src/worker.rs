@@ -235,19 +235,30 @@ mod imp {
             }) else {
                 return;
             };
-            post(&FromWorker::Indexes(built.clone()));
             match built {
-                Ok(IndexesLeft { left: 0, db_bytes }) => record_size(db_bytes),
-                Ok(_) => build_indexes_later(),
-                Err(_) => {}
+                Ok(report) => {
+                    index_built(report);
+                    if report.left > 0 {
+                        build_indexes_later();
+                    }
+                }
+                Err(f) => post(&FromWorker::Indexes(Err(f))),
             }
         });
         let scope: DedicatedWorkerGlobalScope = js_sys::global().unchecked_into();
         let _ = scope.set_timeout_with_callback(next.unchecked_ref());
     }
 
-    /// The cache's entry says the database's size once its indexes are built, so the list
-    /// of kept imports does too.
+    /// Tells the page an index was built; once none is left, the cache's entry says the
+    /// database's size, so the list of kept imports does too.
+    fn index_built(report: IndexesLeft) {
+        post(&FromWorker::Indexes(Ok(report)));
+        if report.left == 0 {
+            record_size(report.db_bytes);
+        }
+    }
+
+    /// Records the built database's size in its cache entry (`pt_snap_opfs::Pool::record_size`).
     fn record_size(db_bytes: u64) {
         if let Some(pool) = POOL.with(|p| p.borrow().clone()) {
             wasm_bindgen_futures::spawn_local(async move {
@@ -420,10 +431,7 @@ mod imp {
             (None, Some(digest)) => match JsFuture::from(digest).await.map(|r| get(&r, "hex")) {
                 Ok(hex) if hex.is_string() => hex.as_string().unwrap_or_default(),
                 // WebCrypto refused (or the helper died): hash here after all.
-                _ => {
-                    let reader = FileChunks::new(file.clone(), true)?;
-                    hash_here(reader, Hashing::Progress(total)).await?
-                }
+                _ => sha256_of(file, Hashing::Progress(total)).await?,
             },
             // Hashed as it was decoded: only what the decoder left unread is still to go.
             (None, None) => hash_here(reader, Hashing::Silent).await?,
@@ -610,29 +618,16 @@ mod imp {
         // The file downloaded is whole: the indexes still to build are built now, and none
         // is written after (a `Blob` of a file written later cannot be read).
         let whole = ENGINE.with(|e| {
-            let mut e = e.borrow_mut();
-            let Some(engine) = e.as_mut() else {
-                return Ok(None);
-            };
-            let mut built = false;
-            while let Some(left) = engine.build_next_index()? {
-                built = true;
-                if left > 0 {
-                    post(&FromWorker::Indexes(Ok(engine.indexes_report(left))));
+            if let Some(engine) = e.borrow_mut().as_mut() {
+                while let Some(left) = engine.build_next_index()? {
+                    index_built(engine.indexes_report(left));
                 }
             }
-            Ok(built.then_some(engine.overview().db_bytes))
+            Ok(())
         });
-        match whole {
-            Ok(Some(db_bytes)) => {
-                post(&FromWorker::Indexes(Ok(IndexesLeft { left: 0, db_bytes })));
-                record_size(db_bytes);
-            }
-            Ok(None) => {}
-            Err(f) => {
-                post(&FromWorker::Download(Err(f)));
-                return;
-            }
+        if let Err(f) = whole {
+            post(&FromWorker::Download(Err(f)));
+            return;
         }
         // An OPFS database is never copied into memory for this: its file is the Blob.
         if let Some(pool) = POOL.with(|p| p.borrow().clone()) {
