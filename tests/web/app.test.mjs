@@ -368,7 +368,10 @@ await check('downloaded .db answers the same in the CLI', async () => {
   eq(meta.source_size, fs.statSync(path.join(out, 'fixture.pkl')).size, 'source_size of the downloaded db');
   // The server's log (tests/web/run.sh) shows the helper was fetched, so the digest above is
   // its answer and not the in-worker fallback's.
-  ok(fs.readFileSync(path.join(out, 'http.log'), 'utf8').includes('GET /hash-worker.js'), 'hash helper fetched');
+  const served = fs.readFileSync(path.join(out, 'http.log'), 'utf8');
+  ok(served.includes('GET /hash-worker.js'), 'hash helper fetched');
+  // The pickle was read by the read-ahead helper (shared slots), not FileReaderSync.
+  ok(served.includes('GET /read-worker.js'), 'read-ahead helper fetched');
 });
 
 await check('deep link: device, event and view restored after the file loads, and on hashchange', async () => {

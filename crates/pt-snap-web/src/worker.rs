@@ -32,7 +32,7 @@ mod imp {
     use std::cell::RefCell;
     use std::io::{self, Read};
 
-    use js_sys::{Int32Array, Object, Promise, Reflect, Uint8Array};
+    use js_sys::{Atomics, Int32Array, Object, Promise, Reflect, SharedArrayBuffer, Uint8Array};
     use pt_snap_engine::preview::device_preview;
     use pt_snap_engine::protocol::{decode, encode};
     use pt_snap_engine::{
@@ -40,7 +40,7 @@ mod imp {
         ToWorker,
     };
     use pt_snap_import::{ImportRequest, Indexes, ReplayMode, Stage};
-    use pt_snap_model::Slices;
+    use pt_snap_model::{Slices, SLICE};
     use pt_snap_opfs::{Access, Entry, Pool};
     use sha2::{Digest, Sha256};
     use wasm_bindgen::prelude::*;
@@ -100,7 +100,7 @@ mod imp {
                     })
                 }
                 Ok(ToWorker::Open) => with_file(file, |file| async move {
-                    open_db(&file).map(|e| Outcome::Open(Box::new(e)))
+                    open_db(&file).await.map(|e| Outcome::Open(Box::new(e)))
                 }),
                 Ok(ToWorker::Reopen {
                     sha256,
@@ -330,9 +330,9 @@ mod imp {
         }
     }
 
-    fn open_db(file: &File) -> Result<Engine, EngineError> {
+    async fn open_db(file: &File) -> Result<Engine, EngineError> {
         let len = file.size() as usize;
-        let reader = FileChunks::new(file.clone(), false)?;
+        let reader = FileChunks::open(file.clone(), false).await?;
         Engine::from_image(
             reader,
             len,
@@ -412,7 +412,7 @@ mod imp {
             None => hash_beside(&scope, file),
         };
         let hash_inline = known_sha.is_none() && digest.is_none();
-        let mut reader = FileChunks::new(file.clone(), hash_inline)?;
+        let mut reader = FileChunks::open(file.clone(), hash_inline).await?;
         let mut last_posted = 0u64;
         let step = ((total / 100.0) as u64).max(256 * 1024);
         let snapshot = pt_snap_model::decode(&mut reader, &mut |p| {
@@ -426,13 +426,21 @@ mod imp {
             }
         })
         .map_err(failed)?;
+        // The reader of a file hashed elsewhere ends with the decoding (and so does its
+        // read-ahead helper).
         let sha256 = match (known_sha, digest) {
-            (Some(sha), _) => sha,
-            (None, Some(digest)) => match JsFuture::from(digest).await.map(|r| get(&r, "hex")) {
-                Ok(hex) if hex.is_string() => hex.as_string().unwrap_or_default(),
-                // WebCrypto refused (or the helper died): hash here after all.
-                _ => sha256_of(file, Hashing::Progress(total)).await?,
-            },
+            (Some(sha), _) => {
+                drop(reader);
+                sha
+            }
+            (None, Some(digest)) => {
+                drop(reader);
+                match JsFuture::from(digest).await.map(|r| get(&r, "hex")) {
+                    Ok(hex) if hex.is_string() => hex.as_string().unwrap_or_default(),
+                    // WebCrypto refused (or the helper died): hash here after all.
+                    _ => sha256_of(file, Hashing::Progress(total)).await?,
+                }
+            }
             // Hashed as it was decoded: only what the decoder left unread is still to go.
             (None, None) => hash_here(reader, Hashing::Silent).await?,
         };
@@ -588,7 +596,7 @@ mod imp {
     /// 3.2 GB that way and to 1.5 GB this way, for a hash that ends ~3 s later (10.5 s
     /// against 7.8 s).
     async fn sha256_of(file: &File, here: Hashing) -> Result<String, EngineError> {
-        hash_here(FileChunks::new(file.clone(), true)?, here).await
+        hash_here(FileChunks::open(file.clone(), true).await?, here).await
     }
 
     /// Ends this task so that messages waiting for the worker are handled, then goes on.
@@ -787,7 +795,7 @@ mod imp {
         )
     }
 
-    /// `FileReaderSync` on one slice of the `File`, copied out of its `ArrayBuffer`.
+    /// One slice of the `File`, copied into the decoder's memory.
     type FetchSlice = dyn FnMut(u64, u64) -> io::Result<Vec<u8>>;
 
     /// The File as a `Read`, one slice at a time ([`Slices`]), hashing what passes through
@@ -798,20 +806,121 @@ mod imp {
     }
 
     impl FileChunks {
-        fn new(file: File, hash: bool) -> Result<Self, EngineError> {
-            let reader = FileReaderSync::new().map_err(|e| backend(format!("{e:?}")))?;
+        /// Read ahead by the helper where the page has shared memory ([`ReadAhead`]), else
+        /// with `FileReaderSync`, whose slices stay in memory until a collection.
+        async fn open(file: File, hash: bool) -> Result<Self, EngineError> {
             let len = file.size() as u64;
-            let fetch = move |start: u64, end: u64| {
-                let slice = file
-                    .slice_with_f64_and_f64(start as f64, end as f64)
-                    .map_err(js_io)?;
-                let bytes = reader.read_as_array_buffer(&slice).map_err(js_io)?;
-                Ok(Uint8Array::new(&bytes).to_vec())
+            let fetch: Box<FetchSlice> = match ReadAhead::start(&file).await {
+                Some(ahead) => Box::new(move |start, end| ahead.take(start, end)),
+                None => {
+                    let reader = FileReaderSync::new().map_err(|e| backend(format!("{e:?}")))?;
+                    Box::new(move |start: u64, end: u64| {
+                        let slice = file
+                            .slice_with_f64_and_f64(start as f64, end as f64)
+                            .map_err(js_io)?;
+                        let bytes = reader.read_as_array_buffer(&slice).map_err(js_io)?;
+                        Ok(Uint8Array::new(&bytes).to_vec())
+                    })
+                }
             };
             Ok(FileChunks {
-                slices: Slices::new(len, Box::new(fetch)),
+                slices: Slices::new(len, fetch),
                 hasher: hash.then(Sha256::new),
             })
+        }
+    }
+
+    /// Slots of [`SLICE`] bytes that the read-ahead helper fills ahead of the reader.
+    const READ_AHEAD_SLOTS: u32 = 4;
+
+    /// The file streamed by the read-ahead helper (`www/read-worker.js`) into shared slots,
+    /// each slice copied out as the decoder asks for it: the reading holds the slots, where
+    /// `FileReaderSync` left every slice read to the next collection, which a worker busy
+    /// with one import rarely gets (`docs/performance.md`). The helper ends with this.
+    struct ReadAhead {
+        /// Per slot: 0 free, the slice's length once filled, -1 where the file cannot be read.
+        state: Int32Array,
+        bytes: Uint8Array,
+        helper: Worker,
+    }
+
+    impl ReadAhead {
+        /// `None` where the page is not cross-origin isolated (no shared memory) or the
+        /// helper does not start.
+        async fn start(file: &File) -> Option<ReadAhead> {
+            let scope: DedicatedWorkerGlobalScope = js_sys::global().unchecked_into();
+            if get(&scope, "crossOriginIsolated").as_bool() != Some(true) {
+                return None;
+            }
+            let slice = SLICE as u32;
+            let shared = SharedArrayBuffer::new(READ_AHEAD_SLOTS * (4 + slice));
+            let state = Int32Array::new_with_byte_offset_and_length(&shared, 0, READ_AHEAD_SLOTS);
+            let bytes = Uint8Array::new_with_byte_offset(&shared, READ_AHEAD_SLOTS * 4);
+            let helper = Worker::new("./read-worker.js").ok()?;
+            let started = Promise::new(&mut |resolve, _| {
+                let answered = resolve.clone();
+                let answer = Closure::once_into_js(move |_: MessageEvent| {
+                    let _ = answered.call1(&JsValue::NULL, &JsValue::TRUE);
+                });
+                helper.set_onmessage(Some(answer.unchecked_ref()));
+                let failed = Closure::once_into_js(move |_: JsValue| {
+                    let _ = resolve.call1(&JsValue::NULL, &JsValue::FALSE);
+                });
+                helper.set_onerror(Some(failed.unchecked_ref()));
+            });
+            let ahead = ReadAhead {
+                state,
+                bytes,
+                helper,
+            };
+            let job = Object::new();
+            for (key, value) in [
+                ("file", JsValue::from(file)),
+                ("state", ahead.state.clone().into()),
+                ("bytes", ahead.bytes.clone().into()),
+                ("slice", slice.into()),
+            ] {
+                let _ = Reflect::set(&job, &key.into(), &value);
+            }
+            ahead.helper.post_message(&job).ok()?;
+            // Until the helper runs, a wait on a slot might never end.
+            let started = JsFuture::from(started).await.ok()?.as_bool() == Some(true);
+            ahead.helper.set_onmessage(None);
+            ahead.helper.set_onerror(None);
+            started.then_some(ahead)
+        }
+
+        /// The slice `start..end`, once the helper has read it; its slot is then free.
+        fn take(&self, start: u64, end: u64) -> io::Result<Vec<u8>> {
+            debug_assert_eq!(start % SLICE, 0);
+            let slot = ((start / SLICE) % READ_AHEAD_SLOTS as u64) as u32;
+            let filled = loop {
+                match Atomics::load(&self.state, slot).map_err(js_io)? {
+                    0 => {
+                        Atomics::wait(&self.state, slot, 0).map_err(js_io)?;
+                    }
+                    n => break n,
+                }
+            };
+            if filled < 0 {
+                return Err(io::Error::other(
+                    "cannot read the file: the browser stopped reading it (was it changed or removed?)",
+                ));
+            }
+            let from = slot * SLICE as u32;
+            let mut out = vec![0; (filled as u64).min(end - start) as usize];
+            self.bytes
+                .subarray(from, from + out.len() as u32)
+                .copy_to(&mut out);
+            Atomics::store(&self.state, slot, 0).map_err(js_io)?;
+            Atomics::notify(&self.state, slot).map_err(js_io)?;
+            Ok(out)
+        }
+    }
+
+    impl Drop for ReadAhead {
+        fn drop(&mut self) {
+            self.helper.terminate();
         }
     }
 
