@@ -285,8 +285,8 @@ pub enum Progress {
     /// The callstacks, the indexes (unless the import defers them: [`ToWorker::BuildIndexes`]),
     /// the dictionary and the commit.
     Indexing,
-    /// Hashing the file to look it up in the cache; `bytes` hashed so far, `None` while
-    /// WebCrypto hashes it in one piece (it tells nothing until it is done).
+    /// Hashing the file to look it up in the cache; `bytes` hashed so far, `None` until the
+    /// helper that hashes it first tells (every 64 MiB).
     Hashing {
         bytes: Option<f64>,
         total: f64,

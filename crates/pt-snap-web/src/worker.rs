@@ -4,6 +4,10 @@
 //! the cancel cell and the download `Blob`), the file read in slices, the clock. Every
 //! answer comes from `pt_snap_engine::Engine`, which is tested natively.
 //!
+//! A file is read once, by a helper worker (`www/read-worker.js`, [`Helper`]) that hashes it
+//! and, where the page is cross-origin isolated, streams it into slots this worker copies
+//! each slice out of ([`Ring`]).
+//!
 //! An import blocks this thread from the first byte to the open database, on purpose: the
 //! page stops it by ending the worker, which no cooperative flag could do faster. The peaks
 //! and the timeline are posted as each device's replay ends ([`FromWorker::Preview`]),
@@ -42,7 +46,6 @@ mod imp {
     use pt_snap_import::{ImportRequest, Indexes, ReplayMode, Stage};
     use pt_snap_model::{Slices, SLICE};
     use pt_snap_opfs::{Access, Entry, Pool};
-    use sha2::{Digest, Sha256};
     use wasm_bindgen::prelude::*;
     use wasm_bindgen_futures::JsFuture;
     use web_sys::{DedicatedWorkerGlobalScope, File, FileReaderSync, MessageEvent, Worker};
@@ -50,17 +53,8 @@ mod imp {
     // Linked for its host hooks (clock, randomness) that SQLite needs in a browser.
     use sqlite_wasm_rs as _;
 
-    /// Files up to this size are hashed by the helper worker, which holds the whole file
-    /// meanwhile; larger ones are hashed here, so that a 1 GB import needs no second GB.
-    const HASH_BESIDE_MAX: f64 = 512.0 * 1024.0 * 1024.0;
-
-    /// Bytes hashed here between two progress messages.
-    const HASH_PROGRESS_STEP: u64 = 64 << 20;
-
-    /// Bytes hashed here between two ends of the task (`Hashing::BetweenQuestions`,
-    /// `Hashing::Progress`): ~0.1 s of SHA-256 in wasm, what a question may wait while a
-    /// file shown from the cache is checked.
-    const HASH_YIELD_STEP: u64 = 16 << 20;
+    /// Bytes the helper hashes between two progress messages.
+    const HASH_PROGRESS_STEP: f64 = (64 << 20) as f64;
 
     /// The page cache of a database read from OPFS, in KiB.
     const READ_CACHE_KIB: u32 = 128 * 1024;
@@ -204,9 +198,7 @@ mod imp {
                 wasm_bindgen_futures::spawn_local(async move {
                     // A file that cannot be read now is not known to be the one imported;
                     // importing it again says why.
-                    let same = sha256_of(&file, Hashing::BetweenQuestions)
-                        .await
-                        .is_ok_and(|sha| sha == sha256);
+                    let same = sha256_of(&file, None).await.is_ok_and(|sha| sha == sha256);
                     post(&FromWorker::SourceChecked { same });
                 });
             }
@@ -365,7 +357,7 @@ mod imp {
                 .unwrap_or_default();
             // The file imported before, by its name, size and modification time (what
             // make and rsync trust): shown at once, and hashed after, between the page's
-            // questions (`Hashing::BetweenQuestions`). The file on screen is hashed first
+            // questions (by the helper, beside them). The file on screen is hashed first
             // instead: its worker holds the entry; and so is a file that two imports share
             // the name, size and time of (one of them was not what its stat says).
             let mut same_stat = candidates.iter().filter(|e| {
@@ -391,7 +383,7 @@ mod imp {
                     bytes: None,
                     total,
                 }));
-                let sha = sha256_of(file, Hashing::Progress(total)).await?;
+                let sha = sha256_of(file, Some(total)).await?;
                 if shown_sha256.as_deref() == Some(sha.as_str()) {
                     return Ok(Outcome::AlreadyOpen);
                 }
@@ -406,13 +398,8 @@ mod imp {
                 known_sha = Some(sha);
             }
         }
-        let scope: DedicatedWorkerGlobalScope = js_sys::global().unchecked_into();
-        let digest = match known_sha {
-            Some(_) => None,
-            None => hash_beside(&scope, file),
-        };
-        let hash_inline = known_sha.is_none() && digest.is_none();
-        let mut reader = FileChunks::open(file.clone(), hash_inline).await?;
+        // Hashed by the helper as it reads the file ahead, unless the lookup above has.
+        let mut reader = FileChunks::open(file.clone(), known_sha.is_none()).await?;
         let mut last_posted = 0u64;
         let step = ((total / 100.0) as u64).max(256 * 1024);
         let snapshot = pt_snap_model::decode(&mut reader, &mut |p| {
@@ -426,23 +413,13 @@ mod imp {
             }
         })
         .map_err(failed)?;
-        // The reader of a file hashed elsewhere ends with the decoding (and so does its
-        // read-ahead helper).
-        let sha256 = match (known_sha, digest) {
-            (Some(sha), _) => {
+        // The reader, and its helper, end here.
+        let sha256 = match known_sha {
+            Some(sha) => {
                 drop(reader);
                 sha
             }
-            (None, Some(digest)) => {
-                drop(reader);
-                match JsFuture::from(digest).await.map(|r| get(&r, "hex")) {
-                    Ok(hex) if hex.is_string() => hex.as_string().unwrap_or_default(),
-                    // WebCrypto refused (or the helper died): hash here after all.
-                    _ => sha256_of(file, Hashing::Progress(total)).await?,
-                }
-            }
-            // Hashed as it was decoded: only what the decoder left unread is still to go.
-            (None, None) => hash_here(reader, Hashing::Silent).await?,
+            None => reader.sha256().await?,
         };
         // Another tab importing the same file holds its entry: this import stays in memory.
         let pool = match opfs {
@@ -590,22 +567,14 @@ mod imp {
         Ok(Reuse::OtherMode)
     }
 
-    /// The file's SHA-256 when only the hash is wanted (to look it up in the cache, or to
-    /// check a file shown from it), here, a slice at a time: WebCrypto would hold the whole
-    /// file and the digest's copy of it. Checking a 1.09 GB file took the renderers to
-    /// 3.2 GB that way and to 1.5 GB this way, for a hash that ends ~3 s later (10.5 s
-    /// against 7.8 s).
-    async fn sha256_of(file: &File, here: Hashing) -> Result<String, EngineError> {
-        hash_here(FileChunks::open(file.clone(), true).await?, here).await
-    }
-
-    /// Ends this task so that messages waiting for the worker are handled, then goes on.
-    async fn yield_to_messages() {
-        let resumed = Promise::new(&mut |resolve, _| {
-            let scope: DedicatedWorkerGlobalScope = js_sys::global().unchecked_into();
-            let _ = scope.set_timeout_with_callback(&resolve);
-        });
-        let _ = JsFuture::from(resumed).await;
+    /// The file's SHA-256 when only the hash is wanted (to look it up in the cache, with
+    /// `progress` of its size shown, or to check a file shown from it, beside the page's
+    /// questions): the helper reads and hashes, and this worker is free meanwhile.
+    async fn sha256_of(file: &File, progress: Option<f64>) -> Result<String, EngineError> {
+        Helper::start(file, None, true, progress)
+            .await?
+            .sha256()
+            .await
     }
 
     /// "Download .db": the database as a Blob posted with the message: the OPFS file itself
@@ -667,81 +636,6 @@ mod imp {
         }
     }
 
-    /// What [`hash_here`] does while it hashes.
-    #[derive(Clone, Copy)]
-    enum Hashing {
-        /// Posts how far it is, of the file's size (a message leaves a busy worker at once,
-        /// so the page's bar moves while this runs), and ends its task every
-        /// [`HASH_YIELD_STEP`], so that the slices already read can be collected before an
-        /// import that may follow (a worker collects them between tasks: reading 1 GB grew
-        /// the renderer by ~330 MiB in one task, by ~175 MiB with a boundary every 16 MiB).
-        Progress(f64),
-        /// Nothing: the rest of a file just decoded.
-        Silent,
-        /// Lets the page's messages in every [`HASH_YIELD_STEP`]: a file shown from the
-        /// cache is checked while its database answers.
-        BetweenQuestions,
-    }
-
-    /// The rest of the file through the reader's hasher: the digest covers the whole file as
-    /// given, as the CLI's does: compressed bytes for a compressed file, and even bytes after
-    /// the pickle's STOP.
-    async fn hash_here(mut reader: FileChunks, how: Hashing) -> Result<String, EngineError> {
-        let mut buf = vec![0; 1 << 20];
-        let (mut done, mut posted, mut yielded) = (0u64, 0u64, 0u64);
-        loop {
-            let n = reader.read(&mut buf).map_err(backend)?;
-            if n == 0 {
-                break;
-            }
-            done += n as u64;
-            if let Hashing::Progress(total) = how {
-                if done - posted >= HASH_PROGRESS_STEP {
-                    posted = done;
-                    post(&FromWorker::Progress(Progress::Hashing {
-                        bytes: Some(done as f64),
-                        total,
-                    }));
-                }
-            }
-            if !matches!(how, Hashing::Silent) && done - yielded >= HASH_YIELD_STEP {
-                yielded = done;
-                yield_to_messages().await;
-            }
-        }
-        let hasher = reader.hasher.take().unwrap_or_default();
-        Ok(format!("{:x}", hasher.finalize()))
-    }
-
-    /// Starts the helper worker on `file`; its answer (`{hex}` or `{error}`) settles the
-    /// promise. `None` where WebCrypto is missing (pages served over plain HTTP from another
-    /// host are not a secure context), the file is too large, or no worker can start.
-    fn hash_beside(scope: &DedicatedWorkerGlobalScope, file: &File) -> Option<Promise> {
-        let secure = get(scope, "isSecureContext").as_bool() == Some(true);
-        if !secure || file.size() > HASH_BESIDE_MAX {
-            return None;
-        }
-        let worker = Worker::new("./hash-worker.js").ok()?;
-        let promise = Promise::new(&mut |resolve, _| {
-            let helper = worker.clone();
-            let settle = resolve.clone();
-            let answer = Closure::once_into_js(move |ev: MessageEvent| {
-                helper.terminate();
-                let _ = settle.call1(&JsValue::NULL, &ev.data());
-            });
-            worker.set_onmessage(Some(answer.unchecked_ref()));
-            // A helper that fails to load answers with an error, so the import hashes here.
-            let helper = worker.clone();
-            let failed = Closure::once_into_js(move |_: JsValue| {
-                helper.terminate();
-                let _ = resolve.call1(&JsValue::NULL, &JsValue::NULL);
-            });
-            worker.set_onerror(Some(failed.unchecked_ref()));
-        });
-        worker.post_message(file).ok()?;
-        Some(promise)
-    }
-
     /// Reads `files` (the `paths` of them) as parts of an exported summary table.
     fn read_summaries(paths: &[String], files: &js_sys::Array) {
         let reads = paths
@@ -798,20 +692,27 @@ mod imp {
     /// One slice of the `File`, copied into the decoder's memory.
     type FetchSlice = dyn FnMut(u64, u64) -> io::Result<Vec<u8>>;
 
-    /// The File as a `Read`, one slice at a time ([`Slices`]), hashing what passes through
-    /// if asked to.
+    /// The File as a `Read`, one slice at a time ([`Slices`]), and its helper.
     struct FileChunks {
         slices: Slices<Box<FetchSlice>>,
-        hasher: Option<Sha256>,
+        /// `None` for a file read with `FileReaderSync` and not hashed.
+        helper: Option<Helper>,
     }
 
     impl FileChunks {
-        /// Read ahead by the helper where the page has shared memory ([`ReadAhead`]), else
-        /// with `FileReaderSync`, whose slices stay in memory until a collection.
+        /// Read ahead by the helper through shared slots where the page has shared memory
+        /// (it is cross-origin isolated), else with `FileReaderSync`, whose slices stay in
+        /// memory until a collection. The helper hashes the file if asked to.
         async fn open(file: File, hash: bool) -> Result<Self, EngineError> {
             let len = file.size() as u64;
-            let fetch: Box<FetchSlice> = match ReadAhead::start(&file).await {
-                Some(ahead) => Box::new(move |start, end| ahead.take(start, end)),
+            let scope: DedicatedWorkerGlobalScope = js_sys::global().unchecked_into();
+            let ring = (get(&scope, "crossOriginIsolated").as_bool() == Some(true)).then(Ring::new);
+            let helper = match ring.is_some() || hash {
+                true => Some(Helper::start(&file, ring.as_ref(), hash, None).await?),
+                false => None,
+            };
+            let fetch: Box<FetchSlice> = match ring {
+                Some(ring) => Box::new(move |start, end| ring.take(start, end)),
                 None => {
                     let reader = FileReaderSync::new().map_err(|e| backend(format!("{e:?}")))?;
                     Box::new(move |start: u64, end: u64| {
@@ -825,75 +726,48 @@ mod imp {
             };
             Ok(FileChunks {
                 slices: Slices::new(len, fetch),
-                hasher: hash.then(Sha256::new),
+                helper,
             })
+        }
+
+        /// The file's SHA-256, as the CLI's: of every byte of the file as given (compressed
+        /// bytes for a compressed file, and bytes after the pickle's STOP too), so what the
+        /// decoder left unread is read out of the slots for the helper to go on.
+        async fn sha256(mut self) -> Result<String, EngineError> {
+            let mut rest = vec![0; SLICE as usize];
+            while self.read(&mut rest).map_err(backend)? > 0 {}
+            match &self.helper {
+                Some(helper) => helper.sha256().await,
+                None => Err(backend("the file was opened without its hash")),
+            }
         }
     }
 
-    /// Slots of [`SLICE`] bytes that the read-ahead helper fills ahead of the reader.
-    const READ_AHEAD_SLOTS: u32 = 4;
+    /// Slots of [`SLICE`] bytes that the helper fills ahead of the reader.
+    const RING_SLOTS: u32 = 4;
 
-    /// The file streamed by the read-ahead helper (`www/read-worker.js`) into shared slots,
-    /// each slice copied out as the decoder asks for it: the reading holds the slots, where
-    /// `FileReaderSync` left every slice read to the next collection, which a worker busy
-    /// with one import rarely gets (`docs/performance.md`). The helper ends with this.
-    struct ReadAhead {
+    /// The memory the helper streams the file into, slice by slice, and [`Ring::take`]
+    /// copies each slice out of as the decoder asks for it (`www/read-worker.js` has the
+    /// protocol).
+    struct Ring {
         /// Per slot: 0 free, the slice's length once filled, -1 where the file cannot be read.
         state: Int32Array,
         bytes: Uint8Array,
-        helper: Worker,
     }
 
-    impl ReadAhead {
-        /// `None` where the page is not cross-origin isolated (no shared memory) or the
-        /// helper does not start.
-        async fn start(file: &File) -> Option<ReadAhead> {
-            let scope: DedicatedWorkerGlobalScope = js_sys::global().unchecked_into();
-            if get(&scope, "crossOriginIsolated").as_bool() != Some(true) {
-                return None;
+    impl Ring {
+        fn new() -> Ring {
+            let shared = SharedArrayBuffer::new(RING_SLOTS * (4 + SLICE as u32));
+            Ring {
+                state: Int32Array::new_with_byte_offset_and_length(&shared, 0, RING_SLOTS),
+                bytes: Uint8Array::new_with_byte_offset(&shared, RING_SLOTS * 4),
             }
-            let slice = SLICE as u32;
-            let shared = SharedArrayBuffer::new(READ_AHEAD_SLOTS * (4 + slice));
-            let state = Int32Array::new_with_byte_offset_and_length(&shared, 0, READ_AHEAD_SLOTS);
-            let bytes = Uint8Array::new_with_byte_offset(&shared, READ_AHEAD_SLOTS * 4);
-            let helper = Worker::new("./read-worker.js").ok()?;
-            let started = Promise::new(&mut |resolve, _| {
-                let answered = resolve.clone();
-                let answer = Closure::once_into_js(move |_: MessageEvent| {
-                    let _ = answered.call1(&JsValue::NULL, &JsValue::TRUE);
-                });
-                helper.set_onmessage(Some(answer.unchecked_ref()));
-                let failed = Closure::once_into_js(move |_: JsValue| {
-                    let _ = resolve.call1(&JsValue::NULL, &JsValue::FALSE);
-                });
-                helper.set_onerror(Some(failed.unchecked_ref()));
-            });
-            let ahead = ReadAhead {
-                state,
-                bytes,
-                helper,
-            };
-            let job = Object::new();
-            for (key, value) in [
-                ("file", JsValue::from(file)),
-                ("state", ahead.state.clone().into()),
-                ("bytes", ahead.bytes.clone().into()),
-                ("slice", slice.into()),
-            ] {
-                let _ = Reflect::set(&job, &key.into(), &value);
-            }
-            ahead.helper.post_message(&job).ok()?;
-            // Until the helper runs, a wait on a slot might never end.
-            let started = JsFuture::from(started).await.ok()?.as_bool() == Some(true);
-            ahead.helper.set_onmessage(None);
-            ahead.helper.set_onerror(None);
-            started.then_some(ahead)
         }
 
         /// The slice `start..end`, once the helper has read it; its slot is then free.
         fn take(&self, start: u64, end: u64) -> io::Result<Vec<u8>> {
             debug_assert_eq!(start % SLICE, 0);
-            let slot = ((start / SLICE) % READ_AHEAD_SLOTS as u64) as u32;
+            let slot = ((start / SLICE) % RING_SLOTS as u64) as u32;
             let filled = loop {
                 match Atomics::load(&self.state, slot).map_err(js_io)? {
                     0 => {
@@ -918,19 +792,115 @@ mod imp {
         }
     }
 
-    impl Drop for ReadAhead {
+    /// The helper worker (`www/read-worker.js`) reading one file: into a [`Ring`] if given
+    /// one, through its SHA-256 if asked to. It ends with this value.
+    struct Helper {
+        worker: Worker,
+        /// Settles with the helper's last answer: `{hex}`, `{done}` or `{error}` (or
+        /// `null` where the helper failed to run).
+        answer: Promise,
+        _on_message: Closure<dyn FnMut(MessageEvent)>,
+        _on_error: Closure<dyn FnMut(JsValue)>,
+    }
+
+    impl Helper {
+        /// Starts the helper on `file` and waits until it runs (until then a wait on a slot
+        /// might never end). `progress`: the file's size, to post how much is hashed.
+        async fn start(
+            file: &File,
+            ring: Option<&Ring>,
+            hash: bool,
+            progress: Option<f64>,
+        ) -> Result<Helper, EngineError> {
+            let cannot = |e: JsValue| {
+                EngineError::new(
+                    "INTERNAL_ERROR",
+                    format!("The browser could not start the worker that reads the file: {e:?}"),
+                )
+            };
+            let worker = Worker::new("./read-worker.js").map_err(cannot)?;
+            let (mut started_to, mut answer_to) = (None, None);
+            let started = Promise::new(&mut |resolve, _| started_to = Some(resolve));
+            let answer = Promise::new(&mut |resolve, _| answer_to = Some(resolve));
+            let (started_to, answer_to) = (started_to.unwrap(), answer_to.unwrap());
+            let settle = |to: &js_sys::Function, value: &JsValue| {
+                let _ = to.call1(&JsValue::NULL, value);
+            };
+            let (started_on_error, answer_on_error) = (started_to.clone(), answer_to.clone());
+            let on_message = Closure::<dyn FnMut(MessageEvent)>::new(move |ev: MessageEvent| {
+                let data = ev.data();
+                if get(&data, "started").is_truthy() {
+                    settle(&started_to, &JsValue::TRUE);
+                } else if let Some(bytes) = get(&data, "hashed").as_f64() {
+                    if let Some(total) = progress {
+                        post(&FromWorker::Progress(Progress::Hashing {
+                            bytes: Some(bytes),
+                            total,
+                        }));
+                    }
+                } else {
+                    settle(&answer_to, &data);
+                }
+            });
+            let on_error = Closure::<dyn FnMut(JsValue)>::new(move |_: JsValue| {
+                settle(&started_on_error, &JsValue::FALSE);
+                settle(&answer_on_error, &JsValue::NULL);
+            });
+            worker.set_onmessage(Some(on_message.as_ref().unchecked_ref()));
+            worker.set_onerror(Some(on_error.as_ref().unchecked_ref()));
+            let helper = Helper {
+                worker,
+                answer,
+                _on_message: on_message,
+                _on_error: on_error,
+            };
+            let job = Object::new();
+            let mut fields = vec![
+                ("file", JsValue::from(file)),
+                ("hash", hash.into()),
+                ("progress", progress.map(|_| HASH_PROGRESS_STEP).into()),
+            ];
+            if let Some(ring) = ring {
+                fields.push(("state", ring.state.clone().into()));
+                fields.push(("bytes", ring.bytes.clone().into()));
+                fields.push(("slice", (SLICE as u32).into()));
+            }
+            for (key, value) in fields {
+                let _ = Reflect::set(&job, &key.into(), &value);
+            }
+            helper.worker.post_message(&job).map_err(cannot)?;
+            match JsFuture::from(started).await {
+                Ok(v) if v.is_truthy() => Ok(helper),
+                _ => Err(cannot(JsValue::from_str("it failed to load"))),
+            }
+        }
+
+        /// The file's SHA-256 in hex, once the helper has read all of it.
+        async fn sha256(&self) -> Result<String, EngineError> {
+            let answer = JsFuture::from(self.answer.clone())
+                .await
+                .unwrap_or(JsValue::NULL);
+            match get(&answer, "hex").as_string() {
+                Some(hex) => Ok(hex),
+                None => Err(backend(format!(
+                    "cannot read the file to hash it: {}",
+                    get(&answer, "error")
+                        .as_string()
+                        .unwrap_or_else(|| "the reading worker failed".into())
+                ))),
+            }
+        }
+    }
+
+    impl Drop for Helper {
         fn drop(&mut self) {
-            self.helper.terminate();
+            self.worker.terminate();
         }
     }
 
     impl Read for FileChunks {
         fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
-            let n = self.slices.read(out)?;
-            if let Some(hasher) = &mut self.hasher {
-                hasher.update(&out[..n]);
-            }
-            Ok(n)
+            self.slices.read(out)
         }
     }
 
