@@ -1,11 +1,13 @@
 // The helper of the worker that holds a file: it reads the file once, as a stream, and
 // hashes it (SHA-256) and/or hands it to that worker through memory the two share.
 //
-// Reading: the decoder reads synchronously. `FileReaderSync` gives it each slice in a new
-// ArrayBuffer, which its worker frees only at a garbage collection, and a worker busy with
-// one long import rarely gets one: the import's peak carried up to ~300 MiB of slices
-// already read. Here the file streams into one reused buffer and on into shared slots, from
-// which the decoder copies each slice, so the reading holds the slots whatever the size.
+// Reading (on a cross-origin isolated page; elsewhere the worker reads the file itself with
+// `FileReaderSync`, and this helper only hashes it): the decoder reads synchronously.
+// `FileReaderSync` gives it each slice in a new ArrayBuffer, which its worker frees only at
+// a garbage collection, and a worker busy with one long import rarely gets one: the
+// import's peak carried up to ~300 MiB of slices already read. Here the file streams into
+// one reused buffer and on into shared slots, from which the decoder copies each slice, so
+// the reading holds the slots whatever the file's size.
 //
 // Hashing: here, on another thread than the decoder, as the CLI hashes on its second core,
 // and a chunk at a time. WebCrypto's digest is faster but takes the whole file and copies
@@ -29,8 +31,8 @@ const K = new Int32Array([
   0x19a4c116, 0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3,
   0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2,
 ]);
-// SHA-256 (FIPS 180-4) over chunks; checked against the digests of the e2e fixtures and
-// the CLI's `source_sha256`.
+// SHA-256 (FIPS 180-4) over chunks of any length (tests/web/read-worker.test.mjs checks it
+// against node's on chunkings around the 64-byte blocks).
 class Sha256 {
   constructor() {
     this.h = new Int32Array([0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19]);
@@ -97,17 +99,27 @@ class Sha256 {
   }
 }
 
+// A job that cannot be received is answered, so that its worker does not wait on a start.
+onmessageerror = () => postMessage({ error: "the job could not be received" });
+
+// Waits until `state[slot]` is no longer `now`, without blocking this worker; by polling
+// where `Atomics.waitAsync` is missing (Firefox before 145).
+const changed = async (state, slot, now) => {
+  if (typeof Atomics.waitAsync === "function") {
+    const wait = Atomics.waitAsync(state, slot, now);
+    if (wait.async) await wait.value;
+  } else {
+    await new Promise((resolve) => setTimeout(resolve, 1));
+  }
+};
+
 onmessage = async ({ data: { file, hash, state, bytes, slice, progress } }) => {
   postMessage({ started: true });
-  const sha = hash ? new Sha256() : null;
   const slots = state ? state.length : 0;
-  // Waits, without blocking this worker, until the reader has emptied `slot`.
+  // Waits until the reader has emptied `slot`.
   const free = async (slot) => {
-    for (;;) {
-      const now = Atomics.load(state, slot);
-      if (now === 0) return;
-      const wait = Atomics.waitAsync(state, slot, now);
-      if (wait.async) await wait.value;
+    for (let now = Atomics.load(state, slot); now !== 0; now = Atomics.load(state, slot)) {
+      await changed(state, slot, now);
     }
   };
   const fill = (slot, length) => {
@@ -120,30 +132,31 @@ onmessage = async ({ data: { file, hash, state, bytes, slice, progress } }) => {
   let want = slots ? Math.min(slice, left) : 0; // the slot's slice length
   let read = 0;
   let told = 0;
-  const take = async (chunk) => {
-    read += chunk.length;
-    if (sha) sha.update(chunk);
-    if (progress && read - told >= progress) {
-      told = read;
-      postMessage({ hashed: read });
-    }
-    let from = 0;
-    while (from < chunk.length && want > 0) {
-      const n = Math.min(want - at, chunk.length - from);
-      bytes.set(chunk.subarray(from, from + n), slot * slice + at);
-      at += n;
-      from += n;
-      if (at === want) {
-        fill(slot, want);
-        left -= want;
-        slot = (slot + 1) % slots;
-        at = 0;
-        want = Math.min(slice, left);
-        if (want > 0) await free(slot);
-      }
-    }
-  };
   try {
+    const sha = hash ? new Sha256() : null;
+    const take = async (chunk) => {
+      read += chunk.length;
+      if (sha) sha.update(chunk);
+      if (progress && read - told >= progress) {
+        told = read;
+        postMessage({ hashed: read });
+      }
+      let from = 0;
+      while (from < chunk.length && want > 0) {
+        const n = Math.min(want - at, chunk.length - from);
+        bytes.set(chunk.subarray(from, from + n), slot * slice + at);
+        at += n;
+        from += n;
+        if (at === want) {
+          fill(slot, want);
+          left -= want;
+          slot = (slot + 1) % slots;
+          at = 0;
+          want = Math.min(slice, left);
+          if (want > 0) await free(slot);
+        }
+      }
+    };
     const stream = file.slice(0, file.size).stream();
     let byob = null;
     try {
@@ -172,7 +185,12 @@ onmessage = async ({ data: { file, hash, state, bytes, slice, progress } }) => {
     if (want > 0) fill(slot, at > 0 ? at : -1);
     postMessage(sha ? { hex: sha.hex() } : { done: true });
   } catch (e) {
-    if (slots) fill(slot, -1);
+    // The slot being filled says so, once the reader has emptied it; a slice already
+    // handed over stays good.
+    if (want > 0) {
+      await free(slot);
+      fill(slot, -1);
+    }
     postMessage({ error: String(e) });
   }
 };

@@ -124,4 +124,6 @@ server=$!
 trap 'kill $server 2>/dev/null || true' EXIT
 for _ in $(seq 50); do curl -sf "http://127.0.0.1:$port/" >/dev/null && break; sleep 0.1; done
 
+# The read-ahead helper's hashing and shared slots, in node (no browser needed).
+node tests/web/read-worker.test.mjs
 node tests/web/app.test.mjs "http://127.0.0.1:$port/" "$root"

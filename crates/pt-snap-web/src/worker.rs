@@ -4,9 +4,9 @@
 //! the cancel cell and the download `Blob`), the file read in slices, the clock. Every
 //! answer comes from `pt_snap_engine::Engine`, which is tested natively.
 //!
-//! A file is read once, by a helper worker (`www/read-worker.js`, [`Helper`]) that hashes it
-//! and, where the page is cross-origin isolated, streams it into slots this worker copies
-//! each slice out of ([`Ring`]).
+//! A helper worker (`www/read-worker.js`, [`Helper`]) hashes a file and, where the page is
+//! cross-origin isolated, reads it for this worker too: it streams the file into shared
+//! slots this worker copies each slice out of ([`Ring`]), so the file is read once.
 //!
 //! An import blocks this thread from the first byte to the open database, on purpose: the
 //! page stops it by ending the worker, which no cooperative flag could do faster. The peaks
@@ -697,6 +697,8 @@ mod imp {
         slices: Slices<Box<FetchSlice>>,
         /// `None` for a file read with `FileReaderSync` and not hashed.
         helper: Option<Helper>,
+        /// Read through the helper's [`Ring`].
+        ahead: bool,
     }
 
     impl FileChunks {
@@ -707,10 +709,17 @@ mod imp {
             let len = file.size() as u64;
             let scope: DedicatedWorkerGlobalScope = js_sys::global().unchecked_into();
             let ring = (get(&scope, "crossOriginIsolated").as_bool() == Some(true)).then(Ring::new);
+            // A file only read is read here if the helper cannot start; a hash needs it.
             let helper = match ring.is_some() || hash {
-                true => Some(Helper::start(&file, ring.as_ref(), hash, None).await?),
+                true => match Helper::start(&file, ring.as_ref(), hash, None).await {
+                    Ok(helper) => Some(helper),
+                    Err(_) if !hash => None,
+                    Err(e) => return Err(e),
+                },
                 false => None,
             };
+            let ring = ring.filter(|_| helper.is_some());
+            let ahead = ring.is_some();
             let fetch: Box<FetchSlice> = match ring {
                 Some(ring) => Box::new(move |start, end| ring.take(start, end)),
                 None => {
@@ -727,15 +736,19 @@ mod imp {
             Ok(FileChunks {
                 slices: Slices::new(len, fetch),
                 helper,
+                ahead,
             })
         }
 
         /// The file's SHA-256, as the CLI's: of every byte of the file as given (compressed
         /// bytes for a compressed file, and bytes after the pickle's STOP too), so what the
-        /// decoder left unread is read out of the slots for the helper to go on.
+        /// decoder left unread is read out of the slots for the helper to go on (a helper
+        /// without slots reads the file on its own).
         async fn sha256(mut self) -> Result<String, EngineError> {
-            let mut rest = vec![0; SLICE as usize];
-            while self.read(&mut rest).map_err(backend)? > 0 {}
+            if self.ahead {
+                let mut rest = vec![0; SLICE as usize];
+                while self.read(&mut rest).map_err(backend)? > 0 {}
+            }
             match &self.helper {
                 Some(helper) => helper.sha256().await,
                 None => Err(backend("the file was opened without its hash")),
@@ -813,9 +826,13 @@ mod imp {
             progress: Option<f64>,
         ) -> Result<Helper, EngineError> {
             let cannot = |e: JsValue| {
+                let why = e
+                    .as_string()
+                    .or_else(|| get(&e, "message").as_string())
+                    .unwrap_or_else(|| format!("{e:?}"));
                 EngineError::new(
                     "INTERNAL_ERROR",
-                    format!("The browser could not start the worker that reads the file: {e:?}"),
+                    format!("The browser could not start the worker that reads the file ({why})."),
                 )
             };
             let worker = Worker::new("./read-worker.js").map_err(cannot)?;
@@ -831,6 +848,10 @@ mod imp {
                 let data = ev.data();
                 if get(&data, "started").is_truthy() {
                     settle(&started_to, &JsValue::TRUE);
+                } else if get(&data, "error").is_string() {
+                    // Before it started (the job could not be received), or while it read.
+                    settle(&started_to, &JsValue::FALSE);
+                    settle(&answer_to, &data);
                 } else if let Some(bytes) = get(&data, "hashed").as_f64() {
                     if let Some(total) = progress {
                         post(&FromWorker::Progress(Progress::Hashing {
@@ -894,6 +915,9 @@ mod imp {
 
     impl Drop for Helper {
         fn drop(&mut self) {
+            // An answer already queued must not reach the closures dropped with this.
+            self.worker.set_onmessage(None);
+            self.worker.set_onerror(None);
             self.worker.terminate();
         }
     }
