@@ -422,10 +422,9 @@ pub fn TreeView() -> impl IntoView {
         },
     );
     let failure = RwSignal::new(None::<EngineError>);
-    // A tree is parsed in the task after the one its answer came in, and drawn in the task
-    // after that: at 1M events each is tens of ms, and together they came to 86–116 ms, over
-    // the page's 100 ms budget. `drawing` names the latest answer, so one superseded
-    // meanwhile, or a view gone, is not parsed or drawn.
+    // A tree is drawn in the task after the one its answer came in (parsing a large tree
+    // and drawing it are each tens of ms at 1M events); `drawing` names the latest answer,
+    // so one superseded meanwhile, or a view gone, is not drawn.
     let drawing = StoredValue::new(0u64);
     Effect::new(move |_| {
         let answer = tree.get();
@@ -438,27 +437,20 @@ pub fn TreeView() -> impl IntoView {
             Some(Err(f)) => failure.set(Some(f)),
             Some(Ok(json)) => {
                 failure.set(None);
-                let current = move || drawing.try_get_value() == Some(this);
-                let parse = move || {
-                    if !current() {
+                let draw = move || {
+                    if drawing.try_get_value() != Some(this) {
                         return;
                     }
                     let data = js_sys::JSON::parse(&json).unwrap_or(JsValue::NULL);
-                    let draw = move || {
-                        if !current() {
-                            return;
-                        }
-                        let options = js_sys::Object::new();
-                        let el: &web_sys::HtmlElement = &el;
-                        match flamegraph_render(el, &data, &options) {
-                            Ok(view) => FLAMEGRAPH.with(|f| *f.borrow_mut() = Some(view)),
-                            Err(err) => failure
-                                .set(Some(EngineError::new("INTERNAL_ERROR", format!("{err:?}")))),
-                        }
-                    };
-                    set_timeout(draw, std::time::Duration::ZERO);
+                    let options = js_sys::Object::new();
+                    let el: &web_sys::HtmlElement = &el;
+                    match flamegraph_render(el, &data, &options) {
+                        Ok(view) => FLAMEGRAPH.with(|f| *f.borrow_mut() = Some(view)),
+                        Err(err) => failure
+                            .set(Some(EngineError::new("INTERNAL_ERROR", format!("{err:?}")))),
+                    }
                 };
-                set_timeout(parse, std::time::Duration::ZERO);
+                set_timeout(draw, std::time::Duration::ZERO);
             }
         }
     });
