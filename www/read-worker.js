@@ -157,28 +157,21 @@ onmessage = async ({ data: { file, hash, state, bytes, slice, progress } }) => {
         }
       }
     };
+    // The size `left` counts from, whatever the file becomes meanwhile.
     const stream = file.slice(0, file.size).stream();
+    // A byte stream reads into one buffer it hands back each time; another stream gives
+    // chunks of its own, collected between this worker's short tasks.
     let byob = null;
     try {
       byob = stream.getReader({ mode: "byob" });
-    } catch {
-      // Not a byte stream here: its own chunks, collected between this worker's short tasks.
-    }
-    if (byob) {
-      let buffer = new ArrayBuffer(1 << 20);
-      for (;;) {
-        const { value, done } = await byob.read(new Uint8Array(buffer));
-        if (done) break;
-        await take(value);
-        buffer = value.buffer; // the same memory, handed back by the read
-      }
-    } else {
-      const reader = stream.getReader();
-      for (;;) {
-        const { value, done } = await reader.read();
-        if (done) break;
-        await take(value);
-      }
+    } catch {}
+    const reader = byob ?? stream.getReader();
+    let buffer = new ArrayBuffer(1 << 20);
+    for (;;) {
+      const { value, done } = await (byob ? reader.read(new Uint8Array(buffer)) : reader.read());
+      if (done) break;
+      await take(value);
+      if (byob) buffer = value.buffer;
     }
     // A file that shrank while it was read: the short slot says so, or, at a slot's
     // boundary, the failure does.
