@@ -12,9 +12,10 @@ use pt_snap_model::{Action, Snapshot};
 
 pub use pt_snap_model::Slices;
 
-/// What the worker calls: the decode alone is timed; the summary is made afterwards.
-pub fn decode(reader: impl Read) -> Result<Snapshot, String> {
-    pt_snap_model::decode(reader, &mut |_| {}).map_err(|e| e.to_string())
+/// What the worker calls, with the file's length: the decode alone is timed; the summary is
+/// made afterwards.
+pub fn decode(reader: impl Read, len: u64) -> Result<Snapshot, String> {
+    pt_snap_model::decode_sized(reader, len, &mut |_| {}).map_err(|e| e.to_string())
 }
 
 /// FNV-1a over the model's fields: no dependency, same answer on both targets.
@@ -117,7 +118,7 @@ mod wasm {
                 .map_err(|e| std::io::Error::other(format!("{e:?}")))?;
             Ok(Uint8Array::new(&slice).to_vec())
         });
-        super::decode(reader)
+        super::decode(reader, len as u64)
             .map(Decoded)
             .map_err(|e| JsValue::from_str(&e))
     }

@@ -36,7 +36,7 @@ fn main() -> ExitCode {
         let reader = Slices::new(bytes.len() as u64, |s, e| {
             Ok(bytes[s as usize..e as usize].to_vec())
         });
-        match decode(reader) {
+        match decode(reader, bytes.len() as u64) {
             Ok(snapshot) => {
                 let seconds = start.elapsed().as_secs_f64();
                 let cpu = match (cpu_start, thread_cpu()) {

@@ -99,9 +99,19 @@ pub fn decode<R: Read>(
     decode_with_limits(reader, progress, &Limits::default())
 }
 
+/// [`decode`] of an input whose length is known (a file): on wasm32 a device's trace is
+/// then sized from it, and is not copied once whole (see `Pending` in `tables.rs`).
+pub fn decode_sized<R: Read>(
+    reader: R,
+    len: u64,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<Snapshot, DecodeError> {
+    decode_any(reader, Some(len), progress, &Limits::default()).map(|(snapshot, _)| snapshot)
+}
+
 /// Decodes a snapshot held in memory.
 pub fn decode_slice(bytes: &[u8]) -> Result<Snapshot, DecodeError> {
-    decode(bytes, &mut |_| {})
+    decode_sized(bytes, bytes.len() as u64, &mut |_| {})
 }
 
 /// [`decode`] with explicit resource bounds for the pickle decoder.
@@ -117,6 +127,16 @@ pub fn decode_with_limits<R: Read>(
 /// the input as given (compressed bytes for a compressed file).
 pub fn decode_input<R: Read>(
     reader: R,
+    progress: &mut dyn FnMut(Progress),
+    limits: &Limits,
+) -> Result<(Snapshot, InputShape), DecodeError> {
+    decode_any(reader, None, progress, limits)
+}
+
+/// `len`: the input's length, if known.
+fn decode_any<R: Read>(
+    reader: R,
+    len: Option<u64>,
     progress: &mut dyn FnMut(Progress),
     limits: &Limits,
 ) -> Result<(Snapshot, InputShape), DecodeError> {
@@ -148,8 +168,9 @@ pub fn decode_input<R: Read>(
                     ..p
                 })
             };
+            // The decoder counts decompressed bytes: the file's length says nothing of them.
             let snapshot =
-                decode_plain(inner, json, &mut progress, limits).map_err(|e| match e {
+                decode_plain(inner, json, None, &mut progress, limits).map_err(|e| match e {
                     DecodeError::Io(e) => corrupt(e),
                     e => e,
                 })?;
@@ -162,7 +183,7 @@ pub fn decode_input<R: Read>(
         Detected::Unknown => Err(DecodeError::Unrecognized(describe_start(&head))),
         kind => {
             let json = kind == Detected::Json;
-            let snapshot = decode_plain(reader, json, progress, limits)?;
+            let snapshot = decode_plain(reader, json, len, progress, limits)?;
             let shape = InputShape {
                 compression: None,
                 json,
@@ -176,10 +197,11 @@ pub fn decode_input<R: Read>(
 fn decode_plain<R: Read>(
     reader: R,
     json: bool,
+    len: Option<u64>,
     progress: &mut dyn FnMut(Progress),
     limits: &Limits,
 ) -> Result<Snapshot, DecodeError> {
-    let mut sink = SnapshotSink::new(progress);
+    let mut sink = SnapshotSink::new(progress, len);
     let pickle = if json {
         pt_snap_pickle::load_json(reader, &mut sink, limits)?
     } else {

@@ -17,7 +17,7 @@ mod slices;
 mod stacks;
 mod times;
 
-pub use decode::{decode, decode_slice, DecodeError, Progress};
+pub use decode::{decode, decode_sized, decode_slice, DecodeError, Progress};
 pub use slices::{Slices, SLICE};
 pub use stacks::{Frame, FrameId, StackId, Stacks};
 pub use times::{EventTimes, EventTimesBuilder};

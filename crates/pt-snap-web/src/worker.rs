@@ -402,7 +402,7 @@ mod imp {
         let mut reader = FileChunks::open(file.clone(), known_sha.is_none()).await?;
         let mut last_posted = 0u64;
         let step = ((total / 100.0) as u64).max(256 * 1024);
-        let snapshot = pt_snap_model::decode(&mut reader, &mut |p| {
+        let snapshot = pt_snap_model::decode_sized(&mut reader, total as u64, &mut |p| {
             if p.bytes_read >= last_posted + step {
                 last_posted = p.bytes_read;
                 post(&FromWorker::Progress(Progress::Decoding {

@@ -15,6 +15,7 @@ use super::schema::{Decoder, Path};
 use super::tables::{Kind, Tables, Word};
 use super::Progress;
 use crate::times::split;
+use crate::TraceEvent;
 
 /// Progress is reported at most this often.
 const PROGRESS_STEP: u64 = 256 * 1024;
@@ -23,15 +24,50 @@ pub(super) struct SnapshotSink<'p> {
     pub t: Tables,
     progress: &'p mut dyn FnMut(Progress),
     last_report: u64,
+    /// The input's length, when known: what a trace's storage is planned from.
+    input_len: Option<u64>,
+    /// Input bytes consumed, as of the last chunk read.
+    bytes_read: u64,
+    /// `bytes_read` when the first trace entry still pending was compacted.
+    pending_from: u64,
 }
 
 impl<'p> SnapshotSink<'p> {
-    pub fn new(progress: &'p mut dyn FnMut(Progress)) -> Self {
+    pub fn new(progress: &'p mut dyn FnMut(Progress), input_len: Option<u64>) -> Self {
         SnapshotSink {
             t: Tables::default(),
             progress,
             last_report: 0,
+            input_len,
+            bytes_read: 0,
+            pending_from: 0,
         }
+    }
+
+    /// Called after each trace entry is compacted. When the entries pending fill a chunk,
+    /// the trace they start is planned to go on at their density to the end of the input,
+    /// plus an eighth: too long a plan costs address space, too short one a copy. The plan
+    /// never takes more address space than the input's length, which a file of denser
+    /// entries than that (no snapshot writer's) pays with the copy.
+    fn plan_trace(&mut self) {
+        let (pending, chunk) = (self.t.events.pending(), self.t.events.chunk());
+        if pending == 1 {
+            self.pending_from = self.bytes_read;
+        }
+        let Some(len) = self.input_len.filter(|_| pending == chunk) else {
+            return;
+        };
+        let per_entry = (self.bytes_read - self.pending_from) / chunk as u64;
+        if per_entry == 0 {
+            return;
+        }
+        let more = len.saturating_sub(self.bytes_read) / per_entry;
+        let total = (chunk as u64)
+            .saturating_add(more.saturating_add(more / 8))
+            .min(len / std::mem::size_of::<TraceEvent>() as u64);
+        self.t
+            .events
+            .plan(usize::try_from(total).unwrap_or(usize::MAX));
     }
 
     pub fn report(&mut self, bytes_read: u64) {
@@ -109,6 +145,7 @@ impl SnapshotSink<'_> {
                 let high = self.t.time.take().map(|t| split(t).0);
                 self.t.time_runs.push(index as u32, high);
                 self.t.events.push(e);
+                self.plan_trace();
                 Some(h)
             }
             Kind::Block => {
@@ -173,6 +210,7 @@ impl Sink for SnapshotSink<'_> {
     }
 
     fn progress(&mut self, bytes_read: u64) {
+        self.bytes_read = bytes_read;
         if bytes_read >= self.last_report + PROGRESS_STEP {
             self.report(bytes_read);
         }

@@ -143,16 +143,27 @@ pub(super) struct PendingBlock {
 /// 16.7M events. Chunks fit into those holes, and the claiming list gets one vector of its
 /// exact length, filled as the chunks are freed. Natively a growing vector is remapped in
 /// place, so there it stays one chunk and the claim copies nothing.
+///
+/// That copy holds the records twice at the claim, and a wasm heap keeps its high-water
+/// mark: for trace events, the costliest records, the decoder instead [plans](Pending::plan)
+/// the list's length once the first chunk is full, from the bytes its records took and the
+/// bytes still to come, and lets the first chunk grow to it. A list that keeps to the plan
+/// is one chunk and is claimed without a copy; past it, chunks follow as before.
 pub(super) struct Pending<T> {
     base: usize,
     len: usize,
     chunk: usize,
+    /// How many records the first chunk takes: `chunk`, or more once planned.
+    first: usize,
     chunks: Vec<Vec<T>>,
 }
 
 #[cfg(target_arch = "wasm32")]
 const CHUNK: usize = 1 << 15; // 1.75 MiB of 56-byte trace events
-#[cfg(not(target_arch = "wasm32"))]
+                              // The unit tests decode every fixture through small chunks and planned traces.
+#[cfg(all(test, not(target_arch = "wasm32")))]
+const CHUNK: usize = 1 << 10;
+#[cfg(not(any(test, target_arch = "wasm32")))]
 const CHUNK: usize = usize::MAX;
 
 impl<T> Default for Pending<T> {
@@ -167,7 +178,31 @@ impl<T> Pending<T> {
             base: 0,
             len: 0,
             chunk,
+            first: chunk,
             chunks: Vec::new(),
+        }
+    }
+
+    /// Records pushed and not claimed yet.
+    pub fn pending(&self) -> usize {
+        self.len
+    }
+
+    /// The size of a chunk: the moment [`Pending::pending`] reaches it, the first chunk is
+    /// full.
+    pub fn chunk(&self) -> usize {
+        self.chunk
+    }
+
+    /// Lets the first chunk, when it is the only one, grow to `total` records, if the
+    /// memory is there (else the chunks follow as they would have). The room is reserved,
+    /// not touched: a plan too large costs address space, not resident memory, and the
+    /// claim gives back what was not used.
+    pub fn plan(&mut self, total: usize) {
+        if let [only] = &mut self.chunks[..] {
+            if total > self.first && only.try_reserve_exact(total - only.len()).is_ok() {
+                self.first = total;
+            }
         }
     }
 }
@@ -184,8 +219,12 @@ impl<T: Clone> Pending<T> {
     }
 
     pub fn push(&mut self, item: T) {
+        let room = match self.chunks.len() {
+            1 => self.first,
+            _ => self.chunk,
+        };
         match self.chunks.last_mut() {
-            Some(chunk) if chunk.len() < self.chunk => chunk.push(item),
+            Some(chunk) if chunk.len() < room => chunk.push(item),
             _ => {
                 // The first chunk grows as a vector does, so that the many short lists
                 // (a segment's blocks) never reserve a whole chunk.
@@ -202,7 +241,10 @@ impl<T: Clone> Pending<T> {
 
     pub fn get(&self, index: u32) -> Option<&T> {
         let i = (index as usize).checked_sub(self.base)?;
-        self.chunks.get(i / self.chunk)?.get(i % self.chunk)
+        match i.checked_sub(self.first) {
+            None => self.chunks.first()?.get(i),
+            Some(k) => self.chunks.get(1 + k / self.chunk)?.get(k % self.chunk),
+        }
     }
 
     /// The records `indices` name, in order; `None` if one was already claimed by another list
@@ -219,7 +261,12 @@ impl<T: Clone> Pending<T> {
         let mut chunks = std::mem::take(&mut self.chunks);
         let list = match chunks.len() {
             0 => Vec::new(),
-            1 => chunks.pop().expect("one chunk"),
+            1 => {
+                let mut list = chunks.pop().expect("one chunk");
+                // What a plan reserved beyond the list (in place: nothing is copied).
+                list.shrink_to_fit();
+                list
+            }
             _ => {
                 let mut list = Vec::with_capacity(self.len);
                 for chunk in chunks {
@@ -230,6 +277,7 @@ impl<T: Clone> Pending<T> {
         };
         self.base += self.len;
         self.len = 0;
+        self.first = self.chunk;
         Some(list)
     }
 }
@@ -251,6 +299,28 @@ mod pending_tests {
         assert_eq!(p.get(8), Some(&8));
         assert_eq!(p.claim(&[7, 8]), Some(vec![7, 8]));
         assert_eq!(p.claim(&[8]), None);
+    }
+
+    #[test]
+    fn a_planned_first_chunk_is_claimed_whole_and_chunks_follow_past_the_plan() {
+        let mut p = Pending::with_chunk(3);
+        (0..3).for_each(|x| p.push(x));
+        p.plan(5);
+        (3..5).for_each(|x| p.push(x));
+        assert_eq!(p.chunks.len(), 1);
+        let list = p.claim(&(0..5).collect::<Vec<_>>()).unwrap();
+        assert_eq!((list, p.first), ((0..5).collect::<Vec<_>>(), 3));
+        // Past a plan that fell short: ordinary chunks, found by index and claimed in order.
+        (5..8).for_each(|x| p.push(x));
+        p.plan(4);
+        (8..13).for_each(|x| p.push(x));
+        assert_eq!(p.chunks.len(), 3);
+        assert_eq!(
+            (p.get(8), p.get(9), p.get(12)),
+            (Some(&8), Some(&9), Some(&12))
+        );
+        let list = p.claim(&(5..13).collect::<Vec<_>>()).unwrap();
+        assert_eq!(list, (5..13).collect::<Vec<_>>());
     }
 }
 

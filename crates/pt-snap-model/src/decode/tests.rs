@@ -472,7 +472,8 @@ mod fixtures {
         };
         for &(file, segs, blocks, events, stacks, frames, addr_sum, ev_sum) in EXPECTED {
             let f = std::fs::File::open(root.join(file)).expect(file);
-            let s = decode(f, &mut |_| {}).unwrap_or_else(|e| panic!("{file}: {e}"));
+            let len = f.metadata().expect(file).len();
+            let s = decode_sized(f, len, &mut |_| {}).unwrap_or_else(|e| panic!("{file}: {e}"));
             let got_blocks: usize = s.segments.iter().map(|g| g.blocks.len()).sum();
             let got_events: Vec<usize> = s.device_traces.iter().map(Vec::len).collect();
             let got_addr = (s.segments.iter().flat_map(|g| &g.blocks))
@@ -553,7 +554,8 @@ mod fixtures {
         assert_eq!(TIMES.len(), EXPECTED.len());
         for &(file, timed, sum) in TIMES {
             let f = std::fs::File::open(root.join(file)).expect(file);
-            let s = decode(f, &mut |_| {}).unwrap_or_else(|e| panic!("{file}: {e}"));
+            let len = f.metadata().expect(file).len();
+            let s = decode_sized(f, len, &mut |_| {}).unwrap_or_else(|e| panic!("{file}: {e}"));
             let (mut n, mut got) = (0, 0i64);
             for d in 0..s.device_traces.len() {
                 assert!(s.times(d).runs() <= 2, "{file}: one clock, one or two runs");
