@@ -6,7 +6,9 @@
 //!   takes the screen and the old file's worker is ended, which frees its memory at once (a
 //!   wasm heap never shrinks, so a worker is the unit of release). A cancelled or failed
 //!   open ends only its own worker. A spare is started ahead so the next file does not wait
-//!   for the wasm to compile.
+//!   for the wasm to compile: when the page loads, and again once a file is open or has
+//!   failed, never while one is being opened (an import's peak memory is no time to compile
+//!   a worker that may not be needed).
 //! * Questions are queued here and sent one at a time, so the page always knows which one
 //!   the worker is running. A question asked again from the same place ([`Asker`]) replaces
 //!   the one before it: still queued, it is dropped; running, it is interrupted through the
@@ -227,7 +229,6 @@ fn open_worker(
             _on_error: on_error,
         })
     });
-    warm_up();
     Ok(())
 }
 
@@ -407,10 +408,16 @@ fn received(serial: u64, message: FromWorker, attachment: JsValue) {
             });
             listen(slot, FromWorker::Opened(overview), attachment);
             send_next();
+            warm_up();
         }
         FromWorker::Stored { sha256, warnings } => {
-            // Reopened by a fresh worker; the import's own goes when that one takes over.
-            let Some(listener) = with_client(slot, |c| c.listener.clone()) else {
+            // Reopened by a fresh worker. The import's own is done: it ends now, so that its
+            // heap (which never shrinks) is gone before the reopen's starts. Shown, it keeps
+            // its place until the reopen takes over, with the questions waiting for it.
+            let Some(listener) = with_client(slot, |c| {
+                c.worker.terminate();
+                c.listener.clone()
+            }) else {
                 return;
             };
             let job = Job::Reopen {
@@ -427,6 +434,7 @@ fn received(serial: u64, message: FromWorker, attachment: JsValue) {
         FromWorker::AlreadyOpen => {
             listen(slot, FromWorker::AlreadyOpen, attachment);
             cancel_open();
+            warm_up();
         }
         FromWorker::Failed(f) => {
             // The worker holds nothing now; it is ended so its memory goes with it.
