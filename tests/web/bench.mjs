@@ -23,6 +23,9 @@
 // dedicated workers (the sampler also counts the renderer's DedicatedWorker threads, to show
 // it); "tree" sums all processes except the GPU and utility ones. Every 5th sample also the
 // PSS of the same set (smaps_rollup: shared pages split between processes, not counted twice).
+// For the page's renderer also its private memory, RssAnon + RssShmem: its VmRSS less the
+// pages of Chromium's own files (~105 MiB of code every renderer maps, a blank page's too),
+// which is what Chromium's task manager shows as a tab's memory footprint.
 // Reported: the peak over drop → ready, the peak over the 10 s after ready, and the second
 // drop's. Each step is bounded by WEB_BENCH_TIMEOUT_S (default 1800).
 import { createRequire } from 'node:module';
@@ -98,7 +101,7 @@ const EXCLUDED = new Set(['gpu-process', 'utility']);
 /// One memory sample of the tree, in MiB.
 function memSample(browserPid, withPss) {
   const byType = {};
-  let renderer = 0, treeRss = 0, treePss = withPss ? 0 : null, workers = 0, page = 0;
+  let renderer = 0, treeRss = 0, treePss = withPss ? 0 : null, workers = 0, page = 0, pagePrivate = 0;
   for (const { pid, type } of tree(browserPid)) {
     try {
       const rss = statusKiB(pid, 'VmRSS') / 1024;
@@ -117,11 +120,14 @@ function memSample(browserPid, withPss) {
         workers += own;
         // The page's own renderer is the one running its workers (the app keeps one warm);
         // the others are Chromium's (a blank page alone has three here).
-        if (own > 0) page += rss;
+        if (own > 0) {
+          page += rss;
+          pagePrivate += (statusKiB(pid, 'RssAnon') + statusKiB(pid, 'RssShmem')) / 1024;
+        }
       }
     } catch { /* exited */ }
   }
-  return { renderer, page_renderer: page, tree: treeRss, tree_pss: treePss, by_type: byType, worker_threads: workers };
+  return { renderer, page_renderer: page, page_private: pagePrivate, tree: treeRss, tree_pss: treePss, by_type: byType, worker_threads: workers };
 }
 
 async function inBrowser(file, n, sizeMib) {
@@ -351,7 +357,7 @@ async function inBrowser(file, n, sizeMib) {
     const byType = {};
     for (const s of ss) for (const [k, v] of Object.entries(s.by_type)) byType[k] = Math.max(byType[k] ?? 0, v);
     return {
-      samples: ss.length, renderer_rss_mib: max('renderer'), page_renderer_rss_mib: max('page_renderer'), tree_rss_mib: max('tree'),
+      samples: ss.length, renderer_rss_mib: max('renderer'), page_renderer_rss_mib: max('page_renderer'), page_private_mib: max('page_private'), tree_rss_mib: max('tree'),
       tree_pss_mib: max('tree_pss'), by_type_rss_mib: byType, worker_threads_max: max('worker_threads'),
     };
   };
@@ -393,13 +399,13 @@ for (const file of files) {
   console.log(`   browser: ${w.outcome}${w.message ? ` (${w.message})` : ''}; drop→peaks ${f2(w.drop_to_peaks_s)} s (${f2(ratio(w.drop_to_peaks_s, n.wall_s))}× native), ` +
     `drop→ready ${f2(w.drop_to_ready_s)} s (${f2(ratio(w.drop_to_ready_s, n.wall_s))}×), peaks ${w.peak ? (w.peaks_equal ? 'equal the CLI' : 'DIFFER from the CLI') : '—'}`);
   if (m.import) {
-    console.log(`   memory drop→ready: renderer RSS ${f0(m.import.renderer_rss_mib)} MiB (the page's own ${f0(m.import.page_renderer_rss_mib)}), tree (no GPU/utility) RSS ${f0(m.import.tree_rss_mib)} / PSS ${f0(m.import.tree_pss_mib)} MiB, ` +
+    console.log(`   memory drop→ready: renderer RSS ${f0(m.import.renderer_rss_mib)} MiB (the page's own ${f0(m.import.page_renderer_rss_mib)}, private ${f0(m.import.page_private_mib)}), tree (no GPU/utility) RSS ${f0(m.import.tree_rss_mib)} / PSS ${f0(m.import.tree_pss_mib)} MiB, ` +
       `by type ${JSON.stringify(Object.fromEntries(Object.entries(m.import.by_type_rss_mib).map(([k, v]) => [k, Math.round(v)])))}, worker threads ≤ ${m.import.worker_threads_max}`);
   }
   if (m.settled) console.log(`   memory settled (10 s after ready): renderer RSS ${f0(m.settled.renderer_rss_mib)} MiB (the page's own ${f0(m.settled.page_renderer_rss_mib)}), tree RSS ${f0(m.settled.tree_rss_mib)} / PSS ${f0(m.settled.tree_pss_mib)} MiB; page wasm ${f1(w.page_wasm_mib)} MiB`);
   console.log(`   stages (s from drop): ${JSON.stringify(w.stages)}`);
   if (w.drop_to_indexed_s !== undefined) console.log(`   indexes: ${w.indexes_built ? `deferred, built by ${f2(w.drop_to_indexed_s)} s (${f2(ratio(w.drop_to_indexed_s, n.wall_s))}× native)` : 'built with the rows'}`);
-  if (m.idle) console.log(`   memory idle before the drop: renderer RSS ${f0(m.idle.renderer)} MiB (the page's own ${f0(m.idle.page_renderer)}), tree RSS ${f0(m.idle.tree)} MiB`);
+  if (m.idle) console.log(`   memory idle before the drop: renderer RSS ${f0(m.idle.renderer)} MiB (the page's own ${f0(m.idle.page_renderer)}, private ${f0(m.idle.page_private)}), tree RSS ${f0(m.idle.tree)} MiB`);
   if (w.same_page) console.log(`   same page again: ${w.same_page.waited}; cache-hit ${f2(w.same_page.cache_hit_s)} s, ready ${f2(w.same_page.ready_s)} s, stages ${JSON.stringify(w.same_page.stages)}`);
   if (w.again) console.log(`   again (new page, same profile): cache-hit ${f2(w.again.cache_hit_s)} s, ready ${f2(w.again.ready_s)} s, checked ${f2(w.again.checked_s)} s, stages ${JSON.stringify(w.again.stages)}, peaks ${w.again.peaks_equal ? 'equal the CLI' : '≠/—'}`);
   if (w.errors?.length) console.log(`   console errors: ${w.errors.slice(0, 3).join(' | ')}`);
@@ -407,8 +413,8 @@ for (const file of files) {
   results.push({ file: path.basename(file), size_mib: size, events, native: n, browser: w });
   save();
 }
-console.log('\n| file | events | native import (s) | drop→peaks (s) | ratio | drop→ready (s) | ratio | drop→indexed (s) | ratio | peak memory, all renderers (MiB) | × file | the page\'s renderer (MiB) | × file | settled (MiB) | same file again (s) |');
-console.log('| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |');
+console.log('\n| file | events | native import (s) | drop→peaks (s) | ratio | drop→ready (s) | ratio | drop→indexed (s) | ratio | peak memory, all renderers (MiB) | × file | the page\'s renderer (MiB) | × file | its private memory (MiB) | × file | settled (MiB) | same file again (s) |');
+console.log('| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |');
 for (const r of results) {
   const w = r.browser, m = w.memory;
   // Over drop → indexed: the import, then the indexes built after ready (the settled phase).
@@ -418,11 +424,13 @@ for (const r of results) {
   };
   const peak = most('renderer_rss_mib');
   const own = most('page_renderer_rss_mib');
+  const own_private = most('page_private_mib');
   const again = w.again ? `${f2(w.again.cache_hit_s)} / ${f2(w.again.ready_s)} / ${f2(w.again.checked_s)}` : '—';
   const note = w.outcome === 'ok' ? '' : ` (${w.outcome}${w.drop_to_ready_s === null || w.drop_to_ready_s === undefined ? ': peak memory until it stopped' : ''})`;
   console.log(`| ${r.file} (${f0(r.size_mib)} MiB)${note} | ${f0(r.events)} | ${f2(r.native.wall_s)} | ${f2(w.drop_to_peaks_s)} | ${f2(ratio(w.drop_to_peaks_s, r.native.wall_s))}× | ` +
     `${f2(w.drop_to_ready_s)} | ${f2(ratio(w.drop_to_ready_s, r.native.wall_s))}× | ${f2(w.drop_to_indexed_s)} | ${f2(ratio(w.drop_to_indexed_s, r.native.wall_s))}× | ` +
-    `${f0(peak)} | ${f2(ratio(peak, r.size_mib))}× | ${f0(own)} | ${f2(ratio(own, r.size_mib))}× | ${f0(m.settled?.renderer_rss_mib)} | ${again} |`);
+    `${f0(peak)} | ${f2(ratio(peak, r.size_mib))}× | ${f0(own)} | ${f2(ratio(own, r.size_mib))}× | ` +
+    `${f0(own_private)} | ${f2(ratio(own_private, r.size_mib))}× | ${f0(m.settled?.renderer_rss_mib)} | ${again} |`);
 }
-console.log('memory: VmRSS peaks over drop → indexed; "all renderers" sums every renderer process (Chromium keeps spare ones), "the page\'s" is the one running the page and its workers; same file again: cache-hit / ready / its SHA-256 checked');
+console.log('memory: VmRSS peaks over drop → indexed; "all renderers" sums every renderer process (Chromium keeps spare ones), "the page\'s" is the one running the page and its workers, its private memory that one\'s RssAnon + RssShmem; same file again: cache-hit / ready / its SHA-256 checked');
 console.log(`results: ${path.join(outDir, 'results.json')}`);
