@@ -6,9 +6,10 @@
 //!   takes the screen and the old file's worker is ended, which frees its memory at once (a
 //!   wasm heap never shrinks, so a worker is the unit of release). A cancelled or failed
 //!   open ends only its own worker. A spare is started ahead so the next file does not wait
-//!   for the wasm to compile: when the page loads, and again once a file is open or has
-//!   failed, never while one is being opened (an import's peak memory is no time to compile
-//!   a worker that may not be needed).
+//!   for the wasm to compile: when the page loads, and again once the file on screen has
+//!   its indexes or an open has failed. Never while a file is being opened or indexed: an
+//!   import's peak memory is no time to compile a worker that may not be needed, nor are the
+//!   page's first questions, on a machine of two cores.
 //! * Questions are queued here and sent one at a time, so the page always knows which one
 //!   the worker is running. A question asked again from the same place ([`Asker`]) replaces
 //!   the one before it: still queued, it is dropped; running, it is interrupted through the
@@ -22,7 +23,7 @@ use std::collections::VecDeque;
 
 use js_sys::{Int32Array, Object, Reflect, SharedArrayBuffer};
 use leptos::prelude::*;
-use pt_snap_engine::{Answer, EngineError, FromWorker, Query, ToWorker};
+use pt_snap_engine::{Answer, EngineError, FromWorker, IndexesLeft, Query, ToWorker};
 use wasm_bindgen::prelude::*;
 use web_sys::{File, MessageEvent, Worker};
 
@@ -408,7 +409,13 @@ fn received(serial: u64, message: FromWorker, attachment: JsValue) {
             });
             listen(slot, FromWorker::Opened(overview), attachment);
             send_next();
-            warm_up();
+        }
+        FromWorker::Indexes(report) => {
+            // Answering the `BuildIndexes` the page sent on `Opened`: all built, or failed.
+            if !matches!(report, Ok(IndexesLeft { left, .. }) if left > 0) {
+                warm_up();
+            }
+            listen(slot, FromWorker::Indexes(report), attachment);
         }
         FromWorker::Stored { sha256, warnings } => {
             // Reopened by a fresh worker. The import's own is done: it ends now, so that its
