@@ -402,7 +402,7 @@ for (const file of files) {
     console.log(`   memory drop→ready: renderer RSS ${f0(m.import.renderer_rss_mib)} MiB (the page's own ${f0(m.import.page_renderer_rss_mib)}, private ${f0(m.import.page_private_mib)}), tree (no GPU/utility) RSS ${f0(m.import.tree_rss_mib)} / PSS ${f0(m.import.tree_pss_mib)} MiB, ` +
       `by type ${JSON.stringify(Object.fromEntries(Object.entries(m.import.by_type_rss_mib).map(([k, v]) => [k, Math.round(v)])))}, worker threads ≤ ${m.import.worker_threads_max}`);
   }
-  if (m.settled) console.log(`   memory settled (10 s after ready): renderer RSS ${f0(m.settled.renderer_rss_mib)} MiB (the page's own ${f0(m.settled.page_renderer_rss_mib)}), tree RSS ${f0(m.settled.tree_rss_mib)} / PSS ${f0(m.settled.tree_pss_mib)} MiB; page wasm ${f1(w.page_wasm_mib)} MiB`);
+  if (m.settled) console.log(`   memory settled (10 s after ready): renderer RSS ${f0(m.settled.renderer_rss_mib)} MiB (the page's own ${f0(m.settled.page_renderer_rss_mib)}, private ${f0(m.settled.page_private_mib)}), tree RSS ${f0(m.settled.tree_rss_mib)} / PSS ${f0(m.settled.tree_pss_mib)} MiB; page wasm ${f1(w.page_wasm_mib)} MiB`);
   console.log(`   stages (s from drop): ${JSON.stringify(w.stages)}`);
   if (w.drop_to_indexed_s !== undefined) console.log(`   indexes: ${w.indexes_built ? `deferred, built by ${f2(w.drop_to_indexed_s)} s (${f2(ratio(w.drop_to_indexed_s, n.wall_s))}× native)` : 'built with the rows'}`);
   if (m.idle) console.log(`   memory idle before the drop: renderer RSS ${f0(m.idle.renderer)} MiB (the page's own ${f0(m.idle.page_renderer)}, private ${f0(m.idle.page_private)}), tree RSS ${f0(m.idle.tree)} MiB`);

@@ -100,7 +100,9 @@ pub fn decode<R: Read>(
 }
 
 /// [`decode`] of an input whose length is known (a file): on wasm32 a device's trace is
-/// then sized from it, and is not copied once whole (see `Pending` in `tables.rs`).
+/// then stored at a length planned from it, and not copied once whole (see `Pending` in
+/// `tables.rs`; the traces of a file with several non-empty devices are copied all the
+/// same). The length says nothing of a compressed input's pickle, and is not used for one.
 pub fn decode_sized<R: Read>(
     reader: R,
     len: u64,

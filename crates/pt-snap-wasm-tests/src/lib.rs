@@ -38,7 +38,8 @@ pub fn import_like_the_worker(
     device: Option<usize>,
     slice: usize,
 ) -> Result<Imported, String> {
-    let snapshot = pt_snap_model::decode(ShortReads::new(pickle, slice), &mut |_| {})
+    let reader = ShortReads::new(pickle, slice);
+    let snapshot = pt_snap_model::decode_sized(reader, pickle.len() as u64, &mut |_| {})
         .map_err(|e| format!("decode: {e}"))?;
     let request = ImportRequest {
         device,

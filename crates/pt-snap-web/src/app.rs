@@ -309,7 +309,7 @@ pub fn App() -> impl IntoView {
         indexing: RwSignal::new(Indexing::Done),
     };
     provide_context(state);
-    client::warm_up();
+    client::warm_up_when_idle();
     // Another file or device starts with its whole trace in view.
     Effect::new(move |_| {
         state.generation();

@@ -6,10 +6,9 @@
 //!   takes the screen and the old file's worker is ended, which frees its memory at once (a
 //!   wasm heap never shrinks, so a worker is the unit of release). A cancelled or failed
 //!   open ends only its own worker. A spare is started ahead so the next file does not wait
-//!   for the wasm to compile: when the page loads, and again once the file on screen has
-//!   its indexes or an open has failed. Never while a file is being opened or indexed: an
-//!   import's peak memory is no time to compile a worker that may not be needed, nor are the
-//!   page's first questions, on a machine of two cores.
+//!   for the wasm to compile: when the page loads, and again once nothing is being opened
+//!   or indexed ([`warm_up_when_idle`]). An import's peak memory is no time to compile a
+//!   worker that may not be needed, nor are the page's first questions, on two cores.
 //! * Questions are queued here and sent one at a time, so the page always knows which one
 //!   the worker is running. A question asked again from the same place ([`Asker`]) replaces
 //!   the one before it: still queued, it is dropped; running, it is interrupted through the
@@ -51,6 +50,8 @@ struct Client {
     started: bool,
     /// The database is open: questions may be sent.
     ready: bool,
+    /// Its indexes are built (or failed to be): the worker is idle between questions.
+    indexed: bool,
     /// Messages for the worker before it started.
     outbox: Vec<Object>,
     queue: VecDeque<Asked>,
@@ -89,8 +90,18 @@ fn next_id() -> u64 {
     })
 }
 
-/// Starts a worker now so the first file need not wait for its wasm.
-pub fn warm_up() {
+/// Starts a spare worker (if there is none) unless a file is being opened, or the one on
+/// screen is building its indexes: then its last `Indexes` report starts one.
+pub fn warm_up_when_idle() {
+    let busy = INCOMING.with(|c| c.borrow().is_some())
+        || SHOWN.with(|c| c.borrow().as_ref().is_some_and(|c| !c.indexed));
+    if !busy {
+        warm_up();
+    }
+}
+
+/// Starts a worker now so the next file need not wait for its wasm.
+fn warm_up() {
     SPARE.with(|s| {
         if s.borrow().is_some() {
             return;
@@ -220,6 +231,7 @@ fn open_worker(
             worker,
             started,
             ready: false,
+            indexed: false,
             outbox: if started { Vec::new() } else { vec![first] },
             queue: VecDeque::new(),
             running: None,
@@ -413,7 +425,8 @@ fn received(serial: u64, message: FromWorker, attachment: JsValue) {
         FromWorker::Indexes(report) => {
             // Answering the `BuildIndexes` the page sent on `Opened`: all built, or failed.
             if !matches!(report, Ok(IndexesLeft { left, .. }) if left > 0) {
-                warm_up();
+                with_client(slot, |c| c.indexed = true);
+                warm_up_when_idle();
             }
             listen(slot, FromWorker::Indexes(report), attachment);
         }
@@ -421,27 +434,31 @@ fn received(serial: u64, message: FromWorker, attachment: JsValue) {
             // Reopened by a fresh worker. The import's own is done: it ends now, so that its
             // heap (which never shrinks) is gone before the reopen's starts. Shown, it keeps
             // its place until the reopen takes over, with the questions waiting for it.
-            let Some(listener) = with_client(slot, |c| {
-                c.worker.terminate();
-                c.listener.clone()
-            }) else {
+            let Some(listener) = with_client(slot, |c| c.listener.clone()) else {
                 return;
             };
             let job = Job::Reopen {
                 sha256,
                 cache_hit: false,
             };
-            if slot == Slot::Incoming {
-                cancel_open(); // The sender: done, and replaced by the reopen below.
+            match slot {
+                Slot::Incoming => cancel_open(), // Done, and replaced by the reopen below.
+                Slot::Shown => {
+                    with_client(slot, |c| c.worker.terminate());
+                }
             }
             if let Err(f) = open_worker(job, warnings, listener.clone(), slot == Slot::Shown) {
+                if slot == Slot::Shown {
+                    close_shown();
+                }
                 listener(FromWorker::Failed(f), JsValue::UNDEFINED);
+                warm_up_when_idle();
             }
         }
         FromWorker::AlreadyOpen => {
             listen(slot, FromWorker::AlreadyOpen, attachment);
             cancel_open();
-            warm_up();
+            warm_up_when_idle();
         }
         FromWorker::Failed(f) => {
             // The worker holds nothing now; it is ended so its memory goes with it.
@@ -454,7 +471,7 @@ fn received(serial: u64, message: FromWorker, attachment: JsValue) {
             if let Some(c) = cell.with(|c| c.borrow_mut().take()) {
                 end(c);
             }
-            warm_up();
+            warm_up_when_idle();
         }
         other => listen(slot, other, attachment),
     }

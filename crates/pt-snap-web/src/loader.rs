@@ -55,7 +55,7 @@ pub fn cancel(state: AppState) {
         client::close_shown();
         state.opened.set(None);
     }
-    client::warm_up();
+    client::warm_up_when_idle();
 }
 
 /// The real two-device snapshot trunk copies into `dist/sample/` (MIT, from pt-snap-cli's

@@ -135,7 +135,9 @@ pub(super) struct PendingBlock {
 ///
 /// Indices are global and increasing. A list that claims exactly everything pending (the
 /// normal case: PyTorch writes each list's dicts right before attaching the list) takes
-/// them in one vector.
+/// them in one vector. The exception is a `device_traces` of several non-empty traces:
+/// CPython attaches its lists together at the end (one APPENDS), so each device's claim is
+/// a part of what is pending, and copied.
 ///
 /// In wasm32 the records are held in fixed-size chunks. A vector that doubles needs its old
 /// and new blocks at once, and in a browser worker's 4 GiB of address space the holes the
@@ -154,7 +156,7 @@ pub(super) struct Pending<T> {
     len: usize,
     chunk: usize,
     /// How many records the first chunk takes: `chunk`, or more once planned.
-    first: usize,
+    first_len: usize,
     chunks: Vec<Vec<T>>,
 }
 
@@ -180,7 +182,7 @@ impl<T> Pending<T> {
             base: 0,
             len: 0,
             chunk,
-            first: chunk,
+            first_len: chunk,
             chunks: Vec::new(),
         }
     }
@@ -201,9 +203,11 @@ impl<T> Pending<T> {
     /// not touched: a plan too large costs address space, not resident memory, and the
     /// claim gives back what was not used.
     pub fn plan(&mut self, total: usize) {
+        // No vector holds more (on wasm32, 38M trace events).
+        let total = total.min(isize::MAX as usize / std::mem::size_of::<T>().max(1));
         if let [only] = &mut self.chunks[..] {
-            if total > self.first && only.try_reserve_exact(total - only.len()).is_ok() {
-                self.first = total;
+            if total > self.first_len && only.try_reserve_exact(total - only.len()).is_ok() {
+                self.first_len = total;
             }
         }
     }
@@ -222,7 +226,7 @@ impl<T: Clone> Pending<T> {
 
     pub fn push(&mut self, item: T) {
         let room = match self.chunks.len() {
-            1 => self.first,
+            1 => self.first_len,
             _ => self.chunk,
         };
         match self.chunks.last_mut() {
@@ -243,7 +247,7 @@ impl<T: Clone> Pending<T> {
 
     pub fn get(&self, index: u32) -> Option<&T> {
         let i = (index as usize).checked_sub(self.base)?;
-        match i.checked_sub(self.first) {
+        match i.checked_sub(self.first_len) {
             None => self.chunks.first()?.get(i),
             Some(k) => self.chunks.get(1 + k / self.chunk)?.get(k % self.chunk),
         }
@@ -258,7 +262,12 @@ impl<T: Clone> Pending<T> {
                 .enumerate()
                 .all(|(i, &x)| x as usize == self.base + i);
         if !all_pending {
-            return indices.iter().map(|&i| self.get(i).cloned()).collect();
+            copied();
+            let mut list = Vec::with_capacity(indices.len());
+            for &i in indices {
+                list.push(self.get(i)?.clone());
+            }
+            return Some(list);
         }
         let mut chunks = std::mem::take(&mut self.chunks);
         let list = match chunks.len() {
@@ -270,6 +279,7 @@ impl<T: Clone> Pending<T> {
                 list
             }
             _ => {
+                copied();
                 let mut list = Vec::with_capacity(self.len);
                 for chunk in chunks {
                     list.extend(chunk);
@@ -279,9 +289,21 @@ impl<T: Clone> Pending<T> {
         };
         self.base += self.len;
         self.len = 0;
-        self.first = self.chunk;
+        self.first_len = self.chunk;
         Some(list)
     }
+}
+
+#[cfg(test)]
+thread_local! {
+    /// Claims that copied their records, on this thread.
+    pub(super) static COPIES: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+/// Counts a claim that copies (in the unit tests; nothing otherwise).
+fn copied() {
+    #[cfg(test)]
+    COPIES.with(|c| c.set(c.get() + 1));
 }
 
 #[cfg(test)]
@@ -311,7 +333,7 @@ mod pending_tests {
         (3..5).for_each(|x| p.push(x));
         assert_eq!(p.chunks.len(), 1);
         let list = p.claim(&(0..5).collect::<Vec<_>>()).unwrap();
-        assert_eq!((list, p.first), ((0..5).collect::<Vec<_>>(), 3));
+        assert_eq!((list, p.first_len), ((0..5).collect::<Vec<_>>(), 3));
         // Past a plan that fell short: ordinary chunks, found by index and claimed in order.
         (5..8).for_each(|x| p.push(x));
         p.plan(4);
@@ -323,6 +345,12 @@ mod pending_tests {
         );
         let list = p.claim(&(5..13).collect::<Vec<_>>()).unwrap();
         assert_eq!(list, (5..13).collect::<Vec<_>>());
+        // A plan no memory holds leaves the chunks as they were.
+        (13..16).for_each(|x| p.push(x));
+        p.plan(usize::MAX);
+        assert_eq!(p.first_len, 3);
+        (16..18).for_each(|x| p.push(x));
+        assert_eq!((p.chunks.len(), p.get(17)), (2, Some(&17)));
     }
 }
 

@@ -767,3 +767,36 @@ fn times_survive_entries_decoded_late_and_lists_claimed_out_of_order() {
         );
     }
 }
+
+#[test]
+fn a_trace_of_known_length_is_stored_as_planned_and_claimed_without_a_copy() {
+    // Entries of ~1 KiB, so that the first chunk's bytes are measured to within the
+    // decoder's 64 KiB reads.
+    let note: &'static str = Box::leak("n".repeat(1000).into_boxed_str());
+    let entries = (0..4096)
+        .map(|i| {
+            P::D(vec![
+                ("action", P::S("alloc")),
+                ("addr", P::I(i)),
+                ("note", P::S(note)),
+            ])
+        })
+        .collect();
+    let bytes = snapshot(vec![], vec![entries]).bytes();
+    let copies = || tables::COPIES.with(|c| c.get());
+    let before = copies();
+    let planned = decode_sized(&bytes[..], bytes.len() as u64, &mut |_| {}).unwrap();
+    assert_eq!(
+        copies(),
+        before,
+        "a planned trace is claimed as it was stored"
+    );
+    let unplanned = decode(&bytes[..], &mut |_| {}).unwrap();
+    assert_eq!(
+        copies(),
+        before + 1,
+        "without the length, the chunks are copied once"
+    );
+    assert_eq!(planned.device_traces, unplanned.device_traces);
+    assert_eq!(planned.device_traces[0].len(), 4096);
+}
