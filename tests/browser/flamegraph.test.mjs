@@ -136,6 +136,30 @@ async function testPage(context, file) {
     timing = `${data.nodes.length} nodes, ${t.frames} frames drawn, first render ${t.render == null ? 'n/a' : t.render.toFixed(1) + ' ms'}`;
   });
 
+  // The web app makes the trees in one task (`prepare`) and draws in the next: the same
+  // view, node for node, as the page's own render of the data (before any interaction).
+  await step('render of prepare(data) draws the same', async () => {
+    const same = await page.evaluate(() => {
+      const data = JSON.parse(document.getElementById('tree-data').textContent);
+      const host = document.createElement('div');
+      host.style.width = document.getElementById('flamegraph').clientWidth + 'px';
+      document.body.appendChild(host);
+      const view = PtSnapFlamegraph.render(host, PtSnapFlamegraph.prepare(data), {});
+      const shown = window.ptSnapFlamegraphView;
+      const pick = (s) => JSON.stringify([s.nodes, s.fullNodes, s.foldNoise, s.foldable, s.pythonFrames, s.pythonFoldable, s.maxDelta, s.drawn]);
+      const out = {
+        tree: JSON.stringify(view.getTree()) === JSON.stringify(shown.getTree()),
+        state: pick(view.getState()) === pick(shown.getState()),
+        got: pick(view.getState()), want: pick(shown.getState()),
+      };
+      view.destroy();
+      host.remove();
+      return out;
+    });
+    expect(same.tree, 'render(prepare(data)) drew another tree than render(data)');
+    expect(same.state, `render(prepare(data)) state ${same.got}, render(data) ${same.want}`);
+  });
+
   // Taken before any interaction, so it shows what a user sees on opening the report.
   await step('screenshot', async () => {
     fs.mkdirSync(shotDir, { recursive: true });

@@ -16,6 +16,9 @@
  *
  *   const fg = PtSnapFlamegraph.render(container, data, options);
  *   fg.zoomTo(nodeId); fg.search(text); fg.destroy();
+ *
+ * `PtSnapFlamegraph.prepare(data)` builds the trees alone; `render` takes what it returns
+ * in place of `data` (a page can build them in one task and draw in the next), once.
  */
 (function (global) {
   'use strict';
@@ -490,33 +493,55 @@
 
   // ---------------------------------------------------------------- component
 
-  function Flamegraph(container, data, options) {
-    this.opts = {};
-    for (var k in DEFAULTS) this.opts[k] = options && options[k] !== undefined ? options[k] : DEFAULTS[k];
-    this.container = container;
+  // Trees over the same rows: the full one and the ones folded for the views (noise
+  // folded, the Python frames view, or both). Folding is cheap (one pass), and knowing up
+  // front what each fold removes decides whether its control is shown at all. This is half
+  // of a first render's work at a million events, so a page may do it in a task of its own
+  // (`prepare`), and draw in the next.
+  function Models(data) {
     this.data = data;
-    // Trees over the same rows: the full one and the one folded for the view on screen
-    // (noise folded, the Python frames view, or both); `model` is the one on screen.
-    // Folding is cheap (one pass), and knowing up front what each fold removes decides
-    // whether its control is shown at all.
     this.full = buildModel(data);
     this.diff = data.mode === 'diff';
     markPython(this.full);
-    var self0 = this, views = [{ noise: true }, { python: true }, { noise: true, python: true }];
+    var self = this, views = [{ noise: true }, { python: true }, { noise: true, python: true }];
     var folded = views.map(function (v, i) {
-      var f = foldModel(self0.full, self0.diff, v);
+      var f = foldModel(self.full, self.diff, v);
       // What each fold alone would do to a frame, for its details in any view.
-      self0.full.nodes.forEach(function (n) { if (i === 0) n.noiseGone = n.gone; else if (i === 1) n.pyGone = n.gone; });
+      self.full.nodes.forEach(function (n) { if (i === 0) n.noiseGone = n.gone; else if (i === 1) n.pyGone = n.gone; });
       return f;
     });
     this.maxDelta = this.diff ? largestDelta([this.full].concat(folded.map(function (f) { return f.model; }))) : 0;
     this.foldable = folded[0].count;
     this.pythonFoldable = folded[1].count;
+    // The last fold made, whose marks the full tree's nodes carry: the view of both folds.
+    this.bothFolded = folded[2];
+  }
+
+  function Flamegraph(container, data, options) {
+    this.opts = {};
+    for (var k in DEFAULTS) this.opts[k] = options && options[k] !== undefined ? options[k] : DEFAULTS[k];
+    this.container = container;
+    var models = data instanceof Models ? data : new Models(data);
+    data = models.data;
+    this.data = data;
+    // `model` is the tree on screen.
+    this.full = models.full;
+    this.diff = models.diff;
+    this.maxDelta = models.maxDelta;
+    this.foldable = models.foldable;
+    this.pythonFoldable = models.pythonFoldable;
     this.foldNoise = this.foldable > 0 && this.opts.foldNoise !== false;
     var py = this.opts.pythonFrames != null ? this.opts.pythonFrames : data.python_frames;
     this.pythonFrames = this.pythonFoldable > 0 && py !== false;
     this.folding = null;
-    this.model = this.viewModel();
+    if (this.foldNoise && this.pythonFrames && models.bothFolded) {
+      // Made already, and (being the last fold) what the full tree's marks describe.
+      this.folding = models.bothFolded;
+      this.model = this.folding.model;
+    } else {
+      this.model = this.viewModel();
+    }
+    models.bothFolded = null;
     this.uid = 'ptsnap-fg-' + (++uid);
     this.hideSynthetic = !!this.opts.hideSynthetic;
     this.zoom = this.model.root;
@@ -1413,6 +1438,12 @@
 
   // ---------------------------------------------------------------- public API
 
+  // `data` as `render` takes it, made into the trees it draws: `render` of this draws the
+  // same, with less left to do.
+  function prepare(data) {
+    return new Models(data && typeof data === 'object' ? data : {});
+  }
+
   function render(container, data, options) {
     if (!container || container.nodeType !== 1) throw new TypeError('PtSnapFlamegraph.render: container must be an element');
     var fg = new Flamegraph(container, data && typeof data === 'object' ? data : {}, options || {});
@@ -1457,7 +1488,7 @@
   }
 
   global.PtSnapFlamegraph = {
-    version: 1, render: render, classify: classify, formatBytes: human, formatChange: changeText,
+    version: 1, render: render, prepare: prepare, classify: classify, formatBytes: human, formatChange: changeText,
     noiseOf: function (row) { var n = noiseOf(row); return n ? n.group : null; },
     isPython: isPython
   };

@@ -23,6 +23,10 @@ extern "C" {
         data: &JsValue,
         options: &JsValue,
     ) -> Result<JsValue, JsValue>;
+
+    /// The trees `flamegraph_render` draws, made ahead: what it takes in place of the data.
+    #[wasm_bindgen(js_namespace = PtSnapFlamegraph, js_name = prepare, catch)]
+    fn flamegraph_prepare(data: &JsValue) -> Result<JsValue, JsValue>;
 }
 
 pub(crate) fn error_box(f: &EngineError) -> AnyView {
@@ -422,9 +426,10 @@ pub fn TreeView() -> impl IntoView {
         },
     );
     let failure = RwSignal::new(None::<EngineError>);
-    // A tree is drawn in the task after the one its answer came in (parsing a large tree
-    // and drawing it are each tens of ms at 1M events); `drawing` names the latest answer,
-    // so one superseded meanwhile, or a view gone, is not drawn.
+    // A tree is parsed and its models made in the task after the one its answer came in,
+    // and drawn in the next (each is tens of ms at 1M events: together over the page's
+    // 100 ms budget for a task); `drawing` names the latest answer, so one superseded
+    // meanwhile, or a view gone, is not drawn.
     let drawing = StoredValue::new(0u64);
     Effect::new(move |_| {
         let answer = tree.get();
@@ -437,20 +442,32 @@ pub fn TreeView() -> impl IntoView {
             Some(Err(f)) => failure.set(Some(f)),
             Some(Ok(json)) => {
                 failure.set(None);
-                let draw = move || {
-                    if drawing.try_get_value() != Some(this) {
+                let current = move || drawing.try_get_value() == Some(this);
+                let failed = move |err: JsValue| {
+                    failure.set(Some(EngineError::new("INTERNAL_ERROR", format!("{err:?}"))))
+                };
+                let prepare = move || {
+                    if !current() {
                         return;
                     }
                     let data = js_sys::JSON::parse(&json).unwrap_or(JsValue::NULL);
-                    let options = js_sys::Object::new();
-                    let el: &web_sys::HtmlElement = &el;
-                    match flamegraph_render(el, &data, &options) {
-                        Ok(view) => FLAMEGRAPH.with(|f| *f.borrow_mut() = Some(view)),
-                        Err(err) => failure
-                            .set(Some(EngineError::new("INTERNAL_ERROR", format!("{err:?}")))),
-                    }
+                    let models = match flamegraph_prepare(&data) {
+                        Ok(models) => models,
+                        Err(err) => return failed(err),
+                    };
+                    let draw = move || {
+                        if !current() {
+                            return;
+                        }
+                        let el: &web_sys::HtmlElement = &el;
+                        match flamegraph_render(el, &models, &js_sys::Object::new()) {
+                            Ok(view) => FLAMEGRAPH.with(|f| *f.borrow_mut() = Some(view)),
+                            Err(err) => failed(err),
+                        }
+                    };
+                    set_timeout(draw, std::time::Duration::ZERO);
                 };
-                set_timeout(draw, std::time::Duration::ZERO);
+                set_timeout(prepare, std::time::Duration::ZERO);
             }
         }
     });
