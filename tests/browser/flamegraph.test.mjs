@@ -141,11 +141,12 @@ async function testPage(context, file) {
   await step('render of prepare(data) draws the same', async () => {
     const same = await page.evaluate(() => {
       const data = JSON.parse(document.getElementById('tree-data').textContent);
-      const host = document.createElement('div');
-      host.style.width = document.getElementById('flamegraph').clientWidth + 'px';
-      document.body.appendChild(host);
-      const view = PtSnapFlamegraph.render(host, PtSnapFlamegraph.prepare(data), {});
       const shown = window.ptSnapFlamegraphView;
+      // Beside the page's own view (a report's, or a diff page's), as wide.
+      const host = document.createElement('div');
+      host.style.width = shown.element.parentNode.clientWidth + 'px';
+      shown.element.parentNode.after(host);
+      const view = PtSnapFlamegraph.render(host, PtSnapFlamegraph.prepare(data), {});
       const pick = (s) => JSON.stringify([s.nodes, s.fullNodes, s.foldNoise, s.foldable, s.pythonFrames, s.pythonFoldable, s.maxDelta, s.drawn]);
       const out = {
         tree: JSON.stringify(view.getTree()) === JSON.stringify(shown.getTree()),
