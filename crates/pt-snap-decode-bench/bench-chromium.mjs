@@ -7,7 +7,7 @@
 // PKGDIR holds the `wasm-bindgen --target web` output. The file is set on a file input and
 // handed to the worker as a File, which reads it whole into an ArrayBuffer (not timed) and
 // then decodes it DECODES times (default 1) through `decode_slices`, a fresh ArrayBuffer per
-// 4 MiB slice as bench.js does. RUNS browsers, one after the other; one JSON line per decode:
+// 1 MiB slice as bench.js does. RUNS browsers, one after the other; one JSON line per decode:
 // {"target":"chromium","first":…,"seconds":…,"summary":"…"}.
 import { createRequire } from 'node:module';
 import fs from 'node:fs';

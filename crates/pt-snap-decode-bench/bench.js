@@ -1,6 +1,6 @@
 // The wasm side of scripts/decode-bench: loads the wasm-bindgen (--target nodejs) module
 // built from this crate, reads FILE into memory (not timed), then decodes it RUNS times
-// through `decode_slices`, which pulls 4 MiB slices back out of JS as the worker does from
+// through `decode_slices`, which pulls 1 MiB slices back out of JS as the worker does from
 // its File. The summary (a digest of the model) is made after the clock stops. One JSON
 // line per run, like the native binary (`first` for the process's first decode).
 //

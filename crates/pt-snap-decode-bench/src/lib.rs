@@ -1,8 +1,9 @@
 //! One decode of a snapshot read the way the browser's import worker reads a `File`: in
-//! 4 MiB slices, each copied into the decoder's memory, behind a plain `Read`. The native
-//! binary (`src/main.rs`) and the wasm build (`decode_slices` below, driven by `bench.js`
-//! under node and by `bench-chromium.mjs` in a Chromium worker) run this same function on the
-//! same bytes, so the timings differ only by the target (`scripts/decode-bench`).
+//! 1 MiB slices (`pt_snap_model::SLICE`), each copied into the decoder's memory, behind a
+//! plain `Read`. The native binary (`src/main.rs`) and the wasm build (`decode_slices`
+//! below, driven by `bench.js` under node and by `bench-chromium.mjs` in a Chromium worker)
+//! run this same function on the same bytes, so the timings differ only by the target
+//! (`scripts/decode-bench`).
 
 #![forbid(unsafe_code)]
 

@@ -63,6 +63,16 @@ impl Analyzer {
                  ORDER BY b.id"
             ))
             .map_err(failed)?;
+        // Sized first: grown by doubling, the vector held 1.5× its rows at its last growth
+        // (at 333k blocks, 57 MiB of the worker's memory where 24 are kept).
+        let count: i64 = (self.db().conn())
+            .query_row(&format!("SELECT count(*) FROM block_{device}"), [], |r| {
+                r.get(0)
+            })
+            .map_err(failed)?;
+        let mut blocks = Vec::new();
+        // Where it cannot be had at once, growth fails or not as it did before.
+        let _ = blocks.try_reserve_exact(usize::try_from(count).unwrap_or(0));
         let rows = stmt
             .query_map([], |r| {
                 Ok(Lifetime {
@@ -76,7 +86,9 @@ impl Analyzer {
                 })
             })
             .map_err(failed)?;
-        let blocks = rows.collect::<Result<Vec<_>, _>>().map_err(failed)?;
+        for row in rows {
+            blocks.push(row.map_err(failed)?);
+        }
         Ok((device, blocks))
     }
 
