@@ -172,6 +172,7 @@ pub fn import_snapshot_observed(
     let mut issues = Vec::new();
     for &device in &devices {
         let total = snapshot.device_traces[device].len();
+        sink.start_device(total);
         let replayed = pt_snap_replay::replay_device(
             snapshot,
             device,
@@ -330,7 +331,12 @@ fn write_callstacks(
 struct DbSink {
     stack_ids: Vec<Option<i64>>,
     stacks_in_order: Vec<StackId>,
-    /// Indexed by trace position.
+    /// The device's events, set before its replay.
+    positions: usize,
+    /// Indexed by trace position from the last (`totals[0]` is the last event's): the replay
+    /// hands them over in that order, so each is pushed into room reserved at once but
+    /// touched only as the replay reaches it. Filled from the first position, the whole
+    /// vector was written at the replay's start, beside the compiler's transient memory.
     totals: Vec<Totals>,
     synthetic: Vec<(TraceRow, i64)>,
     blocks: Vec<BlockRow>,
@@ -347,6 +353,18 @@ struct Totals {
 }
 
 impl DbSink {
+    /// Makes room for the rows of a device of `positions` events.
+    fn start_device(&mut self, positions: usize) {
+        self.positions = positions;
+        self.totals.clear();
+        // Where it cannot be had at once, the rows grow (or fail) as they did before.
+        let _ = self.totals.try_reserve_exact(positions);
+    }
+
+    fn totals_at(&self, pos: usize) -> Totals {
+        self.totals[self.positions - 1 - pos]
+    }
+
     fn callstack_id(&mut self, stack: StackId) -> i64 {
         let slot = &mut self.stack_ids[stack.0 as usize];
         *slot.get_or_insert_with(|| {
@@ -393,7 +411,7 @@ impl DbSink {
             reserved: r.reserved,
         });
         let real = self.positions(events.len()).map(move |pos| {
-            let t = self.totals[pos];
+            let t = self.totals_at(pos);
             Counters {
                 id: events[pos].id.unwrap_or(pos as i64),
                 allocated: t.allocated,
@@ -432,7 +450,7 @@ impl DbSink {
         let events = &snapshot.device_traces[device];
         let id = |pos: usize| events[pos].id.unwrap_or(pos as i64);
         let rows = self.positions(events.len()).map(|pos| {
-            let (e, t) = (&events[pos], self.totals[pos]);
+            let (e, t) = (&events[pos], self.totals_at(pos));
             TraceRecord {
                 id: id(pos),
                 action: action(e.action),
@@ -452,10 +470,13 @@ impl DbSink {
                 .filter_map(|pos| Some((id(pos), times.get(pos, &events[pos])?)));
             writer.event_times(device, rows)?;
         }
-        self.totals.clear();
+        // Freed before the blocks are written, whose pages can then take its room.
+        self.totals = Vec::new();
         // Blocks arrive by descending allocation id, then the pre-trace ones -1, -2, …
         self.blocks.reverse();
-        self.blocks.sort_by_key(|b| b.id);
+        // Ids are unique, so an unstable sort orders them the same, without a stable sort's
+        // scratch buffer of half the rows.
+        self.blocks.sort_unstable_by_key(|b| b.id);
         let blocks = self.blocks.drain(..).map(|r| BlockRecord {
             id: r.id,
             address: r.address,
@@ -477,15 +498,21 @@ impl RowSink for DbSink {
         let callstack_id = self.callstack_id(r.stack);
         match r.position {
             Some(pos) => {
-                if self.totals.len() <= pos {
-                    self.totals.resize(pos + 1, Totals::default());
-                }
-                self.totals[pos] = Totals {
+                let t = Totals {
                     allocated: r.allocated,
                     active: r.active,
                     reserved: r.reserved,
                     callstack_id: callstack_id as u32,
                 };
+                let from_last = self.positions - 1 - pos;
+                if from_last == self.totals.len() {
+                    self.totals.push(t);
+                } else {
+                    if self.totals.len() <= from_last {
+                        self.totals.resize(from_last + 1, Totals::default());
+                    }
+                    self.totals[from_last] = t;
+                }
             }
             None => self.synthetic.push((*r, callstack_id)),
         }
@@ -495,6 +522,11 @@ impl RowSink for DbSink {
     fn block_row(&mut self, r: &BlockRow) -> Result<(), Self::Error> {
         self.blocks.push(*r);
         Ok(())
+    }
+
+    fn expect_blocks(&mut self, n: usize) {
+        // Where it cannot be had at once, the rows grow (or fail) as they did before.
+        let _ = self.blocks.try_reserve_exact(n);
     }
 }
 

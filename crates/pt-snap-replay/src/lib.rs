@@ -61,6 +61,10 @@ pub trait RowSink {
     type Error;
     fn trace_row(&mut self, row: &TraceRow) -> Result<(), Self::Error>;
     fn block_row(&mut self, row: &BlockRow) -> Result<(), Self::Error>;
+    /// About `n` more block rows are coming. A sink that holds them makes room once: grown
+    /// row by row, a vector holds up to three times its rows while it doubles, and at a
+    /// million events that was the browser import's peak.
+    fn expect_blocks(&mut self, _n: usize) {}
 }
 
 /// A sink that keeps no row: for replays run only to check a trace or to collect its issues.
@@ -162,11 +166,23 @@ pub fn replay_device<S: RowSink>(
             replayer.raise_totals(short, issue);
         }
     }
+    // Every block the dump holds and every block a free brings back ends as a row: undoing
+    // an alloc moves its block from the state to the rows. A lenient replay also makes one
+    // up for an alloc whose block the state lacks.
+    let trace = &snapshot.device_traces[device];
+    let count = |of: &[Action]| trace.iter().filter(|e| of.contains(&e.action)).count();
+    let mut announced = replayer.held_blocks() + count(&[Action::FreeCompleted, Action::Free]);
+    if mode == Mode::Lenient {
+        announced += count(&[Action::Alloc]);
+    }
+    sink.expect_blocks(announced);
+    let mut detached = 0;
     let total = replayer.remaining();
     while let Some(step) = replayer.undo_last() {
         let step = step.map_err(ReplayError::widen)?;
         sink.trace_row(&step.row).map_err(ReplayError::Sink)?;
         if let BlockChange::Detached(block) = step.change {
+            detached += 1;
             sink.block_row(&BlockRow {
                 id: step.row.id,
                 address: block.address,
@@ -203,7 +219,13 @@ pub fn replay_device<S: RowSink>(
         next_block_id -= 1;
         sink.block_row(&row).map_err(ReplayError::Sink)
     };
-    for block in replayer.unpaired_frees() {
+    let unpaired = replayer.unpaired_frees();
+    let coming = unpaired.len() + replayer.held_blocks();
+    let left = announced.saturating_sub(detached);
+    if coming > left {
+        sink.expect_blocks(coming - left);
+    }
+    for block in unpaired {
         pre_trace(sink, block)?;
     }
     for seg in replayer.segments() {

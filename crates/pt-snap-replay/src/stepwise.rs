@@ -126,6 +126,11 @@ impl<'s> Replayer<'s> {
         })
     }
 
+    /// Blocks in the current state, of any state.
+    pub fn held_blocks(&self) -> usize {
+        self.state.segments.iter().map(|s| s.blocks.len()).sum()
+    }
+
     /// Events not undone yet: the state is the one right before the event at this position.
     pub fn remaining(&self) -> usize {
         self.remaining

@@ -1,11 +1,14 @@
 use super::*;
 use pt_snap_model::{Block, Segment};
 
-/// Every row a replay emits; shared with the stepwise replay's tests.
+/// Every row a replay emits; shared with the stepwise replay's tests. Every replay of the
+/// tests also checks that no block row comes unannounced by [`RowSink::expect_blocks`].
 #[derive(Debug, Default)]
 pub(crate) struct Rows {
     pub(crate) trace: Vec<TraceRow>,
     pub(crate) blocks: Vec<BlockRow>,
+    /// The sum of the `expect_blocks` calls so far.
+    announced: usize,
 }
 
 impl RowSink for Rows {
@@ -16,7 +19,16 @@ impl RowSink for Rows {
     }
     fn block_row(&mut self, row: &BlockRow) -> Result<(), Self::Error> {
         self.blocks.push(*row);
+        assert!(
+            self.blocks.len() <= self.announced,
+            "block row {} of {} announced",
+            self.blocks.len(),
+            self.announced
+        );
         Ok(())
+    }
+    fn expect_blocks(&mut self, n: usize) {
+        self.announced += n;
     }
 }
 
@@ -190,6 +202,14 @@ fn worked_example_block_lifetimes() {
         (13, 4295098368, 2048, 1, 13, 15),
     ];
     assert_eq!(got, expected);
+}
+
+#[test]
+fn a_strict_replay_announces_its_block_rows_exactly_before_the_first() {
+    // The dump's live blocks plus those the frees bring back: 3 + 3 in the worked example.
+    let rows = replay(&worked_example(), 0).unwrap();
+    assert_eq!(rows.blocks.len(), 7);
+    assert_eq!(rows.announced, 7);
 }
 
 #[test]
