@@ -487,6 +487,8 @@ impl DbSink {
             free_event_id: r.free_event_id,
         });
         writer.blocks(device, blocks)?;
+        // The next device announces its own; until then the room is the writer's.
+        self.blocks = Vec::new();
         Ok(())
     }
 }

@@ -64,7 +64,8 @@ impl Analyzer {
             ))
             .map_err(failed)?;
         // Sized first: grown by doubling, the vector held 1.5× its rows at its last growth
-        // (at 333k blocks, 57 MiB of the worker's memory where 24 are kept).
+        // (at 333k blocks, 57 MiB of the worker's memory where 24 are kept). A row per
+        // block: the join is on the trace's primary key.
         let count: i64 = (self.db().conn())
             .query_row(&format!("SELECT count(*) FROM block_{device}"), [], |r| {
                 r.get(0)

@@ -61,9 +61,10 @@ pub trait RowSink {
     type Error;
     fn trace_row(&mut self, row: &TraceRow) -> Result<(), Self::Error>;
     fn block_row(&mut self, row: &BlockRow) -> Result<(), Self::Error>;
-    /// About `n` more block rows are coming. A sink that holds them makes room once: grown
-    /// row by row, a vector holds up to three times its rows while it doubles, and at a
-    /// million events that was the browser import's peak.
+    /// `n` block rows are coming from now on (at most; a later call may say it again). A
+    /// sink that holds them makes room once: grown row by row, a vector holds up to three
+    /// times its rows while it doubles, and at a million events that was the browser
+    /// import's peak.
     fn expect_blocks(&mut self, _n: usize) {}
 }
 
@@ -140,14 +141,20 @@ pub fn replay_device<S: RowSink>(
     progress: &mut dyn FnMut(usize),
 ) -> Result<Replayed, ReplayError<S::Error>> {
     let mut replayer = Replayer::with_mode(snapshot, device, mode).map_err(ReplayError::widen)?;
+    // The block rows to come, where a first pass has counted them.
+    let mut counted = None;
     if mode == Mode::Lenient {
         // A first pass finds whether the trace takes the counters below zero before its first
         // event; if so the dump lacked memory the trace holds, and the second pass starts
         // that much higher.
         let mut probe = Replayer::with_mode(snapshot, device, mode).map_err(ReplayError::widen)?;
+        let mut detached = 0;
         while let Some(step) = probe.undo_last() {
-            step.map_err(ReplayError::widen)?;
+            if let BlockChange::Detached(_) = step.map_err(ReplayError::widen)?.change {
+                detached += 1;
+            }
         }
+        counted = Some(detached + probe.unpaired_frees().len() + probe.held_blocks());
         let (a, b, c) = probe.totals();
         let short = (
             a.min(0).saturating_neg(),
@@ -166,23 +173,24 @@ pub fn replay_device<S: RowSink>(
             replayer.raise_totals(short, issue);
         }
     }
-    // Every block the dump holds and every block a free brings back ends as a row: undoing
-    // an alloc moves its block from the state to the rows. A lenient replay also makes one
-    // up for an alloc whose block the state lacks.
-    let trace = &snapshot.device_traces[device];
-    let count = |of: &[Action]| trace.iter().filter(|e| of.contains(&e.action)).count();
-    let mut announced = replayer.held_blocks() + count(&[Action::FreeCompleted, Action::Free]);
-    if mode == Mode::Lenient {
-        announced += count(&[Action::Alloc]);
-    }
+    // Strict: every block the dump holds and every block a free brings back ends as a row
+    // (undoing an alloc moves its block from the state to the rows).
+    let announced = counted.unwrap_or_else(|| {
+        let trace = snapshot
+            .device_traces
+            .get(device)
+            .map_or(&[][..], Vec::as_slice);
+        let returning = (trace.iter())
+            .filter(|e| matches!(e.action, Action::FreeCompleted | Action::Free))
+            .count();
+        replayer.held_blocks() + returning
+    });
     sink.expect_blocks(announced);
-    let mut detached = 0;
     let total = replayer.remaining();
     while let Some(step) = replayer.undo_last() {
         let step = step.map_err(ReplayError::widen)?;
         sink.trace_row(&step.row).map_err(ReplayError::Sink)?;
         if let BlockChange::Detached(block) = step.change {
-            detached += 1;
             sink.block_row(&BlockRow {
                 id: step.row.id,
                 address: block.address,
@@ -220,11 +228,8 @@ pub fn replay_device<S: RowSink>(
         sink.block_row(&row).map_err(ReplayError::Sink)
     };
     let unpaired = replayer.unpaired_frees();
-    let coming = unpaired.len() + replayer.held_blocks();
-    let left = announced.saturating_sub(detached);
-    if coming > left {
-        sink.expect_blocks(coming - left);
-    }
+    // Already announced where the count was right; said again so a sink is never short.
+    sink.expect_blocks(unpaired.len() + replayer.held_blocks());
     for block in unpaired {
         pre_trace(sink, block)?;
     }

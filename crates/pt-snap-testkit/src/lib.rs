@@ -273,7 +273,7 @@ pub fn pickles_in(root: &Path, dirs: &[&str]) -> Vec<PathBuf> {
 
 /// Hands out `bytes` at most `slice` bytes per `read`, so that pickle opcodes and strings
 /// straddle read boundaries wherever a test cuts them (the browser worker's reader,
-/// `pt_snap_model::Slices`, cuts every 4 MiB).
+/// `pt_snap_model::Slices`, cuts every `SLICE` bytes).
 pub struct ShortReads<'a> {
     bytes: &'a [u8],
     slice: usize,

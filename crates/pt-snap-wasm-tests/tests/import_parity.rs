@@ -42,8 +42,13 @@ fn multi_device_fixture_imports_to_the_reference_database() {
     check(GOLDEN_ALL, None, (64 << 10) + 3, 8132 + 9700);
 }
 
-/// `--device 1` (a `requested_device` in the metadata), read in 4 MiB slices as the worker does.
+/// `--device 1` (a `requested_device` in the metadata), read in slices as the worker does.
 #[test]
 fn one_device_of_the_fixture_imports_to_the_reference_database() {
-    check(GOLDEN_DEVICE_1, Some(1), 4 << 20, 9700);
+    check(
+        GOLDEN_DEVICE_1,
+        Some(1),
+        pt_snap_model::SLICE as usize,
+        9700,
+    );
 }
