@@ -145,7 +145,23 @@ mod imp {
         });
         scope.set_onmessage(Some(handler.as_ref().unchecked_ref()));
         handler.forget();
+        run_sqlite_hot();
         post(&FromWorker::Ready);
+    }
+
+    /// V8 compiles a wasm function with its optimizing compiler once it has run enough.
+    /// SQLite's interpreter loop (50 KB of wasm) otherwise gets there on an import's first
+    /// statements, just as the replay starts, and that compile's ~17 MiB of memory sat on
+    /// the import's peak. Here it gets there while the worker waits for its file.
+    fn run_sqlite_hot() {
+        if let Ok(conn) = rusqlite::Connection::open_in_memory() {
+            let _ = conn.query_row(
+                "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 20000) \
+                 SELECT count(*) FROM n",
+                [],
+                |r| r.get::<_, i64>(0),
+            );
+        }
     }
 
     /// What opening a file ends in.
