@@ -8,15 +8,17 @@ use std::process::Command;
 use pt_snap_testkit::{element_where, object_keys, string_fields, tree_of};
 use serde_json::{json, Value};
 
-const SKILLS: [&str; 7] = [
-    "pt-snap-ascend-npu-collect",
-    "pt-snap-compare-runs",
-    "pt-snap-helper",
-    "pt-snap-memory-fragmentation",
-    "pt-snap-memory-leak",
-    "pt-snap-memory-peak-breakdown",
-    "pt-snap-setup",
-];
+/// The bundled skills, in listing order: what the binary embeds (the catalog's own test pins
+/// the names).
+fn bundled() -> Vec<String> {
+    let catalog = pt_snap_skills::Catalog::embedded().unwrap();
+    catalog
+        .skills()
+        .iter()
+        .map(|s| s.name().to_owned())
+        .collect()
+}
+
 const RESTART_HINT: &str =
     "Restart the agent after install, upgrade, or uninstall so the skill change takes effect.";
 const SKILL_HINT: &str = "Use 'pt-snap skill list --json' and check --target / --dir options.";
@@ -134,7 +136,7 @@ fn list_json_shape() {
     assert_eq!(object_keys(&listing), ["skills"]);
     let skills = listing["skills"].as_array().unwrap();
     let names: Vec<&str> = skills.iter().map(|s| s["name"].as_str().unwrap()).collect();
-    assert_eq!(names, SKILLS);
+    assert_eq!(names, bundled());
     for skill in skills {
         assert_eq!(
             object_keys(skill),
@@ -170,7 +172,7 @@ fn install_defaults_to_agents_and_claude_and_then_lists_installed() {
     );
     assert_eq!(report["restart_required"], true);
     assert_eq!(report["restart_hint"], RESTART_HINT);
-    let expected: Vec<_> = SKILLS
+    let expected: Vec<_> = bundled()
         .iter()
         .flat_map(|n| {
             ["agents", "claude"]
@@ -185,11 +187,11 @@ fn install_defaults_to_agents_and_claude_and_then_lists_installed() {
     );
     assert_eq!(
         first["path"],
-        sb.user_skill("agents", SKILLS[0]).to_str().unwrap()
+        sb.user_skill("agents", &bundled()[0]).to_str().unwrap()
     );
-    for name in SKILLS {
+    for name in bundled() {
         for host in ["agents", "claude"] {
-            let md = fs::read_to_string(sb.user_skill(host, name).join("SKILL.md")).unwrap();
+            let md = fs::read_to_string(sb.user_skill(host, &name).join("SKILL.md")).unwrap();
             assert!(md.starts_with(&format!("---\nname: {name}\n")), "{name}");
         }
     }
@@ -497,7 +499,7 @@ fn unknown_skill_names_are_a_skill_error() {
         err,
         json!({
             "code": "SKILL_ERROR",
-            "message": format!("Unknown skill(s): nope, bogus. Available: {}", SKILLS.join(", ")),
+            "message": format!("Unknown skill(s): nope, bogus. Available: {}", bundled().join(", ")),
             "hint": SKILL_HINT,
         })
     );

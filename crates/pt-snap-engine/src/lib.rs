@@ -622,38 +622,15 @@ impl Engine {
         };
         let r = peak_memory(&self.analyzer, &req)?;
         let groups = r
-            .callstack_groups
-            .iter()
-            .map(|g| {
-                let int = |k: &str| g.get(k).and_then(Json::as_i64).unwrap_or(0);
-                let callstack = g
-                    .get("callstack")
-                    .and_then(Json::as_str)
-                    .unwrap_or("")
-                    .to_owned();
-                let category = g
-                    .get("category")
-                    .and_then(Json::as_str)
-                    .unwrap_or("")
-                    .to_owned();
-                let label = match category.as_str() {
-                    "dynamic_live_at_event" if !callstack.starts_with('[') => {
-                        stack::label_text(&callstack)
-                    }
-                    _ => None,
-                }
-                .unwrap_or_else(|| callstack.lines().next().unwrap_or("").to_owned());
-                CallstackGroup {
-                    size_bytes: int("size_bytes"),
-                    requested_bytes: int("requested_bytes"),
-                    block_count: int("block_count"),
-                    percent_of_active_blocks: g
-                        .get("percent_of_active_blocks")
-                        .and_then(Json::as_f64),
-                    category,
-                    callstack,
-                    label,
-                }
+            .groups()
+            .map(|g| CallstackGroup {
+                size_bytes: g.size_bytes,
+                requested_bytes: g.requested_bytes,
+                block_count: g.block_count,
+                percent_of_active_blocks: g.percent_of_active_blocks,
+                category: g.category.to_owned(),
+                callstack: g.callstack.to_owned(),
+                label: g.label(),
             })
             .collect();
         Ok(PeakReport {

@@ -183,7 +183,7 @@ pub struct CallstackGroup {
     pub percent_of_active_blocks: Option<f64>,
     pub category: String,
     pub callstack: String,
-    /// Where the group allocated, in one line (`pt_snap_report::stack::label`): the user's
+    /// Where the group allocated, in one line ([`pt_snap_report::Group::label`]): the user's
     /// innermost frame and the torch call below it; the callstack text for memory without
     /// a stack.
     pub label: String,

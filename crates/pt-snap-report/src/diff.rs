@@ -226,24 +226,17 @@ pub fn measure(
         ));
     }
     let mut groups: BTreeMap<StackKey, Live> = BTreeMap::new();
-    for row in &report.callstack_groups {
-        let int = |k: &str| row.get(k).and_then(Json::as_i64).unwrap_or(0);
-        let kind = row
-            .get("stack_kind")
-            .or_else(|| row.get("category"))
-            .and_then(Json::as_str);
-        let key = match kind {
-            Some("static") => StackKey::Static,
-            Some("preexisting_live_at_event") => StackKey::Preexisting,
-            Some("missing") => StackKey::Missing,
-            _ => match row.get("callstack").and_then(Json::as_str) {
-                Some(text) if !text.is_empty() => StackKey::Frames(normalize_stack(text)),
-                _ => StackKey::Missing,
-            },
+    for group in report.groups() {
+        let key = match group.stack_kind.unwrap_or(group.category) {
+            "static" => StackKey::Static,
+            "preexisting_live_at_event" => StackKey::Preexisting,
+            "missing" => StackKey::Missing,
+            _ if group.callstack.is_empty() => StackKey::Missing,
+            _ => StackKey::Frames(normalize_stack(group.callstack)),
         };
         let live = groups.entry(key).or_default();
-        live.bytes += int("size_bytes");
-        live.blocks += int("block_count");
+        live.bytes += group.size_bytes;
+        live.blocks += group.block_count;
     }
     let peak_time_us = match report.event_id {
         Some(event) => match source.event_times(report.device_id, &[event])? {

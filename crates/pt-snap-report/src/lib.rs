@@ -23,8 +23,8 @@ pub mod units;
 
 pub use oom::{oom_report, OomReport, OomRequest};
 pub use peak::{
-    peak_memory, AttributionParams, ByCategory, Grouping, Metric, Peak, PeakReport, PeakRequest,
-    Peaks,
+    peak_memory, AttributionParams, ByCategory, Group, Grouping, Metric, Peak, PeakReport,
+    PeakRequest, Peaks,
 };
 pub use stack::Stacks;
 pub use tree::{

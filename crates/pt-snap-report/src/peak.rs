@@ -325,12 +325,61 @@ fn compose(
     })
 }
 
+/// One callstack group as the project reads it: a view of the template's row, which the
+/// report keeps and prints as it was answered (so a hostile database's NULL or text reaches
+/// the output as the reference prints it). Absent or mistyped values read as `""` and 0.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Group<'a> {
+    /// `dynamic_live_at_event`, `static` or `preexisting_live_at_event`.
+    pub category: &'a str,
+    /// With a `stack_bytes` budget only: `captured`, `missing`, or the category of memory
+    /// that has no stack.
+    pub stack_kind: Option<&'a str>,
+    /// The stack's text (outermost caller first), or a bracketed note for memory without one.
+    pub callstack: &'a str,
+    pub size_bytes: i64,
+    pub requested_bytes: i64,
+    pub block_count: i64,
+    pub percent_of_active_blocks: Option<f64>,
+}
+
+impl<'a> Group<'a> {
+    pub fn of_row(row: &'a Map<String, Json>) -> Self {
+        let text = |k: &str| row.get(k).and_then(Json::as_str);
+        let int = |k: &str| row.get(k).and_then(Json::as_i64).unwrap_or(0);
+        Group {
+            category: text("category").unwrap_or(""),
+            stack_kind: text("stack_kind"),
+            callstack: text("callstack").unwrap_or(""),
+            size_bytes: int("size_bytes"),
+            requested_bytes: int("requested_bytes"),
+            block_count: int("block_count"),
+            percent_of_active_blocks: row.get("percent_of_active_blocks").and_then(Json::as_f64),
+        }
+    }
+
+    /// A dynamic group whose text is a captured stack (not a bracketed note).
+    pub fn has_frames(&self) -> bool {
+        self.category == "dynamic_live_at_event"
+            && !self.callstack.is_empty()
+            && !self.callstack.starts_with('[')
+    }
+
+    /// Where the group allocated, in one line: the stack's [`stack::label`], else the
+    /// text's first line (a note, or a stack with no frame to name).
+    pub fn label(&self) -> String {
+        self.has_frames()
+            .then(|| stack::label_text(self.callstack))
+            .flatten()
+            .unwrap_or_else(|| self.callstack.lines().next().unwrap_or("").to_owned())
+    }
+}
+
 /// A group's stack in `--stacks python` text: its label, its Python frames, how many
 /// native ones are not shown. Memory without a stack keeps its bracketed text.
-fn python_stack(row: &Map<String, Json>) -> Vec<String> {
-    let text = row.get("callstack").and_then(Json::as_str).unwrap_or("");
-    let category = row.get("category").and_then(Json::as_str).unwrap_or("");
-    if category != "dynamic_live_at_event" || text.is_empty() || text.starts_with('[') {
+fn python_stack(group: Group<'_>) -> Vec<String> {
+    let text = group.callstack;
+    if !group.has_frames() {
         return vec![format!("      {text}")];
     }
     let (lines, native) = stack::python_lines(text);
@@ -361,6 +410,11 @@ fn rows(outcome: &QueryOutcome) -> Vec<Map<String, Json>> {
 }
 
 impl PeakReport {
+    /// The callstack groups, in the report's order.
+    pub fn groups(&self) -> impl Iterator<Item = Group<'_>> {
+        self.callstack_groups.iter().map(Group::of_row)
+    }
+
     /// The report as `--json` prints it (no envelope), keys in the reference's order.
     pub fn to_json(&self) -> Json {
         let mut out = json!({
@@ -528,7 +582,7 @@ impl PeakReport {
             ));
             match stacks {
                 Stacks::All => out.push(format!("      {}", r("callstack"))),
-                Stacks::Python => out.extend(python_stack(row)),
+                Stacks::Python => out.extend(python_stack(Group::of_row(row))),
             }
             if row.contains_key("stack_id") {
                 out.push(format!(
@@ -548,5 +602,55 @@ impl PeakReport {
             }
         }
         out.join("\n") + "\n"
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(v: Json) -> Map<String, Json> {
+        match v {
+            Json::Object(m) => m,
+            _ => unreachable!(),
+        }
+    }
+
+    #[test]
+    fn a_group_reads_a_hostile_row_as_empty_and_zero() {
+        let r = row(json!({
+            "callstack": null,
+            "category": 7,
+            "size_bytes": "512",
+            "block_count": 2,
+            "percent_of_active_blocks": null,
+        }));
+        let g = Group::of_row(&r);
+        assert_eq!(
+            (g.category, g.callstack, g.stack_kind),
+            ("", "", None),
+            "non-text values read as absent"
+        );
+        assert_eq!((g.size_bytes, g.requested_bytes, g.block_count), (0, 0, 2));
+        assert_eq!(g.percent_of_active_blocks, None);
+        assert!(!g.has_frames());
+        assert_eq!(g.label(), "");
+    }
+
+    #[test]
+    fn only_a_captured_dynamic_stack_is_labelled_by_its_frames() {
+        let stack = "train.py:12:step\nmodel.py:40:forward";
+        let dynamic = row(json!({"category": "dynamic_live_at_event", "callstack": stack}));
+        let g = Group::of_row(&dynamic);
+        assert!(g.has_frames());
+        assert_eq!(g.label(), stack::label_text(stack).unwrap());
+        let note = row(json!({
+            "category": "dynamic_live_at_event",
+            "callstack": "[no callstack]\nsecond line",
+        }));
+        assert_eq!(Group::of_row(&note).label(), "[no callstack]");
+        let fixed = row(json!({"category": "static", "callstack": stack}));
+        assert!(!Group::of_row(&fixed).has_frames());
+        assert_eq!(Group::of_row(&fixed).label(), "train.py:12:step");
     }
 }

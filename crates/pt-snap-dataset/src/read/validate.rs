@@ -148,7 +148,7 @@ pub(crate) fn require_readonly_member(
         let n = fs::File::open(&member)
             .and_then(|mut f| f.read(&mut header))
             .map_err(|e| schema(format!("Invalid dataset: {file}: read: {e}")))?;
-        if n >= 20 && &header[..16] == b"SQLite format 3\0" && header[18..20].contains(&2) {
+        if n >= 20 && header.starts_with(pt_snap_db::SQLITE_HEADER) && header[18..20].contains(&2) {
             return Err(schema(format!(
                 "Dataset member uses persistent WAL mode: {}",
                 member.display()
