@@ -280,10 +280,7 @@ fn compose(
         .and_then(Json::as_i64);
     // Every returned group counts: static and preexisting groups sit outside top_n but
     // inside the percentages' denominator.
-    let included_bytes: i64 = group_rows
-        .iter()
-        .filter_map(|r| r.get("size_bytes").and_then(Json::as_i64))
-        .sum();
+    let included_bytes: i64 = group_rows.iter().map(|r| Group::of_row(r).size_bytes).sum();
     let coverage_percent = active_bytes
         .filter(|a| *a > 0)
         .map(|a| included_bytes as f64 * 100.0 / a as f64);
@@ -327,13 +324,14 @@ fn compose(
 
 /// One callstack group as the project reads it: a view of the template's row, which the
 /// report keeps and prints as it was answered (so a hostile database's NULL or text reaches
-/// the output as the reference prints it). Absent or mistyped values read as `""` and 0.
+/// the output as the reference prints it). An absent or mistyped text reads as `""`, an
+/// absent or mistyped count as 0.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Group<'a> {
     /// `dynamic_live_at_event`, `static` or `preexisting_live_at_event`.
     pub category: &'a str,
-    /// With a `stack_bytes` budget only: `captured`, `missing`, or the category of memory
-    /// that has no stack.
+    /// `captured`, `missing`, or the category of memory that has no stack; `None` where the
+    /// row has no such column (a database's rows without a `stack_bytes` budget).
     pub stack_kind: Option<&'a str>,
     /// The stack's text (outermost caller first), or a bracketed note for memory without one.
     pub callstack: &'a str,
@@ -349,7 +347,7 @@ impl<'a> Group<'a> {
         let int = |k: &str| row.get(k).and_then(Json::as_i64).unwrap_or(0);
         Group {
             category: text("category").unwrap_or(""),
-            stack_kind: text("stack_kind"),
+            stack_kind: row.get("stack_kind").map(|v| v.as_str().unwrap_or("")),
             callstack: text("callstack").unwrap_or(""),
             size_bytes: int("size_bytes"),
             requested_bytes: int("requested_bytes"),
@@ -365,8 +363,8 @@ impl<'a> Group<'a> {
             && !self.callstack.starts_with('[')
     }
 
-    /// Where the group allocated, in one line: the stack's [`stack::label`], else the
-    /// text's first line (a note, or a stack with no frame to name).
+    /// Where the group allocated, in one line: a captured stack's [`stack::label`], else
+    /// the text's first line (the note of memory without a stack).
     pub fn label(&self) -> String {
         self.has_frames()
             .then(|| stack::label_text(self.callstack))
@@ -572,6 +570,7 @@ impl PeakReport {
         }
         for (i, row) in self.callstack_groups.iter().enumerate() {
             let r = |k: &str| py(row.get(k));
+            let group = Group::of_row(row);
             out.push(format!(
                 "  [{}] {} {} bytes, {} blocks ({}%)",
                 i + 1,
@@ -582,7 +581,7 @@ impl PeakReport {
             ));
             match stacks {
                 Stacks::All => out.push(format!("      {}", r("callstack"))),
-                Stacks::Python => out.extend(python_stack(Group::of_row(row))),
+                Stacks::Python => out.extend(python_stack(group)),
             }
             if row.contains_key("stack_id") {
                 out.push(format!(
@@ -593,7 +592,7 @@ impl PeakReport {
                     r("stack_bytes"),
                     r("stack_original_bytes")
                 ));
-                if row.get("stack_kind").and_then(Json::as_str) == Some("captured") {
+                if group.stack_kind == Some("captured") {
                     out.push(format!(
                         "      Full text: query event with id={}, omit stack_bytes, same database/device.",
                         r("stack_event_id")
@@ -621,6 +620,7 @@ mod tests {
         let r = row(json!({
             "callstack": null,
             "category": 7,
+            "stack_kind": null,
             "size_bytes": "512",
             "block_count": 2,
             "percent_of_active_blocks": null,
@@ -628,29 +628,39 @@ mod tests {
         let g = Group::of_row(&r);
         assert_eq!(
             (g.category, g.callstack, g.stack_kind),
-            ("", "", None),
-            "non-text values read as absent"
+            ("", "", Some("")),
+            "a non-text value reads as empty text; a column present stays present"
         );
         assert_eq!((g.size_bytes, g.requested_bytes, g.block_count), (0, 0, 2));
         assert_eq!(g.percent_of_active_blocks, None);
         assert!(!g.has_frames());
         assert_eq!(g.label(), "");
+        let without = row(json!({"category": "static"}));
+        assert_eq!(Group::of_row(&without).stack_kind, None);
     }
 
     #[test]
     fn only_a_captured_dynamic_stack_is_labelled_by_its_frames() {
-        let stack = "train.py:12:step\nmodel.py:40:forward";
+        let stack = "/home/u/train.py:40 step\n\
+                     /opt/venv/lib/python3.12/site-packages/torch/nn/modules/linear.py:125 forward";
         let dynamic = row(json!({"category": "dynamic_live_at_event", "callstack": stack}));
         let g = Group::of_row(&dynamic);
         assert!(g.has_frames());
-        assert_eq!(g.label(), stack::label_text(stack).unwrap());
+        assert_eq!(
+            g.label(),
+            "step (train.py:40) → torch/nn/modules/linear.py:forward"
+        );
+        let empty = row(json!({"category": "dynamic_live_at_event", "callstack": ""}));
+        assert!(!Group::of_row(&empty).has_frames());
+        assert_eq!(Group::of_row(&empty).label(), "");
         let note = row(json!({
             "category": "dynamic_live_at_event",
             "callstack": "[no callstack]\nsecond line",
         }));
+        assert!(!Group::of_row(&note).has_frames());
         assert_eq!(Group::of_row(&note).label(), "[no callstack]");
         let fixed = row(json!({"category": "static", "callstack": stack}));
         assert!(!Group::of_row(&fixed).has_frames());
-        assert_eq!(Group::of_row(&fixed).label(), "train.py:12:step");
+        assert_eq!(Group::of_row(&fixed).label(), "/home/u/train.py:40 step");
     }
 }
