@@ -203,11 +203,9 @@ impl Deadline {
                 ErrorCode::QueryTimeout.hint().map(str::to_owned),
             ),
         };
-        CliError {
-            hint,
-            ..CliError::new(ErrorCode::QueryTimeout, message)
-        }
-        .with_text_prefix("Error executing query: ")
+        CliError::new(ErrorCode::QueryTimeout, message)
+            .with_hint(hint.as_deref())
+            .with_text_prefix("Error executing query: ")
     }
 }
 
@@ -258,7 +256,7 @@ mod tests {
             .message
             .starts_with("Query timed out after 1e-09 seconds (the default limit"));
         assert!(e.message.contains("--timeout"), "{}", e.message);
-        let hint = e.hint.unwrap();
+        let hint = e.hint.clone().unwrap();
         assert!(
             hint.contains("--timeout 0") && hint.contains(ENV_TIMEOUT),
             "{hint}"

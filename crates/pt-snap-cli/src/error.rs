@@ -1,34 +1,45 @@
-//! The error contract: a code, a message and a hint, printed as the reference's envelope.
+//! The error contract: a [`Failure`] (a code, a message and a hint), printed as the
+//! reference's envelope.
 
-use pt_snap_contract::{envelope, ErrorCode};
+use pt_snap_contract::{envelope, ErrorCode, Failure};
 use pt_snap_query::QueryError;
 
 use crate::budget::Deadline;
 
-/// A failure to report to the user.
+/// A failure to report to the user, and how text mode introduces it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CliError {
-    pub code: ErrorCode,
-    pub message: String,
-    pub hint: Option<String>,
+    pub failure: Failure,
     /// What precedes the message in text mode (`query` says `Error executing query: `).
     pub text_prefix: &'static str,
+}
+
+/// A command's error reads as the failure it carries: `e.code`, `e.message`, `e.hint`.
+impl std::ops::Deref for CliError {
+    type Target = Failure;
+    fn deref(&self) -> &Failure {
+        &self.failure
+    }
+}
+
+impl From<Failure> for CliError {
+    fn from(failure: Failure) -> Self {
+        CliError {
+            failure,
+            text_prefix: "Error: ",
+        }
+    }
 }
 
 impl CliError {
     /// A failure with its code's default hint.
     pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
-        CliError {
-            code,
-            message: message.into(),
-            hint: code.hint().map(str::to_owned),
-            text_prefix: "Error: ",
-        }
+        Failure::new(code, message).into()
     }
 
     pub fn with_hint(self, hint: Option<&str>) -> Self {
         CliError {
-            hint: hint.map(str::to_owned),
+            failure: self.failure.with_hint(hint),
             ..self
         }
     }
@@ -122,7 +133,7 @@ impl CliError {
     /// results only).
     pub fn report(&self, json: bool) {
         if json {
-            let envelope = envelope::error(self.code, &self.message, self.hint.as_deref());
+            let envelope = envelope::error(&self.failure);
             eprintln!("{}", pt_snap_contract::python::pretty(&envelope));
         } else {
             eprintln!("{}{}", self.text_prefix, self.message);
@@ -146,10 +157,9 @@ impl From<rusqlite::Error> for CliError {
     }
 }
 
-/// The import's own mapping of its failures, shared with the browser app.
-impl From<pt_snap_import::ImportFailure> for CliError {
-    fn from(f: pt_snap_import::ImportFailure) -> Self {
-        CliError::new(f.error_code(), f.message).with_hint(Some(f.hint))
+impl From<pt_snap_import::ImportError> for CliError {
+    fn from(e: pt_snap_import::ImportError) -> Self {
+        Failure::from(e).into()
     }
 }
 

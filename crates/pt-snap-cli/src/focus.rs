@@ -191,9 +191,8 @@ pub fn resolve_required(explicit: Option<&Path>) -> CliResult<Resolved> {
     resolve(explicit)?.ok_or_else(CliError::focus_not_configured)
 }
 
-/// Opens the database a read-only command works on, with the reference's errors.
-pub fn open_db(explicit: Option<&Path>) -> CliResult<(SnapshotDb, PathBuf, FocusSource)> {
-    let resolved = resolve_required(explicit)?;
+/// Opens the resolved database a read-only command works on, with the reference's errors.
+pub fn open_db(resolved: &Resolved) -> CliResult<(SnapshotDb, PathBuf)> {
     let path = absolute(&resolved.db_path)?;
     if !path.is_file() {
         return Err(CliError::database_not_found(format!(
@@ -201,7 +200,7 @@ pub fn open_db(explicit: Option<&Path>) -> CliResult<(SnapshotDb, PathBuf, Focus
             resolved.db_path.display()
         )));
     }
-    Ok((SnapshotDb::open_readonly(&path)?, path, resolved.source))
+    Ok((SnapshotDb::open_readonly(&path)?, path))
 }
 
 /// Writes a focus file atomically (temp file + rename), new files readable by the owner only.
@@ -254,7 +253,7 @@ pub fn describe_db(path: &Path) -> (Vec<i64>, Option<&'static str>, Option<Strin
     match crate::source::open_dataset(path) {
         Ok(Some(ds)) => return (ds.device_ids(), Some(ds.layout_name()), None),
         Ok(None) => {}
-        Err(e) => return (vec![], None, Some(e.message)),
+        Err(e) => return (vec![], None, Some(e.failure.message)),
     }
     match SnapshotDb::open_readonly(path) {
         Ok(db) => {
@@ -268,4 +267,29 @@ pub fn describe_db(path: &Path) -> (Vec<i64>, Option<&'static str>, Option<Strin
         }
         Err(e) => (vec![], None, Some(e.to_string())),
     }
+}
+
+/// Points the project focus at what an import made (unless `no_focus`).
+pub fn point_at(
+    target: &Path,
+    device: Option<i64>,
+    no_focus: bool,
+) -> CliResult<Option<FocusState>> {
+    if no_focus {
+        return Ok(None);
+    }
+    let file = project_file_here()?;
+    write_record(
+        &file,
+        &FocusRecord {
+            db_path: Some(target.display().to_string()),
+            device_id: device,
+        },
+    )?;
+    Ok(Some(FocusState {
+        db_path: target.to_path_buf(),
+        source: FocusSource::Project,
+        focus_file: Some(file),
+        device_id: device,
+    }))
 }

@@ -3,14 +3,13 @@
 
 mod budget;
 mod cli;
-mod clock;
 mod commands;
 mod error;
 mod focus;
+mod job;
 mod output;
 mod progress;
 mod source;
-mod stale;
 
 use std::process::ExitCode;
 

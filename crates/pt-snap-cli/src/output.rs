@@ -1,11 +1,63 @@
-//! JSON output as the reference prints it, and whether it was asked for.
+//! JSON output as the reference prints it, whether it was asked for, and the mark every
+//! output of a lenient database carries.
 
 use pt_snap_contract::python;
-use serde_json::Value;
+use pt_snap_query::ImportMetadata;
+use serde_json::{json, Value};
+
+/// The mark of a DB made by a lenient replay (`import --lenient`): its numbers are
+/// approximate where the trace contradicted the allocator state. Every command that shows
+/// a DB's numbers says so, under `replay` in JSON and on a line of its own in text.
+pub struct LenientReplay {
+    pub issues: i64,
+}
+
+impl LenientReplay {
+    /// `None` for a DB of the strict replay (the reference's, and ours by default).
+    pub fn of(metadata: &ImportMetadata) -> Option<LenientReplay> {
+        metadata
+            .lenient_replay_issues
+            .map(|issues| LenientReplay { issues })
+    }
+
+    pub fn to_json(&self) -> Value {
+        json!({
+            "mode": "lenient",
+            "issues": self.issues,
+            "issues_table": pt_snap_db::schema::REPLAY_ISSUES_TABLE,
+        })
+    }
+
+    pub fn line(&self) -> String {
+        format!(
+            "Lenient replay: {} event(s) could not be reconciled with the allocator state and were \
+             applied from the trace alone; the numbers are approximate (see table {}).",
+            self.issues,
+            pt_snap_db::schema::REPLAY_ISSUES_TABLE
+        )
+    }
+
+    /// Adds the mark to a JSON object, if there is one.
+    pub fn annotate(this: &Option<LenientReplay>, out: &mut Value) {
+        if let (Some(r), Some(o)) = (this, out.as_object_mut()) {
+            o.insert("replay".into(), r.to_json());
+        }
+    }
+}
 
 /// Prints `value` as the reference's `--json` output: `json.dumps(indent=2, ensure_ascii=False)`.
 pub fn print_json(value: &Value) {
     println!("{}", python::pretty(value));
+}
+
+/// The terminal's width as `COLUMNS` says it (80 when it does not): what the reference
+/// wraps text to.
+pub fn terminal_columns() -> usize {
+    std::env::var("COLUMNS")
+        .ok()
+        .and_then(|c| c.trim().parse::<usize>().ok())
+        .filter(|&c| c > 0)
+        .unwrap_or(80)
 }
 
 /// Did the user ask for JSON? Scans argv before parsing so that usage errors can be

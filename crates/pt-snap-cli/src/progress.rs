@@ -1,22 +1,12 @@
-//! Import progress bars: on stderr, only on a terminal, never under `--json`. `import` shows
-//! one bar per snapshot ([`ImportProgress`]); `ranks` one bar for its whole set of files
-//! ([`SetProgress`]), each import reporting its share through the same [`ImportObserver`].
+//! Import progress bars and warnings: on stderr, bars only on a terminal, neither under
+//! `--json`. `import` shows one bar per snapshot ([`ImportProgress`]); `ranks` one bar for
+//! its whole set of files ([`SetProgress`]), each import reporting its share through the
+//! store's same [`Observer`].
 
 use std::io::IsTerminal;
 
 use indicatif::{ProgressBar, ProgressStyle};
-use pt_snap_import::Stage;
-use pt_snap_model::Progress;
-
-/// What a single-DB import reports as it goes.
-pub trait ImportObserver {
-    /// The import starts decoding a snapshot of `total_bytes`.
-    fn begin(&mut self, total_bytes: u64);
-    fn decoding(&mut self, p: Progress);
-    fn update(&mut self, stage: Stage);
-    /// The database is written (or the import failed: the bar goes either way).
-    fn finish(&mut self);
-}
+use pt_snap_store::{Observer, Progress, Stage};
 
 fn style(template: &str) -> ProgressStyle {
     ProgressStyle::with_template(template)
@@ -31,15 +21,8 @@ pub struct ImportProgress {
 }
 
 impl ImportProgress {
-    /// A bar shown from now on.
-    pub fn new(total_bytes: u64, enabled: bool) -> Self {
-        let mut progress = Self::pending(enabled);
-        progress.begin(total_bytes);
-        progress
-    }
-
-    /// A bar shown once the import [begins](ImportObserver::begin) (a reused database shows
-    /// none).
+    /// A bar shown once the import [begins](Observer::begin) (a reused database shows none),
+    /// and warnings printed; neither unless `enabled` (not under `--json`).
     pub fn pending(enabled: bool) -> Self {
         ImportProgress {
             enabled,
@@ -49,7 +32,7 @@ impl ImportProgress {
     }
 }
 
-impl ImportObserver for ImportProgress {
+impl Observer for ImportProgress {
     fn begin(&mut self, total_bytes: u64) {
         self.total_bytes = total_bytes;
         self.bar = (self.enabled && std::io::stderr().is_terminal()).then(|| {
@@ -92,6 +75,16 @@ impl ImportObserver for ImportProgress {
             bar.finish_and_clear();
         }
     }
+
+    fn warn(&mut self, warning: &str) {
+        if !self.enabled {
+            return;
+        }
+        match &self.bar {
+            Some(bar) => bar.println(format!("warning: {warning}")),
+            None => eprintln!("warning: {warning}"),
+        }
+    }
 }
 
 /// One bar for a set of inputs imported in parallel. Its length is the sum of their sizes
@@ -102,6 +95,8 @@ impl ImportObserver for ImportProgress {
 pub struct SetProgress {
     bar: Option<ProgressBar>,
     files: u64,
+    /// Warnings are printed (not under `--json`).
+    enabled: bool,
 }
 
 /// Of a file's share of the bar: decoding moves it to this fraction, the replay to
@@ -119,13 +114,18 @@ impl SetProgress {
             bar.set_message(format!("0/{files} files"));
             bar
         });
-        SetProgress { bar, files }
+        SetProgress {
+            bar,
+            files,
+            enabled,
+        }
     }
 
-    /// The share of one file of `bytes`.
-    pub fn file(&self, bytes: u64) -> FileProgress {
+    /// The share of one file of `bytes`, whose warnings are prefixed with `name`.
+    pub fn file(&self, bytes: u64, name: &str) -> FileProgress<'_> {
         FileProgress {
-            bar: self.bar.clone(),
+            set: self,
+            name: name.to_owned(),
             bytes,
             moved: 0,
             fraction: 0.0,
@@ -155,8 +155,9 @@ impl SetProgress {
 }
 
 /// One file's share of a [`SetProgress`]; what it has not moved when dropped, it moves then.
-pub struct FileProgress {
-    bar: Option<ProgressBar>,
+pub struct FileProgress<'a> {
+    set: &'a SetProgress,
+    name: String,
     bytes: u64,
     /// Bytes of the bar this file has moved so far.
     moved: u64,
@@ -164,9 +165,9 @@ pub struct FileProgress {
     fraction: f64,
 }
 
-impl FileProgress {
+impl FileProgress<'_> {
     fn reach(&mut self, fraction: f64) {
-        let Some(bar) = &self.bar else { return };
+        let Some(bar) = &self.set.bar else { return };
         if fraction <= self.fraction {
             return;
         }
@@ -179,7 +180,7 @@ impl FileProgress {
     }
 }
 
-impl ImportObserver for FileProgress {
+impl Observer for FileProgress<'_> {
     fn begin(&mut self, total_bytes: u64) {
         // The bar was sized by the file's length when the set was listed; a file that grew
         // since keeps its listed share.
@@ -204,9 +205,16 @@ impl ImportObserver for FileProgress {
     fn finish(&mut self) {
         self.reach(1.0);
     }
+
+    fn warn(&mut self, warning: &str) {
+        if self.set.enabled {
+            self.set
+                .println(&format!("warning: {}: {warning}", self.name));
+        }
+    }
 }
 
-impl Drop for FileProgress {
+impl Drop for FileProgress<'_> {
     fn drop(&mut self) {
         self.reach(1.0);
     }

@@ -26,6 +26,15 @@ pub enum ErrorCode {
     SkillError,
     /// Anything else (`ERROR`).
     Other,
+    /// Ours: a bug or a broken environment (a worker that died, a message that could not be
+    /// read), never the user's input. The reference says `ERROR` for these; the browser app,
+    /// which the reference does not have, tells them apart.
+    Internal,
+    /// Ours: a question the person stopped, or a newer one replaced (the CLI has no way to
+    /// stop a question but its deadline).
+    Cancelled,
+    /// Ours: a question sent to a worker whose database is not open (yet, or any more).
+    NotOpen,
 }
 
 impl ErrorCode {
@@ -46,7 +55,15 @@ impl ErrorCode {
             Self::SplitFailed => "SPLIT_FAILED",
             Self::SkillError => "SKILL_ERROR",
             Self::Other => "ERROR",
+            Self::Internal => "INTERNAL_ERROR",
+            Self::Cancelled => "QUERY_CANCELLED",
+            Self::NotOpen => "DATABASE_NOT_OPEN",
         }
+    }
+
+    /// Whether the code is ours, not the reference's: the CLI never reports these.
+    pub const fn is_ours(self) -> bool {
+        matches!(self, Self::Internal | Self::Cancelled | Self::NotOpen)
     }
 
     /// The hint the reference prints with this code when the failure has none more specific
@@ -79,7 +96,11 @@ impl ErrorCode {
             Self::SnapshotInvalid => "Provide a trusted existing .pkl or .pickle snapshot file.",
             Self::SplitFailed => "Check the split arguments, source pickle, and destination path.",
             Self::SkillError => "Use 'pt-snap skill list --json' and check --target / --dir options.",
-            Self::Other => return None,
+            Self::Internal => {
+                "This is a bug in pt-snap: reload the page and try again, and report it if it happens again."
+            }
+            Self::NotOpen => "Open a snapshot or a database first.",
+            Self::Other | Self::Cancelled => return None,
         })
     }
 
@@ -130,11 +151,18 @@ pub mod hint {
     /// `DATABASE_NOT_FOUND` from `query`/`report`, whose focus may point at a moved file.
     pub const DATABASE_MOVED: &str =
         "Use 'pt-snap focus <new_database_path>' or pass a database path that exists.";
-    /// `IMPORT_FAILED` for a trace the strict replay cannot reconcile, in a `ranks` row: that
-    /// command has no `--lenient`, but reads any database it is given.
-    pub const REPLAY_FAILED_RANKS: &str = "The trace contradicts the allocator state at the event named. To include it anyway, import it with 'pt-snap import --lenient <snapshot>' and pass the database it writes to 'pt-snap ranks' instead of the snapshot: its numbers are then approximate, and its row says how many events were applied from the trace alone.";
-    /// The same for `export`, which has no --lenient either.
-    pub const REPLAY_FAILED_EXPORT: &str = "The trace contradicts the allocator state at the event named. To include it anyway, import it with 'pt-snap import --lenient <snapshot>' and pass the database it writes to 'pt-snap export' instead of the snapshot: its numbers are then approximate, and its summary row says how many events were applied from the trace alone.";
+    /// `IMPORT_FAILED` for a trace the strict replay cannot reconcile, met by `command`, which
+    /// reads a snapshot through the import's reuse cache and has no `--lenient` of its own
+    /// (`ranks`, `export`, `check`, the reports), but reads any database it is given.
+    pub fn replay_failed_reading(command: &str) -> String {
+        format!(
+            "The trace contradicts the allocator state at the event named. To read it anyway, \
+             import it with 'pt-snap import --lenient <snapshot>' and pass the database it \
+             writes to 'pt-snap {command}' instead of the snapshot: its numbers are then \
+             approximate, and what it shows says how many events were applied from the trace \
+             alone."
+        )
+    }
     /// `IMPORT_FAILED` for a trace the strict replay cannot reconcile.
     pub const REPLAY_FAILED: &str = "The trace contradicts the allocator state at the event named. To import it anyway, retry with --lenient: such events are then applied from the trace alone, the numbers are approximate, and each one is listed in the table pt_snap_x_replay_issues.";
 }

@@ -3,7 +3,8 @@
 //! deliberately differ):
 //!
 //! * [`ErrorCode`]: the error codes, each with its default hint and exit status ([`hint`]
-//!   has the hints one code takes for different causes);
+//!   has the hints one code takes for different causes), and [`Failure`], the one failure
+//!   type every layer reports through (a code, a message, a hint);
 //! * [`envelope`]: the JSON success and error envelopes;
 //! * [`python`]: Python's spellings of values (`repr`, `json.dumps` with and without
 //!   `ensure_ascii`, `isoformat`, `hexdigest`);
@@ -16,7 +17,9 @@
 
 mod code;
 pub mod envelope;
+mod failure;
 pub mod publish;
 pub mod python;
 
 pub use code::{hint, ErrorCode};
+pub use failure::Failure;

@@ -330,6 +330,31 @@ pub fn hex(bytes: &[u8]) -> String {
     out
 }
 
+/// `str(Path(p))`: repeated and trailing slashes and `.` components dropped, `.` if nothing
+/// is left, a leading `//` kept (POSIX leaves its meaning to the system).
+pub fn py_path(p: &std::path::Path) -> String {
+    let s = p.to_string_lossy();
+    let root = if s.starts_with("//") && !s.starts_with("///") {
+        "//"
+    } else if s.starts_with('/') {
+        "/"
+    } else {
+        ""
+    };
+    let parts: Vec<&str> = s
+        .split('/')
+        .filter(|c| !c.is_empty() && *c != ".")
+        .collect();
+    if parts.is_empty() {
+        return if root.is_empty() {
+            ".".into()
+        } else {
+            root.into()
+        };
+    }
+    format!("{root}{}", parts.join("/"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -404,5 +429,21 @@ mod tests {
         );
         assert_eq!(isoformat_utc(0, 0), "1970-01-01T00:00:00.000000+00:00");
         assert_eq!(hex(&[0, 0xab, 0x10]), "00ab10");
+    }
+
+    #[test]
+    fn paths_print_like_python_pathlib() {
+        for (given, py) in [
+            ("out", "out"),
+            ("./out/", "out"),
+            ("a//b/./c", "a/b/c"),
+            ("/", "/"),
+            ("//x", "//x"),
+            ("///x", "/x"),
+            (".", "."),
+            ("../x", "../x"),
+        ] {
+            assert_eq!(py_path(std::path::Path::new(given)), py, "{given}");
+        }
     }
 }

@@ -85,21 +85,117 @@ impl DatasetKind {
     }
 }
 
+/// Which rule of the dataset contract a manifest or member breaks: the reference's
+/// `DatasetContractError` codes, the middle part of its message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Rule {
+    Block,
+    BlockIdentity,
+    Building,
+    Callstack,
+    Capacity,
+    Columns,
+    Count,
+    Coverage,
+    Device,
+    DeviceTables,
+    Dictionary,
+    Duplicate,
+    Empty,
+    EventAction,
+    EventIdentity,
+    EventValues,
+    Extension,
+    Format,
+    Hash,
+    Identity,
+    Index,
+    Layout,
+    Lifecycle,
+    Members,
+    Metadata,
+    Missing,
+    NotReady,
+    Path,
+    PrimaryKey,
+    Range,
+    Read,
+    Readiness,
+    Schema,
+    Sqlite,
+    Status,
+    Table,
+    Type,
+    Version,
+}
+
+impl Rule {
+    /// The rule as the reference's message spells it.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Rule::Block => "block",
+            Rule::BlockIdentity => "block_identity",
+            Rule::Building => "building",
+            Rule::Callstack => "callstack",
+            Rule::Capacity => "capacity",
+            Rule::Columns => "columns",
+            Rule::Count => "count",
+            Rule::Coverage => "coverage",
+            Rule::Device => "device",
+            Rule::DeviceTables => "device_tables",
+            Rule::Dictionary => "dictionary",
+            Rule::Duplicate => "duplicate",
+            Rule::Empty => "empty",
+            Rule::EventAction => "event_action",
+            Rule::EventIdentity => "event_identity",
+            Rule::EventValues => "event_values",
+            Rule::Extension => "extension",
+            Rule::Format => "format",
+            Rule::Hash => "hash",
+            Rule::Identity => "identity",
+            Rule::Index => "index",
+            Rule::Layout => "layout",
+            Rule::Lifecycle => "lifecycle",
+            Rule::Members => "members",
+            Rule::Metadata => "metadata",
+            Rule::Missing => "missing",
+            Rule::NotReady => "not_ready",
+            Rule::Path => "path",
+            Rule::PrimaryKey => "primary_key",
+            Rule::Range => "range",
+            Rule::Read => "read",
+            Rule::Readiness => "readiness",
+            Rule::Schema => "schema",
+            Rule::Sqlite => "sqlite",
+            Rule::Status => "status",
+            Rule::Table => "table",
+            Rule::Type => "type",
+            Rule::Version => "version",
+        }
+    }
+}
+
+impl fmt::Display for Rule {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// A manifest that breaks the contract. Displays as the reference's
-/// `DatasetContractError` does: `<location>: <code>: <detail>`.
+/// `DatasetContractError` does: `<location>: <rule>: <detail>`.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{location}: {code}: {detail}")]
+#[error("{location}: {rule}: {detail}")]
 pub struct ContractError {
     pub location: String,
-    pub code: &'static str,
+    pub rule: Rule,
     pub detail: String,
 }
 
 impl ContractError {
-    pub fn new(location: impl Into<String>, code: &'static str, detail: impl Into<String>) -> Self {
+    pub fn new(location: impl Into<String>, rule: Rule, detail: impl Into<String>) -> Self {
         Self {
             location: location.into(),
-            code,
+            rule,
             detail: detail.into(),
         }
     }
@@ -108,24 +204,29 @@ impl ContractError {
 fn need(
     ok: bool,
     location: impl Into<String>,
-    code: &'static str,
+    rule: Rule,
     detail: &str,
 ) -> Result<(), ContractError> {
     if ok {
         Ok(())
     } else {
-        Err(ContractError::new(location, code, detail))
+        Err(ContractError::new(location, rule, detail))
     }
 }
 
 /// The reference's rule for an integer outside its allowed range.
 fn in_range(ok: bool, location: impl Into<String>) -> Result<(), ContractError> {
-    need(ok, location, "range", "integer out of range")
+    need(ok, location, Rule::Range, "integer out of range")
 }
 
 /// The reference's rule for a string that must not be empty.
 fn non_empty(s: &str, location: impl Into<String>) -> Result<(), ContractError> {
-    need(!s.is_empty(), location, "range", "string must not be empty")
+    need(
+        !s.is_empty(),
+        location,
+        Rule::Range,
+        "string must not be empty",
+    )
 }
 
 /// An object whose keys keep their document order (device ids, member files). The reference
@@ -178,7 +279,7 @@ pub fn validate_metadata(metadata: &Metadata) -> Result<Metadata, ContractError>
     metadata
         .clone()
         .validate()
-        .map_err(|p| ContractError::new("metadata", "metadata", format!("{p:?}")))
+        .map_err(|p| ContractError::new("metadata", Rule::Metadata, format!("{p:?}")))
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -339,7 +440,7 @@ impl CompatibilityManifest {
     pub fn extension(&self) -> Option<Result<CompatibilityExtension, ContractError>> {
         self.pt_snap.as_ref().map(|v| {
             CompatibilityExtension::deserialize(v)
-                .map_err(|e| ContractError::new("ptSnap", "type", e.to_string()))
+                .map_err(|e| ContractError::new("ptSnap", Rule::Type, e.to_string()))
         })
     }
 
@@ -429,7 +530,7 @@ impl ValidManifest {
 /// by the top-level `format` key, as the reference does.
 pub fn parse(bytes: &[u8]) -> Result<ValidManifest, ContractError> {
     let read_err =
-        |e: &dyn fmt::Display| ContractError::new("manifest.json", "read", e.to_string());
+        |e: &dyn fmt::Display| ContractError::new("manifest.json", Rule::Read, e.to_string());
     let text = std::str::from_utf8(bytes).map_err(|e| read_err(&e))?;
     // The reference loads with a hook refusing duplicate members at any depth; serde_json
     // would silently keep the last one.
@@ -441,7 +542,7 @@ pub fn parse(bytes: &[u8]) -> Result<ValidManifest, ContractError> {
             match msg.strip_prefix("duplicate:") {
                 Some(loc) => ContractError::new(
                     loc.split(" at line").next().unwrap_or(loc),
-                    "duplicate",
+                    Rule::Duplicate,
                     "duplicate JSON member",
                 ),
                 None => read_err(&e),
@@ -450,9 +551,13 @@ pub fn parse(bytes: &[u8]) -> Result<ValidManifest, ContractError> {
     de.end().map_err(|e| read_err(&e))?;
     let value: Value = serde_json::from_str(text).map_err(|e| read_err(&e))?;
     let Value::Object(obj) = &value else {
-        return Err(ContractError::new("manifest", "type", "expected object"));
+        return Err(ContractError::new(
+            "manifest",
+            Rule::Type,
+            "expected object",
+        ));
     };
-    let type_err = |e: serde_json::Error| ContractError::new("manifest", "type", e.to_string());
+    let type_err = |e: serde_json::Error| ContractError::new("manifest", Rule::Type, e.to_string());
     if obj.get("format").and_then(Value::as_str) == Some(NATIVE_FORMAT) {
         let m: NativeManifest = serde_json::from_value(value).map_err(type_err)?;
         let devices = validate_native(&m)?;
@@ -482,13 +587,13 @@ fn device_key(key: &str, location: &str) -> Result<i64, ContractError> {
     need(
         canonical,
         location,
-        "device",
+        Rule::Device,
         "expected canonical nonnegative device ID",
     )?;
     key.parse::<i64>()
         .ok()
         .filter(|d| *d <= i64::from(i32::MAX))
-        .ok_or_else(|| ContractError::new(location, "range", "integer out of range"))
+        .ok_or_else(|| ContractError::new(location, Rule::Range, "integer out of range"))
 }
 
 /// The devices of a manifest in document order: what both formats require of a device (a
@@ -516,13 +621,13 @@ fn validate_native(m: &NativeManifest) -> Result<Vec<DeviceRecord>, ContractErro
     need(
         m.schema_version == MANIFEST_SCHEMA_VERSION,
         "schemaVersion",
-        "version",
+        Rule::Version,
         "unsupported native manifest",
     )?;
     need(
         m.status == "complete",
         "status",
-        "building",
+        Rule::Building,
         "complete native dataset required",
     )?;
     non_empty(&m.source_file, "sourceFile")?;
@@ -530,7 +635,7 @@ fn validate_native(m: &NativeManifest) -> Result<Vec<DeviceRecord>, ContractErro
     need(
         is_digest(&id.source_sha256),
         "identity.sourceSha256",
-        "hash",
+        Rule::Hash,
         "expected SHA256",
     )?;
     if let Some(d) = id.requested_device {
@@ -543,7 +648,7 @@ fn validate_native(m: &NativeManifest) -> Result<Vec<DeviceRecord>, ContractErro
     need(
         id.output_format == NATIVE_FORMAT,
         "identity",
-        "format",
+        Rule::Format,
         "format identity mismatch",
     )?;
     let metadata = validate_metadata(&m.metadata)?;
@@ -560,13 +665,13 @@ fn validate_native(m: &NativeManifest) -> Result<Vec<DeviceRecord>, ContractErro
             id.import_format_version,
         ),
         "metadata",
-        "identity",
+        Rule::Identity,
         "metadata disagrees with dataset identity",
     )?;
     need(
         m.source_file == metadata.source_name,
         "sourceFile",
-        "metadata",
+        Rule::Metadata,
         "source name disagrees with metadata",
     )?;
     let omitted: BTreeSet<i64> = m.omitted_devices.iter().copied().collect();
@@ -574,7 +679,7 @@ fn validate_native(m: &NativeManifest) -> Result<Vec<DeviceRecord>, ContractErro
     need(
         omitted.len() == m.omitted_devices.len(),
         "omittedDevices",
-        "duplicate",
+        Rule::Duplicate,
         "duplicate device",
     )?;
     let capacity = id.events_per_slice;
@@ -582,7 +687,7 @@ fn validate_native(m: &NativeManifest) -> Result<Vec<DeviceRecord>, ContractErro
         need(
             !dev.slices.is_empty() && dev.slice_count == dev.slices.len() as i64,
             loc,
-            "count",
+            Rule::Count,
             "invalid sliceCount",
         )?;
         need(
@@ -591,7 +696,7 @@ fn validate_native(m: &NativeManifest) -> Result<Vec<DeviceRecord>, ContractErro
                 .copied()
                 .eq(0..dev.slices.len() as i64),
             loc,
-            "readiness",
+            Rule::Readiness,
             "all slices must be ready in order",
         )?;
         let (mut position, mut last_id) = (0i64, -1i64);
@@ -601,7 +706,7 @@ fn validate_native(m: &NativeManifest) -> Result<Vec<DeviceRecord>, ContractErro
             need(
                 s.index == i as i64 && s.ready,
                 loc,
-                "index",
+                Rule::Index,
                 "slice index/readiness mismatch",
             )?;
             in_range(
@@ -612,13 +717,13 @@ fn validate_native(m: &NativeManifest) -> Result<Vec<DeviceRecord>, ContractErro
             need(
                 s.start_position == position && len <= capacity,
                 loc,
-                "coverage",
+                Rule::Coverage,
                 "invalid positional coverage/capacity",
             )?;
             need(
                 i == n - 1 || len == capacity,
                 loc,
-                "capacity",
+                Rule::Capacity,
                 "nonfinal slice is not full",
             )?;
             in_range(s.start_event_id > last_id, format!("{loc}.startEventId"))?;
@@ -629,10 +734,10 @@ fn validate_native(m: &NativeManifest) -> Result<Vec<DeviceRecord>, ContractErro
             need(
                 s.file == format!("device_{device_id}/slice_{i:05}.db"),
                 loc,
-                "path",
+                Rule::Path,
                 "noncanonical member",
             )?;
-            need(is_digest(&s.sha256), loc, "hash", "expected SHA256")?;
+            need(is_digest(&s.sha256), loc, Rule::Hash, "expected SHA256")?;
             slices.push(SliceRecord {
                 index: i,
                 start_event_id: s.start_event_id,
@@ -647,7 +752,7 @@ fn validate_native(m: &NativeManifest) -> Result<Vec<DeviceRecord>, ContractErro
         need(
             position == dev.event_count,
             loc,
-            "coverage",
+            Rule::Coverage,
             "positions do not cover eventCount",
         )?;
         Ok(slices)
@@ -655,27 +760,27 @@ fn validate_native(m: &NativeManifest) -> Result<Vec<DeviceRecord>, ContractErro
     need(
         !devices.is_empty(),
         "devices",
-        "empty",
+        Rule::Empty,
         "event-bearing device required",
     )?;
     need(
         devices.iter().all(|d| !omitted.contains(&d.device_id)),
         "omittedDevices",
-        "device",
+        Rule::Device,
         "selected device is omitted",
     )?;
     if let Some(r) = id.requested_device {
         need(
             devices.len() == 1 && devices[0].device_id == r,
             "identity",
-            "device",
+            Rule::Device,
             "requested device mismatch",
         )?;
     }
     need(
         *id == NativeIdentity::new(&metadata.source_sha256, metadata.requested_device, capacity),
         "identity",
-        "version",
+        Rule::Version,
         "unsupported native semantic contract",
     )?;
     Ok(devices)
@@ -689,14 +794,14 @@ fn validate_compatibility(m: &CompatibilityManifest) -> Result<Vec<DeviceRecord>
     need(
         m.schema_version == MANIFEST_SCHEMA_VERSION,
         "schemaVersion",
-        "version",
+        Rule::Version,
         "unsupported base version",
     )?;
     non_empty(&m.status, "status")?;
     need(
         m.status == "building" || m.status == "complete",
         "status",
-        "status",
+        Rule::Status,
         "unknown publication state",
     )?;
     non_empty(&m.source_file, "sourceFile")?;
@@ -705,7 +810,7 @@ fn validate_compatibility(m: &CompatibilityManifest) -> Result<Vec<DeviceRecord>
     need(
         !m.devices.0.is_empty(),
         "devices",
-        "empty",
+        Rule::Empty,
         "at least one event-bearing device required",
     )?;
     let mut all_ready = true;
@@ -724,13 +829,13 @@ fn validate_compatibility(m: &CompatibilityManifest) -> Result<Vec<DeviceRecord>
         need(
             ready.len() == dev.ready_slices.len(),
             format!("{loc}.readySlices"),
-            "duplicate",
+            Rule::Duplicate,
             "duplicate ready index",
         )?;
         need(
             dev.slices.len() as i64 == dev.slice_count,
             format!("{loc}.sliceCount"),
-            "count",
+            Rule::Count,
             "sliceCount differs from slices",
         )?;
         let mut expected_start = 0i64;
@@ -740,7 +845,7 @@ fn validate_compatibility(m: &CompatibilityManifest) -> Result<Vec<DeviceRecord>
             need(
                 s.index == i as i64,
                 format!("{sloc}.index"),
-                "index",
+                Rule::Index,
                 "indices must match array order",
             )?;
             in_range(s.start_event_id >= 0, format!("{sloc}.startEventId"))?;
@@ -751,13 +856,13 @@ fn validate_compatibility(m: &CompatibilityManifest) -> Result<Vec<DeviceRecord>
             need(
                 s.start_event_id == expected_start,
                 &sloc,
-                "coverage",
+                Rule::Coverage,
                 "ranges must cover continuously from zero",
             )?;
             need(
                 s.end_event_id - s.start_event_id < capacity,
                 &sloc,
-                "capacity",
+                Rule::Capacity,
                 "slice exceeds eventsPerSlice",
             )?;
             non_empty(&s.file, format!("{sloc}.file"))?;
@@ -767,19 +872,19 @@ fn validate_compatibility(m: &CompatibilityManifest) -> Result<Vec<DeviceRecord>
                     .any(|p| p.is_empty() || p == "." || p == "..")
                     && !s.file.contains(['\\', ':', '\0']),
                 format!("{sloc}.file"),
-                "path",
+                Rule::Path,
                 "unsafe relative path",
             )?;
             need(
                 s.file == format!("device_{device_id}/slice_{i:05}.db"),
                 format!("{sloc}.file"),
-                "path",
+                Rule::Path,
                 "file must match device and slice index",
             )?;
             need(
                 s.ready == ready.contains(&(i as i64)),
                 format!("{sloc}.ready"),
-                "readiness",
+                Rule::Readiness,
                 "ready disagrees with readySlices",
             )?;
             all_ready &= s.ready;
@@ -796,7 +901,7 @@ fn validate_compatibility(m: &CompatibilityManifest) -> Result<Vec<DeviceRecord>
         need(
             expected_start == dev.event_count,
             format!("{loc}.eventCount"),
-            "coverage",
+            Rule::Coverage,
             "ranges do not cover eventCount",
         )?;
         Ok(slices)
@@ -805,7 +910,7 @@ fn validate_compatibility(m: &CompatibilityManifest) -> Result<Vec<DeviceRecord>
     need(
         m.status == "complete",
         "status",
-        "building",
+        Rule::Building,
         "complete dataset required",
     )?;
     if !all_ready {
@@ -817,7 +922,7 @@ fn validate_compatibility(m: &CompatibilityManifest) -> Result<Vec<DeviceRecord>
             .unwrap_or_default();
         return Err(ContractError::new(
             format!("devices.{d}.readySlices"),
-            "not_ready",
+            Rule::NotReady,
             "complete requires every slice ready after finalization",
         ));
     }
@@ -929,7 +1034,7 @@ mod tests {
 
     #[test]
     fn contract_breaches_are_refused_with_the_references_codes() {
-        let code = |bytes: Vec<u8>| parse(&bytes).unwrap_err().code;
+        let code = |bytes: Vec<u8>| parse(&bytes).unwrap_err().rule.as_str();
         assert_eq!(
             code(edited(NATIVE, |v| v["devices"]["0"]["eventCount"] = 8133.into())),
             "coverage"
@@ -966,10 +1071,10 @@ mod tests {
         let dup = MSINSIGHT.replacen("\"status\"", "\"status\": \"complete\",\n  \"status\"", 1);
         let err = parse(dup.as_bytes()).unwrap_err();
         assert_eq!(
-            (err.code, err.location.as_str()),
+            (err.rule.as_str(), err.location.as_str()),
             ("duplicate", "manifest.status")
         );
-        assert_eq!(parse(b"{").unwrap_err().code, "read");
+        assert_eq!(parse(b"{").unwrap_err().rule.as_str(), "read");
     }
 
     #[test]

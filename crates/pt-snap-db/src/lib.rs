@@ -21,8 +21,8 @@ mod writer;
 pub use check::{check_format_objects, is_format_object};
 pub use metadata::{Metadata, MetadataProblem, METADATA_SCHEMA_VERSION};
 pub use reader::{
-    file_uri, is_sqlite_file, open_readonly_connection, sqlite_message, CallstackLayout,
-    DeviceBounds, NoTimes, OpenError, SnapshotDb, SQLITE_HEADER,
+    file_uri, is_sqlite_file, is_sqlite_header, open_readonly_connection, sqlite_message,
+    CallstackLayout, DeviceBounds, NoTimes, OpenError, SnapshotDb, SQLITE_HEADER,
 };
 pub use rusqlite;
 pub use writer::{

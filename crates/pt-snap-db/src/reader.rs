@@ -324,15 +324,21 @@ pub fn open_readonly_connection(path: &Path) -> rusqlite::Result<Connection> {
 /// The first 16 bytes of every SQLite database file.
 pub const SQLITE_HEADER: &[u8; 16] = b"SQLite format 3\0";
 
-/// Whether the file at `path` starts with [`SQLITE_HEADER`] (a shorter file does not). What
-/// a command reads as a database rather than a snapshot, whatever its name.
+/// Whether `head`, a file's first bytes, starts with [`SQLITE_HEADER`] (a shorter one does
+/// not): what every command and the browser read as a database rather than a snapshot,
+/// whatever its name.
+pub fn is_sqlite_header(head: &[u8]) -> bool {
+    head.starts_with(SQLITE_HEADER)
+}
+
+/// [`is_sqlite_header`] of the file at `path`.
 pub fn is_sqlite_file(path: &Path) -> std::io::Result<bool> {
     use std::io::Read;
     let mut head = Vec::with_capacity(SQLITE_HEADER.len());
     std::fs::File::open(path)?
         .take(SQLITE_HEADER.len() as u64)
         .read_to_end(&mut head)?;
-    Ok(head == SQLITE_HEADER)
+    Ok(is_sqlite_header(&head))
 }
 
 /// The header says WAL mode, and no `-wal` file holds frames.

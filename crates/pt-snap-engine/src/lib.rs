@@ -107,7 +107,7 @@ impl DeviceBlocks {
             None => CategoryRules::builtin(),
             Some(text) => {
                 custom = CategoryRules::parse(text)
-                    .map_err(|e| Refusal::Other(EngineError::new("INVALID_PARAMETER", e)))?;
+                    .map_err(|e| Refusal::Other(Failure::new(ErrorCode::InvalidParameter, e)))?;
                 &custom
             }
         };
@@ -188,7 +188,7 @@ impl Engine {
         image: impl std::io::Read,
         len: usize,
         origin: Origin,
-    ) -> Result<Self, EngineError> {
+    ) -> Result<Self, Failure> {
         let mut db = SnapshotDb::from_reader(image, len).map_err(schema_invalid)?;
         let console = console_authorizer(db.conn_mut())?;
         Self::new(Analyzer::new(db).map_err(schema_invalid)?, origin, console)
@@ -196,26 +196,28 @@ impl Engine {
 
     /// Takes over a connection (a database just imported, or one opened from storage) and
     /// makes it read-only: the page's SQL console runs the user's statements on it.
-    pub fn from_connection(mut conn: Connection, origin: Origin) -> Result<Self, EngineError> {
+    pub fn from_connection(mut conn: Connection, origin: Origin) -> Result<Self, Failure> {
         conn.execute_batch("PRAGMA query_only = 1; PRAGMA trusted_schema = 0")
             .map_err(|e| {
-                EngineError::new("DATABASE_SCHEMA_INVALID", pt_snap_db::sqlite_message(&e))
+                Failure::new(
+                    ErrorCode::DatabaseSchemaInvalid,
+                    pt_snap_db::sqlite_message(&e),
+                )
             })?;
         let console = console_authorizer(&mut conn)?;
         let db = SnapshotDb::from_connection(conn).map_err(schema_invalid)?;
         Self::new(Analyzer::new(db).map_err(schema_invalid)?, origin, console)
     }
 
-    fn new(
-        analyzer: Analyzer,
-        origin: Origin,
-        console: Arc<AtomicBool>,
-    ) -> Result<Self, EngineError> {
+    fn new(analyzer: Analyzer, origin: Origin, console: Arc<AtomicBool>) -> Result<Self, Failure> {
         let db = analyzer.db();
         let bounds = db
             .bounds()
             .map_err(|e| {
-                EngineError::new("DATABASE_SCHEMA_INVALID", pt_snap_db::sqlite_message(&e))
+                Failure::new(
+                    ErrorCode::DatabaseSchemaInvalid,
+                    pt_snap_db::sqlite_message(&e),
+                )
             })?
             .into_iter()
             .map(|b| (b.device, b.events))
@@ -230,7 +232,7 @@ impl Engine {
         };
         let lenient_issues = db
             .lenient_replay_issues()
-            .map_err(|e| EngineError::new("QUERY_FAILED", pt_snap_db::sqlite_message(&e)))?;
+            .map_err(|e| Failure::new(ErrorCode::QueryFailed, pt_snap_db::sqlite_message(&e)))?;
         let overview = Overview {
             name: origin.name,
             imported: origin.imported,
@@ -258,7 +260,7 @@ impl Engine {
 
     /// Indexes an import of ours left to build ([`pt_snap_import::Indexes::Deferred`]).
     /// A database opened as a file is never written, so it has none left.
-    pub fn indexes_left(&self) -> Result<usize, EngineError> {
+    pub fn indexes_left(&self) -> Result<usize, Failure> {
         Ok(self.missing_indexes()?.len())
     }
 
@@ -274,23 +276,23 @@ impl Engine {
     /// Builds the next index [`Engine::indexes_left`] counts, lifting `query_only` for it
     /// alone, and says how many are left after it; `None` when none was left to build. When
     /// none is left, the overview's `db_bytes` is the whole database's.
-    pub fn build_next_index(&mut self) -> Result<Option<usize>, EngineError> {
+    pub fn build_next_index(&mut self) -> Result<Option<usize>, Failure> {
         let missing = self.missing_indexes()?;
         let Some(next) = missing.first() else {
             return Ok(None);
         };
         let conn = self.analyzer.db().conn();
         let failed = |e: rusqlite::Error| {
-            EngineError::new(
-                "QUERY_FAILED",
+            Failure::new(
+                ErrorCode::QueryFailed,
                 format!("building an index: {}", pt_snap_db::sqlite_message(&e)),
             )
         };
         // Within a transaction left open the index would be the transaction's to commit;
         // the console cannot open one ([`console_authorizer`]), so this is a bug's guard.
         if !conn.is_autocommit() {
-            return Err(EngineError::new(
-                "INTERNAL_ERROR",
+            return Err(Failure::new(
+                ErrorCode::Internal,
                 "building an index: a transaction is open on the database",
             ));
         }
@@ -313,7 +315,7 @@ impl Engine {
         Ok(Some(left))
     }
 
-    fn missing_indexes(&self) -> Result<Vec<String>, EngineError> {
+    fn missing_indexes(&self) -> Result<Vec<String>, Failure> {
         if !self.overview.imported {
             return Ok(Vec::new());
         }
@@ -324,14 +326,14 @@ impl Engine {
             .map(|&d| d as usize)
             .collect();
         pt_snap_db::missing_indexes(self.analyzer.db().conn(), &devices)
-            .map_err(|e| EngineError::new("QUERY_FAILED", pt_snap_db::sqlite_message(&e)))
+            .map_err(|e| Failure::new(ErrorCode::QueryFailed, pt_snap_db::sqlite_message(&e)))
     }
 
     /// Hands `f` the database's image, for "Download .db" of an in-memory database.
-    pub fn with_image<T>(&mut self, f: impl FnOnce(&[u8]) -> T) -> Result<T, EngineError> {
+    pub fn with_image<T>(&mut self, f: impl FnOnce(&[u8]) -> T) -> Result<T, Failure> {
         self.analyzer
             .with_image(f)
-            .map_err(|e| EngineError::new("QUERY_FAILED", pt_snap_db::sqlite_message(&e)))
+            .map_err(|e| Failure::new(ErrorCode::QueryFailed, pt_snap_db::sqlite_message(&e)))
     }
 
     /// Answers one question. `interrupt` is polled while SQLite works and says why to stop;
@@ -341,7 +343,7 @@ impl Engine {
         query: &Query,
         interrupt: impl Fn() -> Option<Stop> + Send + Sync + 'static,
         budget_s: f64,
-    ) -> Result<Answer, EngineError> {
+    ) -> Result<Answer, Failure> {
         let stop = std::sync::Arc::new(std::sync::Mutex::new(None));
         let seen = std::sync::Arc::clone(&stop);
         let poll: Interrupt = std::sync::Arc::new(move || match interrupt() {
@@ -356,13 +358,16 @@ impl Engine {
         self.analyzer.set_interrupt(None);
         let stopped = *stop.lock().unwrap_or_else(|p| p.into_inner());
         answer.map_err(|e| match (stopped, e) {
-            (Some(Stop::Superseded), _) => EngineError::cancelled(),
+            (Some(Stop::Superseded), _) => protocol::superseded(),
             (Some(Stop::Deadline), _) | (None, Refusal::Query(QueryError::Timeout)) => {
-                EngineError::new("QUERY_TIMEOUT", QueryError::timeout_message(budget_s))
+                Failure::new(
+                    ErrorCode::QueryTimeout,
+                    QueryError::timeout_message(budget_s),
+                )
             }
-            (None, Refusal::Query(e)) => EngineError::new(e.code(), e.to_string()),
+            (None, Refusal::Query(e)) => Failure::from(e),
             (None, Refusal::Sqlite(e)) => {
-                EngineError::new("QUERY_FAILED", pt_snap_db::sqlite_message(&e))
+                Failure::new(ErrorCode::QueryFailed, pt_snap_db::sqlite_message(&e))
             }
             (None, Refusal::Other(f)) => f,
         })
@@ -651,8 +656,8 @@ impl Engine {
     fn sql(&self, sql: &str, cap: usize) -> Result<Table, Refusal> {
         let conn = self.analyzer.db().conn();
         let read_only = || {
-            Refusal::Other(EngineError::new(
-                "QUERY_FAILED",
+            Refusal::Other(Failure::new(
+                ErrorCode::QueryFailed,
                 "Only read-only statements run here (SELECT, WITH, PRAGMA that reads); \
                  not writes, ATTACH, transactions or PRAGMA settings.",
             ))
@@ -734,7 +739,7 @@ pub fn contract_notes(template: &str) -> (String, Vec<String>) {
 enum Refusal {
     Query(QueryError),
     Sqlite(rusqlite::Error),
-    Other(EngineError),
+    Other(Failure),
 }
 
 impl From<QueryError> for Refusal {
@@ -768,7 +773,7 @@ const READING_PRAGMAS: &[&str] = &[
 /// itself: ATTACH (on a writable OPFS connection it makes files in the cache's pool), a
 /// transaction left open (a deferred index would be built inside it), or a PRAGMA setting
 /// (`query_only = 0` among them). The engine's own statements run with the flag clear.
-fn console_authorizer(conn: &mut Connection) -> Result<Arc<AtomicBool>, EngineError> {
+fn console_authorizer(conn: &mut Connection) -> Result<Arc<AtomicBool>, Failure> {
     let console = Arc::new(AtomicBool::new(false));
     let on = Arc::clone(&console);
     conn.authorizer(Some(move |ctx: AuthContext<'_>| {
@@ -789,12 +794,12 @@ fn console_authorizer(conn: &mut Connection) -> Result<Arc<AtomicBool>, EngineEr
             _ => Authorization::Allow,
         }
     }))
-    .map_err(|e| EngineError::new("INTERNAL_ERROR", pt_snap_db::sqlite_message(&e)))?;
+    .map_err(|e| Failure::new(ErrorCode::Internal, pt_snap_db::sqlite_message(&e)))?;
     Ok(console)
 }
 
-fn schema_invalid(e: pt_snap_db::OpenError) -> EngineError {
-    EngineError::new("DATABASE_SCHEMA_INVALID", e.to_string())
+fn schema_invalid(e: pt_snap_db::OpenError) -> Failure {
+    Failure::new(ErrorCode::DatabaseSchemaInvalid, e.to_string())
 }
 
 fn metadata_rows(m: &pt_snap_db::Metadata) -> Vec<(String, String)> {

@@ -10,51 +10,23 @@ pub use pt_snap_query::{Extent, Timeline, TimelineBucket};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value as Json};
 
-/// A failure shown to people: the CLI's error code and message.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct EngineError {
-    pub code: String,
-    pub message: String,
+/// A failure shown to people: the one failure type, its hint included.
+pub use pt_snap_contract::{ErrorCode, Failure};
+
+/// The answer to a question a newer one replaced; the page drops it unseen.
+pub fn superseded() -> Failure {
+    Failure::cancelled("Superseded by a newer question.")
 }
 
-impl EngineError {
-    pub fn new(code: &str, message: impl Into<String>) -> Self {
-        EngineError {
-            code: code.to_owned(),
-            message: message.into(),
-        }
-    }
-
-    /// The answer to a question a newer one replaced; the page drops it unseen.
-    pub fn cancelled() -> Self {
-        EngineError::new(CANCELLED, "Superseded by a newer question.")
-    }
-
-    /// What a view shows for a question the person stopped (Esc).
-    pub fn stopped() -> Self {
-        EngineError::new(
-            CANCELLED,
-            "Stopped (Esc). Change a setting or run it again to ask again.",
-        )
-    }
-
-    /// What a question still waiting gets when another file takes the screen.
-    pub fn replaced() -> Self {
-        EngineError::new(CANCELLED, "Another file was opened; ask again.")
-    }
-
-    pub fn is_cancelled(&self) -> bool {
-        self.code == CANCELLED
-    }
+/// What a view shows for a question the person stopped (Esc).
+pub fn stopped() -> Failure {
+    Failure::cancelled("Stopped (Esc).")
+        .with_hint(Some("Change a setting or run it again to ask again."))
 }
 
-/// Not one of the CLI's codes: the CLI has no way to stop a question but its deadline.
-const CANCELLED: &str = "QUERY_CANCELLED";
-
-impl From<pt_snap_import::ImportFailure> for EngineError {
-    fn from(f: pt_snap_import::ImportFailure) -> Self {
-        EngineError::new(f.code, f.message)
-    }
+/// What a question still waiting gets when another file takes the screen.
+pub fn replaced() -> Failure {
+    Failure::cancelled("Another file was opened.").with_hint(Some("Ask again."))
 }
 
 /// Which counter's peak a report explains: the report's own type.
@@ -359,19 +331,19 @@ pub enum FromWorker {
         same: bool,
     },
     /// The import or open failed; the worker holds nothing.
-    Failed(EngineError),
+    Failed(Failure),
     Answer {
         id: u64,
-        answer: Result<Answer, EngineError>,
+        answer: Result<Answer, Failure>,
     },
     /// The attached `Blob` is the database (or why there is none).
-    Download(Result<String, EngineError>),
+    Download(Result<String, Failure>),
     /// The summary parts of one [`ToWorker::ReadSummaries`], in its order.
     Summaries(Vec<SummaryRead>),
     /// Answering [`ToWorker::BuildIndexes`]: how many indexes a deferred import left
     /// (posted again after each is built), and the database's size once none is; or why one
     /// could not be built (the views still answer, more slowly).
-    Indexes(Result<IndexesLeft, EngineError>),
+    Indexes(Result<IndexesLeft, Failure>),
 }
 
 /// See [`FromWorker::Indexes`].
@@ -385,7 +357,7 @@ pub struct IndexesLeft {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SummaryRead {
     pub path: String,
-    pub ranks: Result<Vec<pt_snap_parquet::SummaryRank>, EngineError>,
+    pub ranks: Result<Vec<pt_snap_parquet::SummaryRank>, Failure>,
 }
 
 impl SummaryRead {
@@ -397,7 +369,7 @@ impl SummaryRead {
         read: impl FnMut(u64, u64) -> std::io::Result<Vec<u8>>,
     ) -> Self {
         let ranks = pt_snap_parquet::read_summary_ranges(len, path, read)
-            .map_err(|e| EngineError::new("INVALID_PARAMETER", format!("{path}: {e}")));
+            .map_err(|e| Failure::new(ErrorCode::InvalidParameter, format!("{path}: {e}")));
         SummaryRead {
             path: path.to_owned(),
             ranks,
@@ -412,10 +384,10 @@ pub fn encode<T: Serialize>(message: &T) -> String {
 }
 
 /// A message from JSON text; `INTERNAL_ERROR` when the other side speaks another version.
-pub fn decode<'a, T: Deserialize<'a>>(text: &'a str) -> Result<T, EngineError> {
+pub fn decode<'a, T: Deserialize<'a>>(text: &'a str) -> Result<T, Failure> {
     serde_json::from_str(text).map_err(|e| {
-        EngineError::new(
-            "INTERNAL_ERROR",
+        Failure::new(
+            ErrorCode::Internal,
             format!("The page and its worker disagree on a message ({e}); reload the page."),
         )
     })

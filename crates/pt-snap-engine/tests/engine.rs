@@ -787,14 +787,14 @@ fn messages_survive_their_trip_as_text_with_every_integer_exact() {
         },
         FromWorker::Answer {
             id: 8,
-            answer: Err(EngineError::cancelled()),
+            answer: Err(pt_snap_engine::protocol::superseded()),
         },
         FromWorker::Progress(Progress::Decoding {
             bytes: 1.0,
             total: 2.0,
             events: 3,
         }),
-        FromWorker::Failed(EngineError::new("SNAPSHOT_INVALID", "x")),
+        FromWorker::Failed(Failure::new(ErrorCode::SnapshotInvalid, "x")),
         FromWorker::Ready,
         FromWorker::AlreadyOpen,
         FromWorker::SourceChecked { same: false },
@@ -806,7 +806,7 @@ fn messages_survive_their_trip_as_text_with_every_integer_exact() {
             left: 13,
             db_bytes: u64::from(u32::MAX) + 1,
         })),
-        FromWorker::Indexes(Err(EngineError::new("QUERY_FAILED", "disk full"))),
+        FromWorker::Indexes(Err(Failure::new(ErrorCode::QueryFailed, "disk full"))),
     ];
     for m in &answers {
         assert_eq!(&decode::<FromWorker>(&encode(m)).unwrap(), m);

@@ -8,7 +8,7 @@
 
 #![forbid(unsafe_code)]
 
-mod failure;
+pub mod failure;
 mod hash;
 
 use pt_snap_db::{
@@ -22,7 +22,6 @@ pub use pt_snap_db::Indexes;
 pub use pt_snap_replay::Mode as ReplayMode;
 use rusqlite::Connection;
 
-pub use failure::ImportFailure;
 pub use hash::sha256_hex;
 
 /// The name we write into `pt_snap_metadata.importer_name`.

@@ -13,6 +13,7 @@
 #![forbid(unsafe_code)]
 
 pub mod decode;
+pub mod names;
 mod slices;
 mod stacks;
 mod times;

@@ -14,11 +14,12 @@
 //! The partition columns `job` and `rank` are in the directory names only (Hive's layout):
 //! every reader of such datasets (DataFusion, Spark, DuckDB, pyarrow) adds them. Each part's
 //! key-value metadata carries the SHA-256 of the input it was made from, so an export can
-//! tell a part it would write again. This crate builds parts as bytes and reads them from any
-//! [`ChunkReader`]: files and their publication are the caller's.
+//! tell a part it would write again. This crate builds parts as bytes, reads them from any
+//! [`ChunkReader`], and writes and keeps them in the dataset's directory ([`layout`]).
 
 #![forbid(unsafe_code)]
 
+pub mod layout;
 pub mod summary;
 
 pub use summary::{read_summary, read_summary_ranges, SummaryError, SummaryRank};

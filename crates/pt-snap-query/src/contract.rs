@@ -6,6 +6,7 @@
 //! parameter validation of every query. They reproduce pt-snap-cli 0.4.1's contracts
 //! word for word, because agents and skills written for it read them.
 
+use pt_snap_contract::python;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 
@@ -186,5 +187,119 @@ impl Contract {
         );
         m.insert("dataset_support".into(), self.dataset_support(limits));
         m
+    }
+
+    /// `--template-info`'s text, in the reference's words: the contract, its parameters,
+    /// output columns and limits, and an example command for the database `db` (its path, or
+    /// `None` when the focus would choose it).
+    pub fn info_text(&self, limits: &WorkLimits, db: Option<&str>) -> String {
+        use std::fmt::Write as _;
+        let mut out = String::new();
+        let _ = writeln!(out, "Template: {}", self.name);
+        let _ = writeln!(out, "Description: {}", self.description);
+        let _ = writeln!(out, "Category: {}", self.category);
+        let _ = writeln!(out, "Devices: {}", self.devices_label());
+        let _ = writeln!(
+            out,
+            "Dataset Support: {}",
+            python::dumps(&self.dataset_support(limits), true)
+        );
+        let _ = writeln!(
+            out,
+            "Semantics Version: {}",
+            self.semantics_version
+                .map_or("none".into(), |v| v.to_string())
+        );
+        out.push('\n');
+        let _ = writeln!(out, "Parameters:");
+        if self.parameters.is_empty() {
+            let _ = writeln!(out, "  None");
+        }
+        for (pname, p) in &self.parameters {
+            let required = if p.required {
+                " (required)"
+            } else {
+                " (optional)"
+            };
+            let choices = p.choices.as_ref().map_or(String::new(), |ch| {
+                let items: Vec<String> = ch.iter().map(python::str_of_json).collect();
+                format!(" [choices: {}]", items.join(", "))
+            });
+            let default = if p.default.is_null() {
+                String::new()
+            } else {
+                format!(" [default: {}]", python::str_of_json(&p.default))
+            };
+            let _ = writeln!(
+                out,
+                "  {pname}: {}{required}{choices}{default}",
+                p.kind.name()
+            );
+            let _ = writeln!(out, "    {}", p.description);
+        }
+        out.push('\n');
+        let _ = writeln!(out, "Output Schema:");
+        for col in &self.output_schema {
+            let _ = writeln!(out, "  {}: {}", col.column, col.kind);
+            let tags = [
+                ("units", &col.units),
+                ("metric_semantics", &col.metric_semantics),
+                ("scope", &col.scope),
+                ("denominator", &col.denominator),
+            ];
+            for (key, value) in tags {
+                if let Some(v) = value {
+                    let _ = writeln!(out, "    {key}: {v}");
+                }
+            }
+            if let Some(v) = col.sentinel {
+                let _ = writeln!(out, "    sentinel: {v}");
+            }
+            if let Some(limits) = &col.interpretation_limits {
+                let _ = writeln!(out, "    interpretation_limits:");
+                for l in limits {
+                    let _ = writeln!(out, "      - {l}");
+                }
+            }
+        }
+        if !self.interpretation_limits.is_empty() {
+            out.push('\n');
+            let _ = writeln!(out, "Interpretation Limits:");
+            for l in &self.interpretation_limits {
+                let _ = writeln!(out, "  - {l}");
+            }
+        }
+        out.push('\n');
+        let _ = writeln!(out, "Example Usage:");
+        let example: Map<String, Value> = self
+            .parameters
+            .iter()
+            .map(|(pname, p)| {
+                let v = match p.kind {
+                    ParamType::Int if p.default.is_null() => json!(0),
+                    ParamType::Float if p.default.is_null() => json!(0.0),
+                    ParamType::Str if p.default.is_null() => p
+                        .choices
+                        .as_ref()
+                        .and_then(|c| c.first().cloned())
+                        .unwrap_or(json!("example")),
+                    ParamType::Bool => json!(true),
+                    _ => p.default.clone(),
+                };
+                (pname.clone(), v)
+            })
+            .collect();
+        let db = db.unwrap_or("<configured_db>");
+        if example.is_empty() {
+            let _ = writeln!(out, "  pt-snap query {db} --template-use {}", self.name);
+        } else {
+            let _ = writeln!(
+                out,
+                "  pt-snap query {db} --template-use {} --params '{}'",
+                self.name,
+                python::dumps(&Value::Object(example), false)
+            );
+        }
+        out
     }
 }

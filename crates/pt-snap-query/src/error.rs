@@ -1,7 +1,7 @@
 //! Why a query did not answer, with the reference's error codes: the one error of every
 //! [`crate::Source`], a database's or a dataset's.
 
-use pt_snap_contract::{hint, ErrorCode};
+use pt_snap_contract::{hint, ErrorCode, Failure};
 
 /// A failed query. Messages are complete sentences in the reference's words.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -77,5 +77,12 @@ impl From<pt_snap_db::OpenError> for QueryError {
     /// Whatever keeps a file from opening as a SnapshotDB is `DATABASE_SCHEMA_INVALID`.
     fn from(e: pt_snap_db::OpenError) -> Self {
         Self::SchemaInvalid(e.to_string())
+    }
+}
+
+/// The failure as people read it, with the query's hint.
+impl From<QueryError> for Failure {
+    fn from(e: QueryError) -> Self {
+        Failure::new(e.error_code(), e.to_string()).with_hint(e.hint())
     }
 }

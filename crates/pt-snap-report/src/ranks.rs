@@ -11,7 +11,7 @@
 use std::cmp::Ordering;
 use std::fmt::Write as _;
 
-use pt_snap_contract::ErrorCode;
+use pt_snap_contract::Failure;
 use pt_snap_query::{NoTimes, QueryError, QueryOutcome, QueryRequest, Source, Value};
 use serde_json::{json, Map, Value as Json};
 
@@ -516,20 +516,6 @@ fn frames_of(outcome: &QueryOutcome) -> Vec<Frame> {
 // ---------------------------------------------------------------------------------------
 // The set
 
-/// Why a file has no summary: the code, message and hint the command would have failed with.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct RowError {
-    pub code: ErrorCode,
-    pub message: String,
-    pub hint: Option<String>,
-}
-
-impl RowError {
-    fn to_json(&self) -> Json {
-        json!({"code": self.code.as_str(), "message": self.message, "hint": self.hint})
-    }
-}
-
 /// What a file was given as.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -562,7 +548,8 @@ pub struct FileSummary {
     /// Events a lenient replay applied from the trace alone (`import --lenient`); `None` for a
     /// strict replay.
     pub lenient_replay_issues: Option<i64>,
-    pub devices: Result<Vec<DeviceSummary>, RowError>,
+    /// Why a file has no summary: the failure the command would have failed with.
+    pub devices: Result<Vec<DeviceSummary>, Failure>,
 }
 
 /// The outlier verdict of one row.
@@ -765,7 +752,7 @@ impl RanksReport {
     }
 
     /// The files without a summary.
-    pub fn failures(&self) -> impl Iterator<Item = (&FileSummary, &RowError)> {
+    pub fn failures(&self) -> impl Iterator<Item = (&FileSummary, &Failure)> {
         self.files
             .iter()
             .filter_map(|f| f.devices.as_ref().err().map(|e| (f, e)))
@@ -845,7 +832,7 @@ impl RanksReport {
             f.devices
                 .as_ref()
                 .err()
-                .map_or(Json::Null, RowError::to_json),
+                .map_or(Json::Null, Failure::to_json),
         );
         Json::Object(m)
     }
@@ -1209,6 +1196,7 @@ pub fn site(g: &TopGroup) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use pt_snap_contract::ErrorCode;
 
     #[test]
     fn rank_from_the_usual_names() {
@@ -1384,7 +1372,7 @@ mod tests {
         }
     }
 
-    fn file(rank: u64, devices: Result<Vec<DeviceSummary>, RowError>) -> FileSummary {
+    fn file(rank: u64, devices: Result<Vec<DeviceSummary>, Failure>) -> FileSummary {
         FileSummary {
             path: format!("/x/rank{rank}.pickle"),
             rank,
@@ -1399,11 +1387,7 @@ mod tests {
 
     #[test]
     fn the_report_flags_rows_and_keeps_failures() {
-        let failed = RowError {
-            code: ErrorCode::ImportFailed,
-            message: "corrupt".into(),
-            hint: None,
-        };
+        let failed = Failure::new(ErrorCode::ImportFailed, "corrupt").with_hint(None);
         let files = vec![
             file(2, Ok(vec![summary(0, 1000), summary(1, 1010)])),
             file(0, Ok(vec![summary(0, 2000)])),
@@ -1473,11 +1457,7 @@ mod tests {
         };
         let mut with_group = summary(0, 1000);
         with_group.top_group = Some(group);
-        let failed = RowError {
-            code: ErrorCode::SnapshotInvalid,
-            message: "no".into(),
-            hint: Some("yes".into()),
-        };
+        let failed = Failure::new(ErrorCode::SnapshotInvalid, "no").with_hint(Some("yes"));
         let report = RanksReport::new(
             Metric::Active,
             vec![file(0, Ok(vec![with_group])), file(1, Err(failed))],
@@ -1485,9 +1465,7 @@ mod tests {
         );
         let document = pt_snap_contract::envelope::partial(
             report.json_fields(),
-            ErrorCode::SnapshotInvalid,
-            "1 of 2 files failed",
-            None,
+            &pt_snap_contract::Failure::new(ErrorCode::SnapshotInvalid, "1 of 2 files failed"),
         );
         crate::commands::find("ranks")
             .unwrap()

@@ -166,6 +166,15 @@ impl Skills {
     }
 
     /// Every catalog skill with its status at the inspected locations.
+    /// What `skill list` lists with default options (every built-in host, both scopes):
+    /// the `skills` of `capabilities`.
+    pub fn default_listing() -> Result<Vec<SkillListing>, SkillError> {
+        Skills::from_process()?.list(&ListTarget::Builtin {
+            hosts: None,
+            scopes: None,
+        })
+    }
+
     pub fn list(&self, target: &ListTarget) -> Result<Vec<SkillListing>, SkillError> {
         let mut listings = Vec::new();
         for skill in self.catalog.skills() {

@@ -152,6 +152,47 @@ fn wrap_chunks(mut chunks: Vec<Vec<char>>, width: usize, indent: &str) -> Vec<St
     lines
 }
 
+/// The reference's text listing: name, status, the locations that hold a copy, and the
+/// description's first sentence wrapped to a terminal of `columns` (at most 88).
+pub fn listings(listings: &[crate::SkillListing], columns: usize) -> String {
+    let width = columns.saturating_sub(2).clamp(40, 88);
+    let mut out = String::new();
+    for (i, item) in listings.iter().enumerate() {
+        if i > 0 {
+            out.push('\n');
+        }
+        let locations: Vec<String> = item
+            .locations
+            .iter()
+            .filter(|l| l.status != crate::Status::Missing)
+            .map(|l| match l.host {
+                // Python shows the parent of a bare name as `.`.
+                crate::Host::Custom => match l.path.parent() {
+                    Some(p) if !p.as_os_str().is_empty() => p.display().to_string(),
+                    _ => ".".to_owned(),
+                },
+                host => format!("{host}:{}", l.scope),
+            })
+            .collect();
+        let locations = if locations.is_empty() {
+            "—".to_owned()
+        } else {
+            locations.join(", ")
+        };
+        out.push_str(&format!(
+            "{}\n  Status     {}\n  Locations  {locations}\n",
+            item.name,
+            item.status.as_str()
+        ));
+        let summary = summary(&item.description, 140);
+        if !summary.is_empty() {
+            out.push_str(&fill(&summary, width, "  "));
+            out.push('\n');
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

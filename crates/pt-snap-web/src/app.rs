@@ -14,7 +14,7 @@ use crate::lists;
 use crate::loader;
 use crate::opened::Opened;
 use crate::views;
-use pt_snap_engine::{Answer, EngineError, Progress, Query};
+use pt_snap_engine::{Answer, ErrorCode, Failure, Progress, Query};
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum Status {
@@ -26,7 +26,7 @@ pub enum Status {
         progress: Option<Progress>,
         total: f64,
     },
-    Failed(EngineError),
+    Failed(Failure),
 }
 
 #[derive(Clone, Copy)]
@@ -276,8 +276,8 @@ fn open_files(state: AppState, chosen: Vec<(web_sys::File, String)>, folder: boo
         .map(|i| files[i].clone())
         .collect();
     match files.len() {
-        0 if folder => state.status.set(Status::Failed(EngineError::new(
-            "SNAPSHOT_INVALID",
+        0 if folder => state.status.set(Status::Failed(Failure::new(
+            ErrorCode::SnapshotInvalid,
             "The folder has no *.pkl, *.pickle (also .gz/.zst/.bz2) or *.db files.",
         ))),
         0 => {}
@@ -379,7 +379,7 @@ pub fn App() -> impl IntoView {
                 // What was read is shown; what was not is said, not passed over.
                 if !unreadable.is_empty() {
                     state.status.set(Status::Failed(
-                        pt_snap_import::ImportFailure::backend(format!(
+                        pt_snap_import::failure::backend(format!(
                             "the browser would not read {} of the dropped entries, left out: {}",
                             unreadable.len(),
                             unreadable.join(", ")
@@ -431,7 +431,7 @@ pub fn App() -> impl IntoView {
                 // Only a hint for the file dialog: files are recognised by content, whatever
                 // their name.
                 <input id="file-input" data-testid="file-input" class="visually-hidden" type="file" multiple
-                    accept=".pkl,.pickle,.json,.gz,.zst,.bz2,.db,.parquet" on:change=on_pick/>
+                    accept=accepted_suffixes() on:change=on_pick/>
                 <label class="button" for="folder-input" title="The snapshots of a job, one per rank, or an exported summary table (pt-snap export --format parquet): the Ranks view compares them">"Open folder…"</label>
                 <input id="folder-input" data-testid="folder-input" class="visually-hidden" type="file" multiple
                     node_ref=folder_input on:change=on_pick_folder/>
@@ -609,9 +609,10 @@ fn StatusStrip() -> impl IntoView {
                 };
                 view! {
                     <div class="status error" role="alert" data-testid="error">
-                        <code data-testid="error-code">{f.code.clone()}</code>
+                        <code data-testid="error-code">{f.code.as_str()}</code>
                         <span data-testid="error-message">{f.message.clone()}</span>
                         {actions}
+                        {crate::views::hint_line(&f)}
                     </div>
                 }
                 .into_any()
@@ -718,8 +719,8 @@ fn CachedFiles() -> impl IntoView {
     let remove = move |sha256: String| {
         leptos::task::spawn_local(async move {
             if let Err(e) = pt_snap_opfs::remove(&sha256).await {
-                state.status.set(Status::Failed(EngineError::new(
-                    "INTERNAL_ERROR",
+                state.status.set(Status::Failed(Failure::new(
+                    ErrorCode::Internal,
                     format!("Could not remove the cached database: {e}"),
                 )));
             }
@@ -838,4 +839,11 @@ fn Workspace() -> impl IntoView {
             }}
         </div>
     }
+}
+
+/// The file dialog's hint: snapshots, databases, and exported summary tables.
+fn accepted_suffixes() -> String {
+    let mut suffixes = pt_snap_model::names::dialog_suffixes();
+    suffixes.push(".parquet");
+    suffixes.join(",")
 }

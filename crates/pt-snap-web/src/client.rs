@@ -22,7 +22,7 @@ use std::collections::VecDeque;
 
 use js_sys::{Int32Array, Object, Reflect, SharedArrayBuffer};
 use leptos::prelude::*;
-use pt_snap_engine::{Answer, EngineError, FromWorker, IndexesLeft, Query, ToWorker};
+use pt_snap_engine::{Answer, ErrorCode, Failure, FromWorker, IndexesLeft, Query, ToWorker};
 use wasm_bindgen::prelude::*;
 use web_sys::{File, MessageEvent, Worker};
 
@@ -33,7 +33,7 @@ pub(crate) const WORKER_SCRIPT: &str = "./pt-snap-worker_loader.js";
 pub type Listener = std::rc::Rc<dyn Fn(FromWorker, JsValue)>;
 
 /// Where a question's answer goes.
-type Done = Box<dyn FnOnce(Result<Answer, EngineError>)>;
+type Done = Box<dyn FnOnce(Result<Answer, Failure>)>;
 
 struct Asked {
     id: u64,
@@ -143,7 +143,7 @@ pub enum Job {
 /// Opens `job` in a worker of its own, ending any other file being opened and a shown one
 /// still being imported (the newer choice wins; a ready file stays until this one can be
 /// shown); `listener` gets every message of it except answers.
-pub fn open(job: Job, listener: Listener) -> Result<(), EngineError> {
+pub fn open(job: Job, listener: Listener) -> Result<(), Failure> {
     if SHOWN.with(|c| c.borrow().as_ref().is_some_and(|c| !c.ready)) {
         close_shown();
     }
@@ -156,14 +156,14 @@ fn open_worker(
     warnings: Vec<String>,
     listener: Listener,
     handover: bool,
-) -> Result<(), EngineError> {
+) -> Result<(), Failure> {
     let serial = next_id();
     let (worker, started) = match SPARE.with(|s| s.borrow_mut().take()) {
         Some(spare) => (spare.worker, spare.started.get()),
         None => (
             Worker::new(WORKER_SCRIPT).map_err(|e| {
-                EngineError::new(
-                    "INTERNAL_ERROR",
+                Failure::new(
+                    ErrorCode::Internal,
                     format!("The worker could not start: {e:?}"),
                 )
             })?,
@@ -264,7 +264,7 @@ fn end(client: Client) {
     client.worker.terminate();
     let Client { queue, running, .. } = client;
     for asked in running.into_iter().chain(queue) {
-        (asked.done)(Err(EngineError::replaced()));
+        (asked.done)(Err(pt_snap_engine::protocol::replaced()));
     }
 }
 
@@ -315,7 +315,7 @@ fn promote() {
         incoming.queue.extend(waiting);
     } else {
         for asked in waiting {
-            (asked.done)(Err(EngineError::replaced()));
+            (asked.done)(Err(pt_snap_engine::protocol::replaced()));
         }
     }
     SHOWN.with(|c| *c.borrow_mut() = Some(incoming));
@@ -334,12 +334,12 @@ pub fn js_text(e: &JsValue) -> String {
         .unwrap_or_else(|| format!("{e:?}"))
 }
 
-pub fn died(ev: &web_sys::ErrorEvent) -> EngineError {
+pub fn died(ev: &web_sys::ErrorEvent) -> Failure {
     ev.prevent_default();
-    EngineError::from(pt_snap_import::ImportFailure::backend(format!(
+    pt_snap_import::failure::backend(format!(
         "the worker stopped ({}); the file may be too large for this browser tab",
         ev.message()
-    )))
+    ))
 }
 
 fn cancel_cell() -> Option<Int32Array> {
@@ -516,7 +516,7 @@ impl Asker {
         self,
         query: Query,
         budget_s: f64,
-        done: impl FnOnce(Result<Answer, EngineError>) + 'static,
+        done: impl FnOnce(Result<Answer, Failure>) + 'static,
     ) {
         self.cancel();
         let id = next_id();
@@ -542,8 +542,8 @@ impl Asker {
         } else {
             // No file on screen to ask (its worker ended): said at once, never left pending.
             if let Some(done) = orphan.take() {
-                done(Err(EngineError::new(
-                    "DATABASE_NOT_OPEN",
+                done(Err(Failure::new(
+                    ErrorCode::NotOpen,
                     "No database is open.",
                 )));
             }
@@ -585,7 +585,7 @@ pub fn cancel_all() {
         dropped
     });
     for done in dropped {
-        done(Err(EngineError::stopped()));
+        done(Err(pt_snap_engine::protocol::stopped()));
     }
 }
 
@@ -603,12 +603,12 @@ pub fn request_download() {
 
 /// The answer as the variant `pick` takes; another variant would be a protocol slip.
 pub fn expect<T>(
-    answer: Result<Answer, EngineError>,
+    answer: Result<Answer, Failure>,
     pick: fn(Answer) -> Option<T>,
-) -> Result<T, EngineError> {
+) -> Result<T, Failure> {
     answer.and_then(|a| {
         pick(a).ok_or_else(|| {
-            EngineError::new("INTERNAL_ERROR", "The worker answered another question.")
+            Failure::new(ErrorCode::Internal, "The worker answered another question.")
         })
     })
 }
@@ -622,7 +622,7 @@ pub fn table(a: Answer) -> Option<pt_snap_engine::Table> {
 }
 
 /// A question's state as a view shows it: `None` while it is being answered.
-pub type Reply<T> = Option<Result<T, EngineError>>;
+pub type Reply<T> = Option<Result<T, Failure>>;
 
 /// Asks `query()` again whenever what it reads changes (a `None` query asks nothing) and
 /// keeps the latest answer, turned into `T` by `pick`.

@@ -11,7 +11,7 @@ use std::rc::Rc;
 
 use leptos::html;
 use leptos::prelude::*;
-use pt_snap_engine::{Answer, EngineError, Query};
+use pt_snap_engine::{Answer, ErrorCode, Failure, Query};
 use pt_snap_report::diff::{Diff, Side, PAGE_BUCKETS};
 use pt_snap_report::Metric;
 use serde_json::{Map, Value as Json};
@@ -74,7 +74,7 @@ thread_local! {
     /// Measured sides, the most recently used last.
     static SIDES: RefCell<Vec<(Key, Rc<Side>)>> = const { RefCell::new(Vec::new()) };
     /// Sides that could not be measured, with why (not asked again until the job changes).
-    static FAILED: RefCell<Vec<(Key, EngineError)>> = const { RefCell::new(Vec::new()) };
+    static FAILED: RefCell<Vec<(Key, Failure)>> = const { RefCell::new(Vec::new()) };
     /// The side being measured, and what its worker last said.
     static MEASURING: RefCell<Option<(Key, Asking)>> = const { RefCell::new(None) };
     static STAGE: RefCell<String> = const { RefCell::new(String::new()) };
@@ -94,7 +94,7 @@ enum SideState {
     Waiting,
     Working(String),
     Done(Rc<Side>),
-    Failed(EngineError),
+    Failed(Failure),
 }
 
 fn side_state(key: Key) -> SideState {
@@ -198,7 +198,7 @@ fn measure_next(state: AppState) {
                 }),
                 other => {
                     let failure = other.err().unwrap_or_else(|| {
-                        EngineError::new("INTERNAL_ERROR", "The worker answered another question.")
+                        Failure::new(ErrorCode::Internal, "The worker answered another question.")
                     });
                     FAILED.with(|f| f.borrow_mut().push((key, failure)));
                 }
@@ -276,7 +276,7 @@ const METRICS: [Metric; 3] = [Metric::Active, Metric::Allocated, Metric::Reserve
 pub fn CompareView() -> impl IntoView {
     let state = expect_context::<AppState>();
     let container = NodeRef::<html::Div>::new();
-    let failure = RwSignal::new(None::<EngineError>);
+    let failure = RwSignal::new(None::<Failure>);
     // The pair on screen, told apart by its labels, listing and sides' identity.
     let pair = Memo::new(move |_| {
         let (labels, sides) = measured_pair(state)?;
@@ -302,7 +302,7 @@ pub fn CompareView() -> impl IntoView {
         let el: &web_sys::HtmlElement = &el;
         match diff_render(el, &parse(&page.data), &parse(&page.tree)) {
             Ok(view) => DRAWN.with(|d| *d.borrow_mut() = Some(view)),
-            Err(err) => failure.set(Some(EngineError::new("INTERNAL_ERROR", format!("{err:?}")))),
+            Err(err) => failure.set(Some(Failure::new(ErrorCode::Internal, format!("{err:?}")))),
         }
     });
     on_cleanup(destroy_drawn);

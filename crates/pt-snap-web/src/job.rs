@@ -4,7 +4,8 @@
 
 use std::collections::HashMap;
 
-use pt_snap_engine::{EngineError, SummaryRead};
+use pt_snap_engine::{Failure, SummaryRead};
+use pt_snap_model::names;
 use pt_snap_parquet::SummaryRank;
 use pt_snap_report::ranks::{
     assign_ranks, natural_cmp, DeviceSummary, FileSummary, InputKind, RanksReport,
@@ -18,7 +19,7 @@ pub enum Member {
     /// Its worker is importing or opening it: what it says it is doing.
     Working(String),
     Done(Vec<DeviceSummary>),
-    Failed(EngineError),
+    Failed(Failure),
 }
 
 /// One side of a comparison: a file of the job (its index there) and one of its devices.
@@ -66,7 +67,7 @@ pub struct SummaryJob {
 #[derive(Debug)]
 pub struct SummaryTable<F> {
     ranks: Vec<SummaryRank>,
-    failed: Vec<(String, EngineError)>,
+    failed: Vec<(String, Failure)>,
     /// Parts answered (read or failed), of how many.
     read: (u64, u64),
     /// Parts not sent to a reader yet, with where each was found.
@@ -114,14 +115,14 @@ impl<F> SummaryTable<F> {
 
     /// The reader failed (a panic, a worker that died): the batch it was reading failed
     /// with it, the parts still waiting go to another reader.
-    pub fn batch_failed(&mut self, why: &EngineError) {
+    pub fn batch_failed(&mut self, why: &Failure) {
         self.read.0 += self.sent.len() as u64;
         let failed = self.sent.drain(..).map(|path| (path, why.clone()));
         self.failed.extend(failed);
     }
 
     /// No reader could start: listed with the parts, which stay unread.
-    pub fn reader_failed(&mut self, why: EngineError) {
+    pub fn reader_failed(&mut self, why: Failure) {
         self.failed.push(("(the reader)".into(), why));
     }
 
@@ -182,30 +183,18 @@ pub fn summary_parts(paths: &[String]) -> Vec<usize> {
     }
 }
 
-/// What a folder contributes, as `pt-snap ranks DIR` takes it: snapshots named `*.pkl` or
-/// `*.pickle` (also compressed) and SnapshotDBs named `*.db`; hidden files never.
-pub fn taken_from_folder(name: &str) -> bool {
-    if name.starts_with('.') {
-        return false;
-    }
-    let lower = name.to_ascii_lowercase();
-    let base = [".gz", ".zst", ".zstd", ".bz2"]
-        .iter()
-        .find_map(|c| lower.strip_suffix(c))
-        .unwrap_or(&lower);
-    base.ends_with(".pkl") || base.ends_with(".pickle") || lower.ends_with(".db")
-}
-
 /// Which of the chosen files are the job, by their paths relative to what was chosen (a
 /// folder's `webkitRelativePath`, `folder/x.pkl`; a dropped file's bare name): what
 /// `pt-snap ranks` takes. From a folder only its own files (not its subfolders') that
-/// [`taken_from_folder`]; never `<snapshot>.db` beside a snapshot of the set, which is that
+/// [`names::taken_from_directory`]; never `<snapshot>.db` beside a snapshot of the set, which is that
 /// snapshot's import (made by the CLI) and not another rank.
 pub fn members(paths: &[String], folder: bool) -> Vec<usize> {
     let name = |p: &str| p.rsplit('/').next().unwrap_or(p).to_owned();
     let kept: Vec<usize> = (0..paths.len())
         .filter(|&i| {
-            !folder || (paths[i].matches('/').count() <= 1 && taken_from_folder(&name(&paths[i])))
+            !folder
+                || (paths[i].matches('/').count() <= 1
+                    && names::taken_from_directory(&name(&paths[i])))
         })
         .collect();
     let names: std::collections::HashSet<String> = kept.iter().map(|&i| name(&paths[i])).collect();
@@ -241,7 +230,7 @@ impl Job {
     pub fn from_summary(
         job: &str,
         ranks: &[SummaryRank],
-        failed: &[(String, EngineError)],
+        failed: &[(String, Failure)],
         read: (u64, u64),
         metric: Metric,
     ) -> Self {
@@ -263,7 +252,7 @@ impl Job {
             .iter()
             .map(|f| match &f.devices {
                 Ok(devices) => Member::Done(devices.clone()),
-                Err(e) => Member::Failed(EngineError::new(e.code.as_str(), &e.message)),
+                Err(e) => Member::Failed(e.clone()),
             })
             .collect();
         for (path, why) in failed {
@@ -367,7 +356,7 @@ impl Job {
     }
 
     /// The files that failed, with why.
-    pub fn failures(&self) -> Vec<(&str, &EngineError)> {
+    pub fn failures(&self) -> Vec<(&str, &Failure)> {
         self.members
             .iter()
             .zip(&self.names)
@@ -382,6 +371,7 @@ impl Job {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use pt_snap_engine::ErrorCode;
     use pt_snap_report::ranks::RankSource;
     use pt_snap_report::{Peak, Peaks};
 
@@ -420,18 +410,6 @@ mod tests {
 
     #[test]
     fn a_folder_gives_what_ranks_takes() {
-        for yes in [
-            "rank0.pkl",
-            "r.pickle.gz",
-            "x.PKL.zst",
-            "a.db",
-            "b.pickle.bz2",
-        ] {
-            assert!(taken_from_folder(yes), "{yes}");
-        }
-        for no in [".rank0.pkl", "notes.txt", "x.json", "a.db-wal", "pkl"] {
-            assert!(!taken_from_folder(no), "{no}");
-        }
         let paths: Vec<String> = [
             "job/rank0.pkl",
             "job/rank0.pkl.db",
@@ -475,11 +453,11 @@ mod tests {
             .map(|r| report.files[r.file].rank)
             .collect();
         assert_eq!(flagged, [3]);
-        job.members[5] = Member::Failed(EngineError::new("SNAPSHOT_INVALID", "x"));
+        job.members[5] = Member::Failed(Failure::new(ErrorCode::SnapshotInvalid, "x"));
         assert_eq!(job.finished(), 6);
         assert_eq!(
             job.failures(),
-            [("rank5.pkl", &EngineError::new("SNAPSHOT_INVALID", "x"))]
+            [("rank5.pkl", &Failure::new(ErrorCode::SnapshotInvalid, "x"))]
         );
         assert_eq!(job.report().rows.len(), 5, "a failed file has no row here");
         let pick = |file| Some(Pick { file, device: 0 });
@@ -551,7 +529,7 @@ mod tests {
         ranks.push(rank("a", 0, 7));
         let failed = [(
             "x/summary/job=b/rank=9/part-0.parquet".to_owned(),
-            EngineError::new("INVALID_PARAMETER", "not a summary"),
+            Failure::new(ErrorCode::InvalidParameter, "not a summary"),
         )];
         let job = Job::from_summary("b", &ranks, &failed, (8, 9), Metric::Active);
         let summary = job.summary().expect("from a summary");
@@ -598,7 +576,7 @@ mod tests {
         assert_eq!(job.summary().map(|s| s.read), Some((2, 5)));
         // The reader dies on the next batch: those parts fail, the last one still waits.
         table.next_batch(2);
-        let died = EngineError::new("INTERNAL_ERROR", "The worker died.");
+        let died = Failure::new(ErrorCode::Internal, "The worker died.");
         table.batch_failed(&died);
         assert!(table.is_waiting());
         let job = table.job(Metric::Active);

@@ -7,7 +7,7 @@ use leptos::prelude::*;
 use serde_json::{Map, Value as Json};
 use wasm_bindgen::JsCast;
 
-use pt_snap_engine::{Answer, EngineError, Query, Table};
+use pt_snap_engine::{Answer, Failure, Query, Table};
 
 use crate::app::{AppState, Tab};
 use crate::client::{self, Asker};
@@ -93,7 +93,7 @@ fn StackCell(alloc_event: i64) -> impl IntoView {
         return view! { <span class="muted small">"no allocation captured (static or pre-existing block)"</span> }
             .into_any();
     }
-    let stack = RwSignal::new(None::<Result<Option<(String, String)>, EngineError>>);
+    let stack = RwSignal::new(None::<Result<Option<(String, String)>, Failure>>);
     let asker = Asker::new();
     let on_toggle = move |e: leptos::ev::Event| {
         let open = e

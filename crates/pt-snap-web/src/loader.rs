@@ -8,7 +8,7 @@ use std::cell::RefCell;
 
 use js_sys::{Array, Uint8Array};
 use leptos::prelude::*;
-use pt_snap_engine::{EngineError, FromWorker, IndexesLeft};
+use pt_snap_engine::{ErrorCode, Failure, FromWorker, IndexesLeft};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::JsFuture;
 use web_sys::{Blob, File, FilePropertyBag, Response};
@@ -74,8 +74,8 @@ pub fn load_sample(state: AppState) {
                 state.sample.set(true);
             }
             // A dist/ built without the sample, or served from somewhere that lost it.
-            Err(e) => state.status.set(Status::Failed(EngineError::new(
-                "SNAPSHOT_INVALID",
+            Err(e) => state.status.set(Status::Failed(Failure::new(
+                ErrorCode::SnapshotInvalid,
                 format!("Snapshot file does not exist: {SAMPLE} ({e})"),
             ))),
         }
@@ -113,8 +113,7 @@ pub fn load(state: AppState, file: File) {
             Ok(head) => head,
             Err(e) => {
                 state.status.set(Status::Failed(
-                    pt_snap_import::ImportFailure::backend(format!("cannot read {name}: {e}"))
-                        .into(),
+                    pt_snap_import::failure::backend(format!("cannot read {name}: {e}")).into(),
                 ));
                 return;
             }
@@ -131,7 +130,7 @@ pub fn load(state: AppState, file: File) {
             Route::Refuse { suffix, content } => {
                 // The CLI's words for a file that is no snapshot by name or content (the
                 // page also opens SQLite databases).
-                let mut failure = pt_snap_import::ImportFailure::bad_suffix(&suffix);
+                let mut failure = pt_snap_import::failure::bad_suffix(&suffix);
                 failure.message = sniff::refusal(&failure.message, &content);
                 state.status.set(Status::Failed(failure.into()));
             }
@@ -353,7 +352,7 @@ fn show(state: AppState, opened: Opened) {
 
 /// Whether the failure shown is a strict import's replay refusal that a lenient import of the
 /// same file could get past.
-pub fn lenient_retry_possible(failure: &EngineError) -> bool {
+pub fn lenient_retry_possible(failure: &Failure) -> bool {
     sniff::is_replay_inconsistency(&failure.message)
         && LAST_IMPORT.with(|l| l.borrow().as_ref().is_some_and(|(_, lenient)| !lenient))
 }

@@ -7,14 +7,14 @@ use std::cell::RefCell;
 use std::rc::{Rc, Weak};
 
 use js_sys::{Object, Reflect};
-use pt_snap_engine::{Answer, EngineError, FromWorker, Progress, Query, ToWorker};
+use pt_snap_engine::{Answer, ErrorCode, Failure, FromWorker, Progress, Query, ToWorker};
 use wasm_bindgen::prelude::*;
 use web_sys::{File, MessageEvent, Worker};
 
 use crate::client::{envelope, WORKER_SCRIPT};
 
 type Stage = Rc<dyn Fn(String)>;
-type Done = Box<dyn FnOnce(Result<Answer, EngineError>)>;
+type Done = Box<dyn FnOnce(Result<Answer, Failure>)>;
 
 /// A question being answered. Dropping it ends the worker; its answer is then never told.
 pub struct Asking {
@@ -61,7 +61,7 @@ pub fn ask(
     query: Query,
     budget_s: f64,
     on_stage: impl Fn(String) + 'static,
-    on_done: impl FnOnce(Result<Answer, EngineError>) + 'static,
+    on_done: impl FnOnce(Result<Answer, Failure>) + 'static,
 ) -> Asking {
     let first = if file.name().to_ascii_lowercase().ends_with(".db") {
         ToWorker::Open
@@ -93,12 +93,12 @@ pub fn ask(
 pub fn spawn(
     first: Object,
     on_message: impl FnMut(FromWorker) + 'static,
-) -> Result<Running, EngineError> {
+) -> Result<Running, Failure> {
     // Both handlers tell it: a worker that dies is one more message.
     let tell: Rc<RefCell<dyn FnMut(FromWorker)>> = Rc::new(RefCell::new(on_message));
     let worker = Worker::new(WORKER_SCRIPT).map_err(|e| {
-        EngineError::new(
-            "INTERNAL_ERROR",
+        Failure::new(
+            ErrorCode::Internal,
             format!("The worker could not start: {e:?}"),
         )
     })?;
@@ -190,7 +190,7 @@ fn start(shared: &Rc<RefCell<Shared>>, first: Object) {
 }
 
 /// Ends the worker and tells the answer, once the handler that got it has returned.
-fn finish_later(shared: Weak<RefCell<Shared>>, answer: Result<Answer, EngineError>) {
+fn finish_later(shared: Weak<RefCell<Shared>>, answer: Result<Answer, Failure>) {
     wasm_bindgen_futures::spawn_local(async move {
         let Some(shared) = shared.upgrade() else {
             return;

@@ -14,7 +14,7 @@ use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 
 use leptos::prelude::*;
-use pt_snap_engine::{Answer, EngineError, FromWorker, Query, ToWorker};
+use pt_snap_engine::{Answer, ErrorCode, Failure, FromWorker, Query, ToWorker};
 use pt_snap_report::ranks::{site, RanksReport};
 use pt_snap_report::Metric;
 use web_sys::File;
@@ -220,8 +220,8 @@ fn next(state: AppState, serial: u64) {
             }
             let member = match answer {
                 Ok(Answer::RankSummary(rows)) => Member::Done(rows),
-                Ok(_) => Member::Failed(EngineError::new(
-                    "INTERNAL_ERROR",
+                Ok(_) => Member::Failed(Failure::new(
+                    ErrorCode::Internal,
                     "The worker answered another question.",
                 )),
                 Err(f) => Member::Failed(f),
@@ -280,7 +280,7 @@ pub fn RanksView() -> impl IntoView {
                     Member::Working(s) => Some(format!("{n}: {s}")),
                     _ => None,
                 });
-            let failures: Vec<(String, EngineError)> = job
+            let failures: Vec<(String, Failure)> = job
                 .failures()
                 .into_iter()
                 .map(|(n, f)| (n.to_owned(), f.clone()))

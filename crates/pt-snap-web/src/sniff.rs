@@ -1,20 +1,20 @@
 //! Where a chosen file goes, told by its first bytes rather than its name (the CLI's rule,
 //! plus SQLite databases, which the page opens itself). Plain logic, tested natively.
 
+use pt_snap_db::SQLITE_HEADER;
 use pt_snap_model::decode::{describe_start, Detected};
+use pt_snap_model::names;
 
 /// Bytes read from the start of a file to route it: enough for the SQLite header and for
 /// [`Detected::of`].
 pub const HEAD_LEN: usize = {
     let n = pt_snap_model::decode::HEAD_LEN;
-    if n > SQLITE_MAGIC.len() {
+    if n > SQLITE_HEADER.len() {
         n
     } else {
-        SQLITE_MAGIC.len()
+        SQLITE_HEADER.len()
     }
 };
-
-const SQLITE_MAGIC: &[u8] = b"SQLite format 3\0";
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Route {
@@ -36,12 +36,11 @@ pub fn suffix(name: &str) -> String {
 
 pub fn route(name: &str, head: &[u8]) -> Route {
     let suffix = suffix(name);
-    let lower = suffix.to_ascii_lowercase();
-    if head.starts_with(SQLITE_MAGIC) {
+    if pt_snap_db::is_sqlite_header(head) {
         Route::Database
-    } else if Detected::of(head).is_certain() || matches!(lower.as_str(), ".pkl" | ".pickle") {
+    } else if Detected::of(head).is_certain() || names::is_pickle_suffix(&suffix) {
         Route::Import
-    } else if lower == ".db" {
+    } else if suffix.eq_ignore_ascii_case(names::DATABASE_SUFFIX) {
         Route::Database
     } else {
         Route::Refuse {
@@ -132,6 +131,6 @@ mod tests {
 
     #[test]
     fn head_covers_both_checks() {
-        assert!(HEAD_LEN >= SQLITE_MAGIC.len() && HEAD_LEN >= pt_snap_model::decode::HEAD_LEN);
+        assert!(HEAD_LEN >= SQLITE_HEADER.len() && HEAD_LEN >= pt_snap_model::decode::HEAD_LEN);
     }
 }

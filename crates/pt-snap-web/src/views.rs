@@ -5,7 +5,7 @@ use std::cell::RefCell;
 
 use leptos::html;
 use leptos::prelude::*;
-use pt_snap_engine::{Answer, EngineError, Metric, PeakReport, Peaks, Query, Table};
+use pt_snap_engine::{Answer, ErrorCode, Failure, Metric, PeakReport, Peaks, Query, Table};
 use serde_json::{Map, Value as Json};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
@@ -29,13 +29,20 @@ extern "C" {
     fn flamegraph_prepare(data: &JsValue) -> Result<JsValue, JsValue>;
 }
 
-pub(crate) fn error_box(f: &EngineError) -> AnyView {
+pub(crate) fn error_box(f: &Failure) -> AnyView {
     view! {
         <div class="status error inline" role="alert" data-testid="view-error">
-            <code>{f.code.clone()}</code><span>{f.message.clone()}</span>
+            <code>{f.code.as_str()}</code><span>{f.message.clone()}</span>{hint_line(f)}
         </div>
     }
     .into_any()
+}
+
+/// What to do about a failure, on its own line under it.
+pub(crate) fn hint_line(f: &Failure) -> Option<AnyView> {
+    f.hint
+        .clone()
+        .map(|h| view! { <span class="hint" data-testid="error-hint">{h}</span> }.into_any())
 }
 
 /// A byte count in human units with the exact count on hover.
@@ -425,7 +432,7 @@ pub fn TreeView() -> impl IntoView {
             _ => None,
         },
     );
-    let failure = RwSignal::new(None::<EngineError>);
+    let failure = RwSignal::new(None::<Failure>);
     // A tree is parsed and its models made in the task after the one its answer came in,
     // and drawn in the next (each is tens of ms at 1M events: together over the page's
     // 100 ms budget for a task); `drawing` names the latest answer, so one superseded
@@ -444,7 +451,7 @@ pub fn TreeView() -> impl IntoView {
                 failure.set(None);
                 let current = move || drawing.try_get_value() == Some(this);
                 let failed = move |err: JsValue| {
-                    failure.set(Some(EngineError::new("INTERNAL_ERROR", format!("{err:?}"))))
+                    failure.set(Some(Failure::new(ErrorCode::Internal, format!("{err:?}"))))
                 };
                 let prepare = move || {
                     if !current() {
@@ -517,8 +524,8 @@ pub fn TemplatesView() -> impl IntoView {
         let mut out = Map::new();
         let Some(c) = pt_snap_query::registry::find(&chosen.get_untracked()).map(|t| &t.contract)
         else {
-            return Err(EngineError::new(
-                "TEMPLATE_NOT_FOUND",
+            return Err(Failure::new(
+                ErrorCode::TemplateNotFound,
                 "No template chosen.",
             ));
         };
@@ -540,8 +547,8 @@ pub fn TemplatesView() -> impl IntoView {
                 pt_snap_query::ParamType::Str => Ok(Json::from(text)),
             }
             .map_err(|_| {
-                EngineError::new(
-                    "INVALID_PARAMETER",
+                Failure::new(
+                    ErrorCode::InvalidParameter,
                     format!("{name} must be {}", p.kind.name()),
                 )
             })?;

@@ -40,8 +40,8 @@ mod imp {
     use pt_snap_engine::preview::device_preview;
     use pt_snap_engine::protocol::{decode, encode};
     use pt_snap_engine::{
-        Engine, EngineError, FromWorker, IndexesLeft, Origin, Preview, Progress, Stop, Storage,
-        ToWorker,
+        Engine, ErrorCode, Failure, FromWorker, IndexesLeft, Origin, Preview, Progress, Stop,
+        Storage, ToWorker,
     };
     use pt_snap_import::{ImportRequest, Indexes, ReplayMode, Stage};
     use pt_snap_model::{Slices, SLICE};
@@ -116,10 +116,7 @@ mod imp {
                 }) => {
                     let answer = ENGINE.with(|e| match e.borrow().as_ref() {
                         Some(engine) => engine.answer(&query, interrupt(budget_s), budget_s),
-                        None => Err(EngineError::new(
-                            "DATABASE_NOT_OPEN",
-                            "No database is open.",
-                        )),
+                        None => Err(Failure::new(ErrorCode::NotOpen, "No database is open.")),
                     });
                     post(&FromWorker::Answer { id, answer });
                 }
@@ -188,11 +185,11 @@ mod imp {
     fn with_file<F, Fut>(file: Option<File>, job: F)
     where
         F: FnOnce(File) -> Fut + 'static,
-        Fut: std::future::Future<Output = Result<Outcome, EngineError>> + 'static,
+        Fut: std::future::Future<Output = Result<Outcome, Failure>> + 'static,
     {
         let Some(file) = file else {
-            post(&FromWorker::Failed(EngineError::new(
-                "INTERNAL_ERROR",
+            post(&FromWorker::Failed(Failure::new(
+                ErrorCode::Internal,
                 "The worker was sent no file.",
             )));
             return;
@@ -200,7 +197,7 @@ mod imp {
         wasm_bindgen_futures::spawn_local(async move { finish(job(file).await) });
     }
 
-    fn finish(outcome: Result<Outcome, EngineError>) {
+    fn finish(outcome: Result<Outcome, Failure>) {
         match outcome {
             Ok(Outcome::Open(engine)) => {
                 let overview = engine.overview().clone();
@@ -286,7 +283,7 @@ mod imp {
         warnings: Vec<String>,
         cache_hit: bool,
         source_unchecked: bool,
-    ) -> Result<Engine, EngineError> {
+    ) -> Result<Engine, Failure> {
         let entry = pt_snap_opfs::find(sha256)
             .await
             .map_err(storage)?
@@ -316,7 +313,7 @@ mod imp {
     }
 
     /// The browser's storage failed: the import's code, and what went wrong.
-    fn storage(e: impl std::fmt::Display) -> EngineError {
+    fn storage(e: impl std::fmt::Display) -> Failure {
         backend(format!("the browser's file storage (OPFS): {e}"))
     }
 
@@ -340,7 +337,7 @@ mod imp {
         }
     }
 
-    async fn open_db(file: &File) -> Result<Engine, EngineError> {
+    async fn open_db(file: &File) -> Result<Engine, Failure> {
         let len = file.size() as usize;
         let reader = FileChunks::open(file.clone(), false).await?;
         Engine::from_image(
@@ -364,7 +361,7 @@ mod imp {
         buckets: usize,
         shown_sha256: Option<String>,
         quick_match: bool,
-    ) -> Result<Outcome, EngineError> {
+    ) -> Result<Outcome, Failure> {
         let total = file.size();
         let mut opfs = pt_snap_opfs::available().await;
         // A cached import of a file this size: hash first, and reopen it if it is this one.
@@ -430,7 +427,7 @@ mod imp {
                 }));
             }
         })
-        .map_err(failed)?;
+        .map_err(pt_snap_import::failure::decode)?;
         // The reader, and its helper, end here.
         let sha256 = match known_sha {
             Some(sha) => {
@@ -510,7 +507,7 @@ mod imp {
                 }));
             },
         )
-        .map_err(failed)?;
+        .map_err(Failure::from)?;
         drop(snapshot);
         let Some(pool) = pool else {
             let db_bytes = conn
@@ -569,7 +566,7 @@ mod imp {
         sha256: &str,
         replay: ReplayMode,
         source_unchecked: bool,
-    ) -> Result<Reuse, EngineError> {
+    ) -> Result<Reuse, Failure> {
         let Ok(engine) = reopen(sha256, Vec::new(), true, source_unchecked).await else {
             return Ok(Reuse::Held);
         };
@@ -588,7 +585,7 @@ mod imp {
     /// The file's SHA-256 when only the hash is wanted (to look it up in the cache, with
     /// `progress` of its size shown, or to check a file shown from it, beside the page's
     /// questions): the helper reads and hashes, and this worker is free meanwhile.
-    async fn sha256_of(file: &File, progress: Option<f64>) -> Result<String, EngineError> {
+    async fn sha256_of(file: &File, progress: Option<f64>) -> Result<String, Failure> {
         Helper::start(file, None, true, progress)
             .await?
             .sha256()
@@ -604,8 +601,8 @@ mod imp {
                 .map(|e| format!("{}.db", e.overview().name))
         });
         let Some(name) = name else {
-            post(&FromWorker::Download(Err(EngineError::new(
-                "DATABASE_NOT_OPEN",
+            post(&FromWorker::Download(Err(Failure::new(
+                ErrorCode::NotOpen,
                 "No database is open.",
             ))));
             return;
@@ -641,12 +638,9 @@ mod imp {
                 let opts = web_sys::BlobPropertyBag::new();
                 opts.set_type("application/vnd.sqlite3");
                 web_sys::Blob::new_with_u8_array_sequence_and_options(&parts, &opts)
-                    .map_err(|e| EngineError::new("INTERNAL_ERROR", format!("{e:?}")))
+                    .map_err(|e| Failure::new(ErrorCode::Internal, format!("{e:?}")))
             }),
-            None => Err(EngineError::new(
-                "DATABASE_NOT_OPEN",
-                "No database is open.",
-            )),
+            None => Err(Failure::new(ErrorCode::NotOpen, "No database is open.")),
         });
         match blob.and_then(|b| b) {
             Ok(blob) => post_with(&FromWorker::Download(Ok(name)), "blob", &blob),
@@ -675,8 +669,8 @@ mod imp {
                 }
                 Err(_) => pt_snap_engine::SummaryRead {
                     path: path.clone(),
-                    ranks: Err(EngineError::new(
-                        "INTERNAL_ERROR",
+                    ranks: Err(Failure::new(
+                        ErrorCode::Internal,
                         "The worker was sent no file.",
                     )),
                 },
@@ -689,14 +683,7 @@ mod imp {
         Reflect::get(v, &key.into()).unwrap_or(JsValue::UNDEFINED)
     }
 
-    /// The CLI's code and message for an import failure (the one shared mapping).
-    fn failed(f: impl Into<pt_snap_import::ImportFailure>) -> EngineError {
-        EngineError::from(f.into())
-    }
-
-    fn backend(e: impl std::fmt::Display) -> EngineError {
-        failed(pt_snap_import::ImportFailure::backend(e))
-    }
+    use pt_snap_import::failure::backend;
 
     /// Now, in the metadata's spelling (the contract's; JS clocks stop at milliseconds).
     fn now_utc_iso() -> String {
@@ -723,7 +710,7 @@ mod imp {
         /// Read ahead by the helper through shared slots where the page has shared memory
         /// (it is cross-origin isolated), else with `FileReaderSync`, whose slices stay in
         /// memory until a collection. The helper hashes the file if asked to.
-        async fn open(file: File, hash: bool) -> Result<Self, EngineError> {
+        async fn open(file: File, hash: bool) -> Result<Self, Failure> {
             let len = file.size() as u64;
             let scope: DedicatedWorkerGlobalScope = js_sys::global().unchecked_into();
             let ring = (get(&scope, "crossOriginIsolated").as_bool() == Some(true)).then(Ring::new);
@@ -762,7 +749,7 @@ mod imp {
         /// bytes for a compressed file, and bytes after the pickle's STOP too), so what the
         /// decoder left unread is read out of the slots for the helper to go on (a helper
         /// without slots reads the file on its own).
-        async fn sha256(mut self) -> Result<String, EngineError> {
+        async fn sha256(mut self) -> Result<String, Failure> {
             if self.ahead {
                 let mut rest = vec![0; SLICE as usize];
                 while self.read(&mut rest).map_err(backend)? > 0 {}
@@ -842,14 +829,14 @@ mod imp {
             ring: Option<&Ring>,
             hash: bool,
             progress: Option<f64>,
-        ) -> Result<Helper, EngineError> {
+        ) -> Result<Helper, Failure> {
             let cannot = |e: JsValue| {
                 let why = e
                     .as_string()
                     .or_else(|| get(&e, "message").as_string())
                     .unwrap_or_else(|| format!("{e:?}"));
-                EngineError::new(
-                    "INTERNAL_ERROR",
+                Failure::new(
+                    ErrorCode::Internal,
                     format!("The browser could not start the worker that reads the file ({why})."),
                 )
             };
@@ -915,7 +902,7 @@ mod imp {
         }
 
         /// The file's SHA-256 in hex, once the helper has read all of it.
-        async fn sha256(&self) -> Result<String, EngineError> {
+        async fn sha256(&self) -> Result<String, Failure> {
             let answer = JsFuture::from(self.answer.clone())
                 .await
                 .unwrap_or(JsValue::NULL);

@@ -7,13 +7,13 @@ use pt_snap_query::registry;
 use serde_json::{json, Value};
 
 use crate::budget;
-use crate::commands::skill;
-use crate::error::CliResult;
+use crate::error::{CliError, CliResult};
 use crate::output;
 
 pub fn run(json: bool) -> CliResult {
     let limits = budget::env_work_limits()?;
-    let listings = skill::capabilities_listing()?;
+    let listings = pt_snap_skills::Skills::default_listing()
+        .map_err(|e| CliError::skill_error(e.to_string()))?;
     if json {
         let templates: Vec<Value> = registry::all()
             .iter()
@@ -46,7 +46,8 @@ pub fn run(json: bool) -> CliResult {
         println!("Skills: none");
     } else {
         println!("Skills ({}):", listings.len());
-        print!("{}", skill::render_listings(&listings));
+        let columns = output::terminal_columns();
+        print!("{}", pt_snap_skills::text::listings(&listings, columns));
     }
     let commands = pt_snap_report::commands::all();
     println!();

@@ -1,22 +1,17 @@
 //! `pt-snap diff A B`: open both runs (a snapshot through the import's reuse cache, or a
-//! database), have `pt-snap-report` measure and compare them, print or publish the result.
-
-use std::path::Path;
+//! database: `source::Opened`), have `pt-snap-report` measure and compare them, print or
+//! publish the result.
 
 use pt_snap_contract::{envelope, publish, python};
-use pt_snap_import::ReplayMode;
-use pt_snap_query::{Analyzer, TimelineRequest};
+use pt_snap_query::TimelineRequest;
 use pt_snap_report::diff::{measure, Diff, DiffRequest, Timelines, PAGE_BUCKETS};
 use pt_snap_report::Metric;
-use serde_json::{json, Map, Value};
+use pt_snap_store::ReplayMode;
 
 use crate::budget::Deadline;
 use crate::cli::{DiffArgs, DiffFormat};
-use crate::commands::import;
-use crate::commands::metadata::LenientReplay;
 use crate::error::{CliError, CliResult};
-use crate::focus;
-use crate::progress::ImportProgress;
+use crate::source::Opened;
 
 /// Timeline buckets per side in JSON and text: enough to see the shape.
 const JSON_BUCKETS: usize = 100;
@@ -39,8 +34,8 @@ pub fn run(args: &DiffArgs) -> CliResult {
     } else {
         ReplayMode::Strict
     };
-    let a = Input::open(&args.a, replay, args.json)?;
-    let b = Input::open(&args.b, replay, args.json)?;
+    let a = Opened::open(&args.a, replay, args.json)?;
+    let b = Opened::open(&args.b, replay, args.json)?;
 
     // One deadline for the queries of both sides; the imports above are not queries.
     let deadline = Deadline::start(args.timeout)?;
@@ -52,7 +47,7 @@ pub fn run(args: &DiffArgs) -> CliResult {
         DiffFormat::Html => PAGE_BUCKETS,
         DiffFormat::Text => JSON_BUCKETS,
     };
-    let side = |input: &Input| {
+    let side = |input: &Opened| {
         input.analyzer.set_interrupt(deadline.interrupt());
         measure(&input.analyzer, &request, |device| {
             let req = TimelineRequest {
@@ -94,74 +89,5 @@ pub fn run(args: &DiffArgs) -> CliResult {
             print!("{out}");
             Ok(())
         }
-    }
-}
-
-/// One side of the comparison (or `report oom`'s input), opened read-only.
-pub(crate) struct Input {
-    pub analyzer: Analyzer,
-    /// The path as given, for text and the page.
-    pub label: String,
-    /// What `--json` says about the input before its numbers: `path`, `db_path`, `import`
-    /// (`null` for a database argument), and `replay` for a lenient database.
-    pub fields: Map<String, Value>,
-    pub lenient: Option<LenientReplay>,
-}
-
-impl Input {
-    /// A SnapshotDB (told by SQLite's header, whatever its name) is opened as it is; any
-    /// other path is a snapshot, checked, imported or reused beside it exactly as
-    /// `import PATH --no-focus` would (the focus is left alone: `diff` only reads).
-    pub(crate) fn open(path: &Path, replay: ReplayMode, json: bool) -> CliResult<Input> {
-        let absolute = focus::absolute(path)?;
-        let (db_path, import) = if pt_snap_db::is_sqlite_file(&absolute).unwrap_or(false) {
-            (absolute.clone(), Value::Null)
-        } else if !absolute.exists() && path.extension().is_some_and(|e| e == "db") {
-            return Err(CliError::database_not_found(format!(
-                "Database not found: {}",
-                path.display()
-            )));
-        } else {
-            let source = import::check_source(path)?;
-            let name = import::source_name(&source)?;
-            let target = source.with_file_name(format!("{name}.db"));
-            let (_, miss) = import::single_db(
-                &import::SingleDb {
-                    source: &source,
-                    target: &target,
-                    name: &name,
-                    device: None,
-                    replay,
-                    force: false,
-                },
-                &mut ImportProgress::pending(!json),
-                &mut |w| {
-                    if !json {
-                        eprintln!("warning: {w}");
-                    }
-                },
-            )?;
-            let import = json!({"reused": miss.is_none(), "cache_miss_reason": miss});
-            (target, import)
-        };
-        let analyzer = Analyzer::open(&db_path)
-            .map_err(|e| CliError::schema_invalid(format!("{}: {e}", db_path.display())))?;
-        let lenient = analyzer
-            .db()
-            .lenient_replay_issues()?
-            .map(|issues| LenientReplay { issues });
-        let mut fields = Map::new();
-        fields.insert("path".into(), json!(absolute.display().to_string()));
-        fields.insert("db_path".into(), json!(db_path.display().to_string()));
-        fields.insert("import".into(), import);
-        if let Some(r) = &lenient {
-            fields.insert("replay".into(), r.to_json());
-        }
-        Ok(Input {
-            analyzer,
-            label: path.display().to_string(),
-            fields,
-            lenient,
-        })
     }
 }

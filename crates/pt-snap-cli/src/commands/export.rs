@@ -1,28 +1,26 @@
 //! `pt-snap export PATH… --format parquet -o DIR`: snapshots or databases as a
 //! Hive-partitioned Parquet dataset, `DIR/<table>/job=<J>/rank=<R>/part-0.parquet`
-//! (`docs/parquet.md`). The inputs are listed, ranked and imported as `ranks` does them (its
-//! `list_inputs`, `assign_ranks` and `database_of`, so through `import`'s reuse cache), on
-//! `-j` worker threads; `pt-snap-parquet` builds each part's bytes and every part is
-//! published through `pt_snap_contract::publish::write_file` (a hidden temporary file
-//! beside it, renamed into place). A partition whose four parts were all made from the same
-//! bytes (their footer's SHA-256) is kept as it is.
+//! (`docs/parquet.md`). The inputs are listed, ranked and opened as `ranks` takes them
+//! (`crate::job`), on `-j` worker threads; `pt-snap-parquet` builds each part and writes or
+//! keeps it in its partition (`pt_snap_parquet::layout`).
 
 use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-use pt_snap_contract::{envelope, hint, publish, ErrorCode};
-use pt_snap_parquet::{Built, PartInfo, Table, PART_NAME};
+use pt_snap_contract::{envelope, ErrorCode};
+use pt_snap_parquet::layout::{self, Partition};
+use pt_snap_parquet::{PartInfo, Table};
 use pt_snap_query::Analyzer;
-use pt_snap_report::ranks::{assign_ranks, summarize, FileSummary, RankSource, RanksReport};
+use pt_snap_report::ranks::{summarize, FileSummary, RankSource, RanksReport};
 use pt_snap_report::Metric;
+use pt_snap_store::inputs::{Input, InputKind};
 use serde_json::{json, Value as Json};
 
-use super::ranks::{database_of, file_name, list_inputs, on_workers, panic_as_error, Input};
 use crate::budget::Deadline;
 use crate::cli::ExportArgs;
 use crate::error::{CliError, CliResult};
+use crate::job::{self, Job};
 use crate::output;
-use crate::progress::SetProgress;
 
 /// What happened to one input.
 struct Outcome {
@@ -38,106 +36,85 @@ struct Outcome {
 
 pub fn run(args: &ExportArgs) -> CliResult {
     Deadline::start(None)?;
-    let inputs = list_inputs(&args.paths)?;
-    if args.rank.is_some() && inputs.len() != 1 {
+    let mut job = Job::list(&args.paths, args.json)?;
+    if args.rank.is_some() && job.inputs.len() != 1 {
         return Err(CliError::invalid_parameter(
             format!(
                 "--rank names the rank of one input; {} were given.",
-                inputs.len()
+                job.inputs.len()
             ),
             "Drop --rank to read the ranks from the file names, or export one file at a time.",
         ));
     }
-    let job = match &args.job {
-        Some(j) => check_job(j)?,
-        None => default_job(&inputs[0].path),
+    let name = match &args.job {
+        Some(j) if layout::is_job_name(j) => j.clone(),
+        Some(j) => return Err(CliError::invalid_parameter(
+            format!(
+                "Invalid job name {j:?}: use letters, digits, '.', '_' and '-' (not first '.')."
+            ),
+            "Pass --job NAME with a name that is also a valid directory name.",
+        )),
+        None => layout::job_name_of(
+            &job.inputs[0]
+                .path
+                .parent()
+                .and_then(Path::file_name)
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default(),
+        ),
     };
-    let names: Vec<&str> = inputs.iter().map(|i| file_name(&i.path)).collect();
-    let mut assignment = assign_ranks(&names);
     if let Some(r) = args.rank {
-        assignment.ranks = vec![r];
-        assignment.source = RankSource::Name;
-        assignment.note = None;
+        job.ranks.ranks = vec![r];
+        job.ranks.source = RankSource::Name;
+        job.ranks.note = None;
     }
     let dir = crate::focus::absolute(&args.output)?;
     fs::create_dir_all(&dir).map_err(|e| write_error(&dir, &e))?;
 
-    let total_bytes = inputs.iter().map(|i| i.bytes).sum();
-    let progress = SetProgress::new(total_bytes, inputs.len() as u64, !args.json);
-    let outcomes = on_workers(&inputs, args.jobs, &progress, |i, input| {
-        let rank = (assignment.ranks[i], assignment.source);
-        export_one(input, rank, &dir, &job, &progress, args.json)
+    let outcomes = job.each(args.jobs, |i, input| {
+        let mut outcome = Outcome {
+            path: input.path.display().to_string(),
+            rank: job.ranks.ranks[i],
+            rank_source: job.ranks.source,
+            sha256: None,
+            rows: None,
+            kept: false,
+            error: None,
+        };
+        let partition = Partition {
+            dir: &dir,
+            job: &name,
+            rank: outcome.rank,
+        };
+        let result = job::guard("exporting", &input.path, || {
+            export_parts(&job, input, &partition, &mut outcome)
+        });
+        outcome.error = result.err();
+        outcome
     });
 
     let failed: Vec<&Outcome> = outcomes.iter().filter(|o| o.error.is_some()).collect();
     let failure = failed.first().map(|first| {
         let e = first.error.as_ref().expect("failed");
-        CliError::new(
-            e.code,
-            format!(
-                "{} of {} files could not be exported; the first, {}: {}",
-                failed.len(),
-                outcomes.len(),
-                first.path,
-                e.message
-            ),
-        )
-        .with_hint(e.hint.as_deref())
+        let message = format!(
+            "{} of {} files could not be exported; the first, {}: {}",
+            failed.len(),
+            outcomes.len(),
+            first.path,
+            e.message
+        );
+        CliError::new(e.code, message).with_hint(e.hint.as_deref())
     });
     if args.json {
-        let fields = json_fields(&dir, &job, &outcomes, assignment.note.as_deref());
+        let fields = json_fields(&dir, &name, &outcomes, job.ranks.note.as_deref());
         output::print_json(&match &failure {
             None => envelope::success(fields),
-            Some(e) => envelope::partial(fields, e.code, &e.message, e.hint.as_deref()),
+            Some(e) => envelope::partial(fields, e),
         });
     } else {
-        print!("{}", text(&dir, &job, &outcomes));
+        print!("{}", text(&dir, &name, &outcomes));
     }
     failure.map_or(Ok(()), Err)
-}
-
-/// A job name is one path component that every reader takes as a partition value as it is.
-fn check_job(job: &str) -> CliResult<String> {
-    let fine = !job.is_empty()
-        && !job.starts_with('.')
-        && job
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'));
-    if fine {
-        Ok(job.to_owned())
-    } else {
-        Err(CliError::invalid_parameter(
-            format!(
-                "Invalid job name {job:?}: use letters, digits, '.', '_' and '-' (not first '.')."
-            ),
-            "Pass --job NAME with a name that is also a valid directory name.",
-        ))
-    }
-}
-
-/// The first input's directory name, cut to the characters a job name may have.
-fn default_job(first: &Path) -> String {
-    let name = first
-        .parent()
-        .and_then(Path::file_name)
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let cleaned: String = name
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect();
-    let cleaned = cleaned.trim_start_matches('.').to_owned();
-    if cleaned.is_empty() {
-        "job".to_owned()
-    } else {
-        cleaned
-    }
 }
 
 fn write_error(path: &Path, e: &std::io::Error) -> CliError {
@@ -147,97 +124,46 @@ fn write_error(path: &Path, e: &std::io::Error) -> CliError {
     )
 }
 
-/// `DIR/<table>/job=<J>/rank=<R>/part-0.parquet`.
-pub fn part_path(dir: &Path, table: Table, job: &str, rank: u64) -> PathBuf {
-    dir.join(table.name())
-        .join(format!("job={job}"))
-        .join(format!("rank={rank}"))
-        .join(PART_NAME)
-}
-
-fn export_one(
-    input: &Input,
-    (rank, rank_source): (u64, RankSource),
-    dir: &Path,
-    job: &str,
-    progress: &SetProgress,
-    json: bool,
-) -> Outcome {
-    let mut outcome = Outcome {
-        path: input.path.display().to_string(),
-        rank,
-        rank_source,
-        sha256: None,
-        rows: None,
-        kept: false,
-        error: None,
-    };
-    let result = panic_as_error("exporting", input, || {
-        export_parts(input, &mut outcome, dir, job, progress, json)
-    });
-    if let Err(e) = result {
-        outcome.error = Some(e);
-    }
-    outcome
-}
-
 fn export_parts(
+    job: &Job,
     input: &Input,
+    partition: &Partition,
     outcome: &mut Outcome,
-    dir: &Path,
-    job: &str,
-    progress: &SetProgress,
-    json: bool,
 ) -> CliResult {
     let sha256 = fs::File::open(&input.path)
         .and_then(pt_snap_import::sha256_hex)
         .map_err(|e| match input.kind {
-            pt_snap_report::ranks::InputKind::Database => CliError::database_not_found(format!(
+            InputKind::Database => CliError::database_not_found(format!(
                 "Database not found: {} ({e})",
                 input.path.display()
             )),
-            pt_snap_report::ranks::InputKind::Snapshot => CliError::snapshot_invalid(format!(
+            InputKind::Snapshot => CliError::snapshot_invalid(format!(
                 "Snapshot not found or unreadable: {} ({e})",
                 input.path.display()
             )),
         })?;
     outcome.sha256 = Some(sha256.clone());
-    let paths = Table::ALL.map(|t| part_path(dir, t, job, outcome.rank));
-    // Kept when every part was made from these bytes by this layout.
-    let existing = paths.clone().map(|p| {
-        fs::File::open(p)
-            .ok()
-            .and_then(pt_snap_parquet::part_metadata)
-            .filter(|m| m.is_current(&sha256))
-    });
-    if existing.iter().all(Option::is_some) {
+    if let Some(rows) = partition.current(&sha256) {
         outcome.kept = true;
-        outcome.rows = Some(existing.map(|m| m.expect("checked").rows));
+        outcome.rows = Some(rows);
         return Ok(());
     }
 
+    let (db, reused) = job.database(input, "export")?;
+    let deadline = Deadline::start(None)?;
+    let analyzer = Analyzer::open(&db).map_err(CliError::from)?;
+    analyzer.set_interrupt(deadline.interrupt());
+    let query_error = |e| CliError::query(e, Some(&deadline), "Error: ");
     let mut file = FileSummary {
         path: outcome.path.clone(),
         rank: outcome.rank,
         rank_source: outcome.rank_source,
         input: input.kind,
-        db_path: None,
-        reused: None,
-        lenient_replay_issues: None,
+        db_path: Some(db.display().to_string()),
+        reused,
+        lenient_replay_issues: analyzer.db().lenient_replay_issues()?,
         devices: Ok(Vec::new()),
     };
-    let db = database_of(input, progress, json, &mut file).map_err(|e| {
-        if e.hint.as_deref() == Some(hint::REPLAY_FAILED_RANKS) {
-            e.with_hint(Some(hint::REPLAY_FAILED_EXPORT))
-        } else {
-            e
-        }
-    })?;
-    let deadline = Deadline::start(None)?;
-    let analyzer = Analyzer::open(&db).map_err(CliError::from)?;
-    analyzer.set_interrupt(deadline.interrupt());
-    let query_error = |e| CliError::query(e, Some(&deadline), "Error: ");
-    file.lenient_replay_issues = analyzer.db().lenient_replay_issues()?;
     // A database without a trace (a state-only snapshot) is empty parts, not a failure.
     let summary = if analyzer.devices().is_empty() {
         Vec::new()
@@ -248,7 +174,7 @@ fn export_parts(
 
     let info = PartInfo {
         source_sha256: sha256,
-        job: job.to_owned(),
+        job: partition.job.to_owned(),
         rank: outcome.rank,
         source: outcome.path.clone(),
     };
@@ -258,17 +184,16 @@ fn export_parts(
     };
     let mut rows = [0i64; 4];
     for (i, table) in Table::ALL.into_iter().enumerate() {
-        let built: Built = match table {
+        let built = match table {
             Table::Events => pt_snap_parquet::events_part(&analyzer, &info),
             Table::Blocks => pt_snap_parquet::blocks_part(&analyzer, &info),
             Table::Callstacks => pt_snap_parquet::callstacks_part(&analyzer, &info),
             Table::Summary => pt_snap_parquet::summary_part(&summary, &info),
         }
         .map_err(failed)?;
-        let path = &paths[i];
-        let parent = path.parent().expect("a part has a directory");
-        fs::create_dir_all(parent).map_err(|e| write_error(parent, &e))?;
-        publish::write_file(path, &built.bytes, 0o644).map_err(|e| write_error(path, &e))?;
+        partition
+            .write(table, &built)
+            .map_err(|(path, e)| write_error(&path, &e))?;
         rows[i] = built.rows as i64;
     }
     outcome.rows = Some(rows);
@@ -284,6 +209,8 @@ fn json_fields<'a>(
     let files: Vec<Json> = outcomes
         .iter()
         .map(|o| {
+            let partition = Partition { dir, job, rank: o.rank };
+            let parts = Table::ALL.map(|t| json!(partition.path(t).display().to_string()));
             json!({
                 "path": o.path,
                 "rank": o.rank,
@@ -293,10 +220,8 @@ fn json_fields<'a>(
                 "rows": o.rows.map(|r| json!({
                     "events": r[0], "blocks": r[1], "callstacks": r[2], "summary": r[3],
                 })),
-                "parts": if o.error.is_some() { Json::Null } else {
-                    Json::Array(Table::ALL.iter().map(|&t| json!(part_path(dir, t, job, o.rank).display().to_string())).collect())
-                },
-                "error": o.error.as_ref().map(|e| json!({"code": e.code.as_str(), "message": e.message, "hint": e.hint})),
+                "parts": if o.error.is_some() { Json::Null } else { Json::from(parts.to_vec()) },
+                "error": o.error.as_ref().map(|e| e.to_json()),
             })
         })
         .collect();

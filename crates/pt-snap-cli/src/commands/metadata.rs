@@ -3,54 +3,14 @@
 use std::path::Path;
 
 use pt_snap_contract::python;
-use pt_snap_query::ImportMetadata;
 use serde_json::{json, Value};
 
 use crate::error::CliResult;
+use crate::output::LenientReplay;
 use crate::source;
 
-/// The mark of a DB made by a lenient replay (`import --lenient`): its numbers are
-/// approximate where the trace contradicted the allocator state. Every command that shows
-/// a DB's numbers says so, under `replay` in JSON and on a line of its own in text.
-pub struct LenientReplay {
-    pub issues: i64,
-}
-
-impl LenientReplay {
-    /// `None` for a DB of the strict replay (the reference's, and ours by default).
-    pub fn of(metadata: &ImportMetadata) -> Option<LenientReplay> {
-        metadata
-            .lenient_replay_issues
-            .map(|issues| LenientReplay { issues })
-    }
-
-    pub fn to_json(&self) -> Value {
-        json!({
-            "mode": "lenient",
-            "issues": self.issues,
-            "issues_table": pt_snap_db::schema::REPLAY_ISSUES_TABLE,
-        })
-    }
-
-    pub fn line(&self) -> String {
-        format!(
-            "Lenient replay: {} event(s) could not be reconciled with the allocator state and were \
-             applied from the trace alone; the numbers are approximate (see table {}).",
-            self.issues,
-            pt_snap_db::schema::REPLAY_ISSUES_TABLE
-        )
-    }
-
-    /// Adds the mark to a JSON object, if there is one.
-    pub fn annotate(this: &Option<LenientReplay>, out: &mut Value) {
-        if let (Some(r), Some(o)) = (this, out.as_object_mut()) {
-            o.insert("replay".into(), r.to_json());
-        }
-    }
-}
-
 pub fn run(db_path: Option<&Path>, json: bool) -> CliResult {
-    let (source, path, _) = source::for_reading(db_path)?;
+    let (source, path, _) = source::for_reading(db_path, json, "metadata")?;
     let metadata = source.metadata()?;
     let status = metadata.to_json();
     let lenient = LenientReplay::of(&metadata);

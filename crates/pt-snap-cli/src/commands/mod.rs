@@ -4,7 +4,6 @@ pub mod diff;
 pub mod export;
 pub mod focus;
 pub mod import;
-pub mod import_dataset;
 pub mod metadata;
 pub mod overview;
 pub mod query;

@@ -6,12 +6,12 @@ use std::path::Path;
 use pt_snap_contract::{envelope, python};
 use serde_json::json;
 
-use crate::commands::metadata::LenientReplay;
 use crate::error::CliResult;
+use crate::output::LenientReplay;
 use crate::{output, source};
 
 pub fn run(db_path: Option<&Path>, json: bool) -> CliResult {
-    let (source, path, focus_source) = source::for_reading(db_path)?;
+    let (source, path, focus_source) = source::for_reading(db_path, json, "overview")?;
     let metadata = source.metadata()?;
     let bounds = source.bounds()?;
     let dataset = source.overview();

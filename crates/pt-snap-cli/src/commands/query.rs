@@ -33,7 +33,11 @@ pub fn run(a: &QueryArgs) -> CliResult {
     let prefixed = |e: CliError| e.with_text_prefix(QUERY_PREFIX);
     let params = parse_params(a.params.as_deref()).map_err(prefixed)?;
     let deadline = Deadline::start(a.timeout).map_err(prefixed)?;
-    let resolved = focus::resolve_required(a.db_path.as_deref())?;
+    let resolved = source::readable(
+        focus::resolve_required(a.db_path.as_deref())?,
+        a.json,
+        "query",
+    )?;
     let absolute = focus::absolute(&resolved.db_path)?;
     let source = match source::dataset(&absolute, limits, &deadline, a.slice).map_err(prefixed)? {
         Some(dataset) => dataset,
@@ -204,102 +208,7 @@ fn template_info(name: &str, db_path: Option<&Path>, limits: &WorkLimits, json: 
         output::print_json(&envelope::success(fields));
         return Ok(());
     }
-    println!("Template: {}", c.name);
-    println!("Description: {}", c.description);
-    println!("Category: {}", c.category);
-    println!("Devices: {}", c.devices_label());
-    println!(
-        "Dataset Support: {}",
-        python::dumps(&c.dataset_support(limits), true)
-    );
-    println!(
-        "Semantics Version: {}",
-        c.semantics_version.map_or("none".into(), |v| v.to_string())
-    );
-    println!();
-    println!("Parameters:");
-    if c.parameters.is_empty() {
-        println!("  None");
-    }
-    for (pname, p) in &c.parameters {
-        let required = if p.required {
-            " (required)"
-        } else {
-            " (optional)"
-        };
-        let choices = p.choices.as_ref().map_or(String::new(), |ch| {
-            let items: Vec<String> = ch.iter().map(python::str_of_json).collect();
-            format!(" [choices: {}]", items.join(", "))
-        });
-        let default = if p.default.is_null() {
-            String::new()
-        } else {
-            format!(" [default: {}]", python::str_of_json(&p.default))
-        };
-        println!("  {pname}: {}{required}{choices}{default}", p.kind.name());
-        println!("    {}", p.description);
-    }
-    println!();
-    println!("Output Schema:");
-    for col in &c.output_schema {
-        println!("  {}: {}", col.column, col.kind);
-        let tags = [
-            ("units", &col.units),
-            ("metric_semantics", &col.metric_semantics),
-            ("scope", &col.scope),
-            ("denominator", &col.denominator),
-        ];
-        for (key, value) in tags {
-            if let Some(v) = value {
-                println!("    {key}: {v}");
-            }
-        }
-        if let Some(v) = col.sentinel {
-            println!("    sentinel: {v}");
-        }
-        if let Some(limits) = &col.interpretation_limits {
-            println!("    interpretation_limits:");
-            for l in limits {
-                println!("      - {l}");
-            }
-        }
-    }
-    if !c.interpretation_limits.is_empty() {
-        println!();
-        println!("Interpretation Limits:");
-        for l in &c.interpretation_limits {
-            println!("  - {l}");
-        }
-    }
-    println!();
-    println!("Example Usage:");
-    let example: Map<String, Value> = c
-        .parameters
-        .iter()
-        .map(|(pname, p)| {
-            let v = match p.kind {
-                pt_snap_query::ParamType::Int if p.default.is_null() => json!(0),
-                pt_snap_query::ParamType::Float if p.default.is_null() => json!(0.0),
-                pt_snap_query::ParamType::Str if p.default.is_null() => p
-                    .choices
-                    .as_ref()
-                    .and_then(|c| c.first().cloned())
-                    .unwrap_or(json!("example")),
-                pt_snap_query::ParamType::Bool => json!(true),
-                _ => p.default.clone(),
-            };
-            (pname.clone(), v)
-        })
-        .collect();
-    let db = db_path.map_or("<configured_db>".into(), |p| p.display().to_string());
-    if example.is_empty() {
-        println!("  pt-snap query {db} --template-use {}", c.name);
-    } else {
-        println!(
-            "  pt-snap query {db} --template-use {} --params '{}'",
-            c.name,
-            python::dumps(&Value::Object(example), false)
-        );
-    }
+    let db = db_path.map(|p| p.display().to_string());
+    print!("{}", c.info_text(limits, db.as_deref()));
     Ok(())
 }

@@ -7,8 +7,7 @@ use std::path::Path;
 
 use pt_snap_contract::python;
 use pt_snap_skills::{
-    text, Host, ListTarget, MutationResult, Report, Scope, SkillError, SkillListing, Skills,
-    Target, RESTART_HINT,
+    text, Host, ListTarget, MutationResult, Report, Scope, SkillError, Skills, Target, RESTART_HINT,
 };
 use serde_json::json;
 
@@ -32,18 +31,6 @@ pub fn run(args: &SkillArgs) -> CliResult {
         }
         SkillCommand::Uninstall(a) => uninstall(a),
     }
-}
-
-/// The `skills` array of `capabilities --json`: what `skill list --json` lists with default
-/// options (every built-in host, both scopes).
-pub fn capabilities_listing() -> Result<Vec<SkillListing>, CliError> {
-    let skills = Skills::from_process().map_err(skill_error)?;
-    skills
-        .list(&ListTarget::Builtin {
-            hosts: None,
-            scopes: None,
-        })
-        .map_err(skill_error)
 }
 
 fn skill_error(e: SkillError) -> CliError {
@@ -138,55 +125,12 @@ fn list(a: &SkillListArgs) -> CliResult {
     } else if listings.is_empty() {
         println!("No bundled agent skills are available.");
     } else {
-        print!("{}", render_listings(&listings));
+        print!(
+            "{}",
+            text::listings(&listings, crate::output::terminal_columns())
+        );
     }
     Ok(())
-}
-
-/// The reference's text listing: name, status, the locations that hold a copy, and the
-/// description's first sentence wrapped to the terminal (at most 88 columns).
-pub fn render_listings(listings: &[SkillListing]) -> String {
-    let columns = std::env::var("COLUMNS")
-        .ok()
-        .and_then(|c| c.trim().parse::<usize>().ok())
-        .filter(|&c| c > 0)
-        .unwrap_or(80);
-    let width = columns.saturating_sub(2).clamp(40, 88);
-    let mut out = String::new();
-    for (i, item) in listings.iter().enumerate() {
-        if i > 0 {
-            out.push('\n');
-        }
-        let locations: Vec<String> = item
-            .locations
-            .iter()
-            .filter(|l| l.status != pt_snap_skills::Status::Missing)
-            .map(|l| match l.host {
-                // Python shows the parent of a bare name as `.`.
-                Host::Custom => match l.path.parent() {
-                    Some(p) if !p.as_os_str().is_empty() => p.display().to_string(),
-                    _ => ".".to_owned(),
-                },
-                host => format!("{host}:{}", l.scope),
-            })
-            .collect();
-        let locations = if locations.is_empty() {
-            "—".to_owned()
-        } else {
-            locations.join(", ")
-        };
-        out.push_str(&format!(
-            "{}\n  Status     {}\n  Locations  {locations}\n",
-            item.name,
-            item.status.as_str()
-        ));
-        let summary = text::summary(&item.description, 140);
-        if !summary.is_empty() {
-            out.push_str(&text::fill(&summary, width, "  "));
-            out.push('\n');
-        }
-    }
-    out
 }
 
 /// Flag checks, target parsing and catalog loading shared by install and upgrade, in the

@@ -19,7 +19,7 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use crate::hash::sha256_file;
-use crate::manifest::{self, ContractError, Manifest, ValidManifest};
+use crate::manifest::{self, ContractError, Manifest, Rule, ValidManifest};
 use pt_snap_query::QueryError;
 
 const TRACE_V1: [(&str, &str); 9] = [
@@ -77,11 +77,11 @@ fn invalid(e: ContractError) -> QueryError {
     QueryError::SchemaInvalid(format!("Invalid dataset: {e}"))
 }
 
-fn need(ok: bool, loc: &str, code: &'static str, detail: &str) -> Result<(), QueryError> {
+fn need(ok: bool, loc: &str, rule: Rule, detail: &str) -> Result<(), QueryError> {
     if ok {
         Ok(())
     } else {
-        Err(invalid(ContractError::new(loc, code, detail)))
+        Err(invalid(ContractError::new(loc, rule, detail)))
     }
 }
 
@@ -256,8 +256,13 @@ impl Dataset {
         }
         let root = root_of(path)?;
         let manifest_path = root.join("manifest.json");
-        let bytes = fs::read(&manifest_path)
-            .map_err(|e| invalid(ContractError::new("manifest.json", "read", e.to_string())))?;
+        let bytes = fs::read(&manifest_path).map_err(|e| {
+            invalid(ContractError::new(
+                "manifest.json",
+                Rule::Read,
+                e.to_string(),
+            ))
+        })?;
         let manifest_sha = pt_snap_contract::python::hex(&Sha256::digest(&bytes));
         let manifest = manifest::parse(&bytes).map_err(invalid)?;
         let native = manifest.is_native();
@@ -271,7 +276,7 @@ impl Dataset {
                 need(
                     !root.join(&s.file).is_symlink() && root.join(&s.file).is_file(),
                     &s.file,
-                    "missing",
+                    Rule::Missing,
                     "artifact file missing",
                 )?;
                 require_readonly_member(&root, &s.file, !native)?;
@@ -303,9 +308,9 @@ impl Dataset {
         for d in &manifest.devices {
             for s in &d.slices {
                 let h = sha256_file(&root.join(&s.file))
-                    .map_err(|e| invalid(ContractError::new(&s.file, "read", e.to_string())))?;
+                    .map_err(|e| invalid(ContractError::new(&s.file, Rule::Read, e.to_string())))?;
                 if let Some(want) = &s.sha256 {
-                    need(*want == h, &s.file, "hash", "member content changed")?;
+                    need(*want == h, &s.file, Rule::Hash, "member content changed")?;
                 }
                 hashes.push(h);
             }
@@ -367,7 +372,7 @@ fn names(dir: &Path) -> Result<BTreeSet<String>, QueryError> {
     let rd = fs::read_dir(dir).map_err(|e| {
         invalid(ContractError::new(
             dir.display().to_string(),
-            "read",
+            Rule::Read,
             e.to_string(),
         ))
     })?;
@@ -385,7 +390,7 @@ fn require_native_members(root: &Path, m: &ValidManifest) -> Result<(), QueryErr
     need(
         names(root)? == expected,
         "dataset",
-        "members",
+        Rule::Members,
         "unexpected/missing dataset member",
     )?;
     for d in &m.devices {
@@ -394,7 +399,7 @@ fn require_native_members(root: &Path, m: &ValidManifest) -> Result<(), QueryErr
         need(
             !dir.is_symlink() && dir.is_dir(),
             &loc,
-            "path",
+            Rule::Path,
             "unsafe device directory",
         )?;
         let want: BTreeSet<String> = d
@@ -405,7 +410,7 @@ fn require_native_members(root: &Path, m: &ValidManifest) -> Result<(), QueryErr
         need(
             names(&dir)? == want,
             &loc,
-            "members",
+            Rule::Members,
             "unexpected/missing shard",
         )?;
     }
@@ -423,13 +428,13 @@ fn open_shard(root: &Path, file: &str, immutable: bool) -> Result<Connection, Qu
         uri,
         OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_URI,
     )
-    .map_err(|e| invalid(ContractError::new(file, "sqlite", e.to_string())))?;
+    .map_err(|e| invalid(ContractError::new(file, Rule::Sqlite, e.to_string())))?;
     let _ = conn.execute_batch("PRAGMA query_only=ON");
     Ok(conn)
 }
 
 fn sql_err(file: &str) -> impl Fn(pt_snap_db::rusqlite::Error) -> QueryError + '_ {
-    move |e| invalid(ContractError::new(file, "sqlite", e.to_string()))
+    move |e| invalid(ContractError::new(file, Rule::Sqlite, e.to_string()))
 }
 
 fn check_schema(
@@ -441,7 +446,7 @@ fn check_schema(
     need(
         object_type(conn, table).as_deref() == Some("table"),
         file,
-        "table",
+        Rule::Table,
         &format!("{table} must be an actual table, not a view"),
     )?;
     let rows = table_info(conn, table, file)?;
@@ -453,7 +458,7 @@ fn check_schema(
     need(
         same,
         file,
-        "columns",
+        Rule::Columns,
         &format!("{table} column order/types differ from base contract"),
     )?;
     if table != "dictionary" {
@@ -462,7 +467,7 @@ fn check_schema(
                 .enumerate()
                 .all(|(i, r)| r.2 == i64::from(i == 0)),
             file,
-            "primary_key",
+            Rule::PrimaryKey,
             &format!("{table}.id must be the sole primary key"),
         )?;
     }
@@ -515,7 +520,7 @@ fn first_column<T: pt_snap_db::rusqlite::types::FromSql, C: FromIterator<T>>(
 /// use, does not list generated columns.
 fn check_format_objects(conn: &Connection, file: &str) -> Result<(), QueryError> {
     pt_snap_db::check_format_objects(conn)
-        .map_err(|m| invalid(ContractError::new(file, "schema", m)))
+        .map_err(|m| invalid(ContractError::new(file, Rule::Schema, m)))
 }
 
 fn table_names(conn: &Connection, file: &str) -> Result<BTreeSet<String>, QueryError> {
@@ -558,7 +563,7 @@ fn open_device_shard(
     need(
         device_tables(&tables, device),
         file,
-        "device_tables",
+        Rule::DeviceTables,
         detail,
     )?;
     Ok((conn, tables))
@@ -600,7 +605,7 @@ fn check_dictionary(
         need(
             rows.len() == want.len() && got == want,
             file,
-            "dictionary",
+            Rule::Dictionary,
             &if detail.is_empty() {
                 format!("invalid {table}.{column} mapping")
             } else {
@@ -624,10 +629,10 @@ fn no_row(
     conn: &Connection,
     sql: &str,
     file: &str,
-    code: &'static str,
+    rule: Rule,
     detail: &str,
 ) -> Result<(), QueryError> {
-    need(integer_row(conn, sql, file)?.is_none(), file, code, detail)
+    need(integer_row(conn, sql, file)?.is_none(), file, rule, detail)
 }
 
 /// An SQL condition true when any of the eight numeric trace columns is not an integer.
@@ -644,10 +649,10 @@ fn non_integer_trace_scalars() -> String {
 fn block_columns(
     r: &pt_snap_db::rusqlite::Row<'_>,
     file: &str,
-    (loc, code, detail): (&str, &'static str, &str),
+    (loc, rule, detail): (&str, Rule, &str),
 ) -> Result<[i64; 7], QueryError> {
     let types: String = r.get(7).map_err(sql_err(file))?;
-    need(types == "integer".repeat(7), loc, code, detail)?;
+    need(types == "integer".repeat(7), loc, rule, detail)?;
     let mut v = [0i64; 7];
     for (i, x) in v.iter_mut().enumerate() {
         *x = r.get(i).map_err(sql_err(file))?;
@@ -726,7 +731,7 @@ fn validate_native_shards(root: &Path, m: &ValidManifest) -> Result<i64, QueryEr
             need(
                 object_type(&conn, "pt_snap_block_reference").as_deref() == Some("table"),
                 file,
-                "extension",
+                Rule::Extension,
                 "finalized reference table required",
             )?;
             let refcols = table_info(&conn, "pt_snap_block_reference", file)?;
@@ -742,14 +747,14 @@ fn validate_native_shards(root: &Path, m: &ValidManifest) -> Result<i64, QueryEr
                         n == wn && t.to_uppercase() == wt && *p == wp
                     }),
                 file,
-                "extension",
+                Rule::Extension,
                 "invalid reference schema",
             )?;
             check_format_objects(&conn, file)?;
             // After the schema checks: `quick_check` computes every column of every row,
             // generated ones included, which is what they must rule out first.
             let qc: Vec<String> = first_column(&conn, "PRAGMA quick_check", file)?;
-            need(qc == ["ok"], file, "sqlite", "integrity check failed")?;
+            need(qc == ["ok"], file, Rule::Sqlite, "integrity check failed")?;
             check_dictionary(
                 &conn,
                 &trace,
@@ -773,7 +778,7 @@ fn validate_native_shards(root: &Path, m: &ValidManifest) -> Result<i64, QueryEr
             need(
                 (count, low, high) == (positions, Some(s.start_event_id), Some(s.end_event_id)),
                 file,
-                "event_identity",
+                Rule::EventIdentity,
                 "real IDs/count differ from positions/ranges",
             )?;
             id_count += count;
@@ -787,14 +792,14 @@ fn validate_native_shards(root: &Path, m: &ValidManifest) -> Result<i64, QueryEr
                     non_integer_trace_scalars()
                 ),
                 file,
-                "event_values",
+                Rule::EventValues,
                 "invalid native event/scalar/callstack",
             )?;
             no_row(
                 &conn,
                 "SELECT id FROM callstack WHERE typeof(callstack) NOT IN ('text','null') LIMIT 1",
                 file,
-                "callstack",
+                Rule::Callstack,
                 "invalid text stack",
             )?;
             boundaries += boundary_count(&conn, &trace, file)?;
@@ -807,7 +812,7 @@ fn validate_native_shards(root: &Path, m: &ValidManifest) -> Result<i64, QueryEr
                      WHERE b.id=r.blockId) LIMIT 1"
                 ),
                 file,
-                "extension",
+                Rule::Extension,
                 "reference/block membership differs",
             )?;
             let mut st = conn
@@ -824,7 +829,7 @@ fn validate_native_shards(root: &Path, m: &ValidManifest) -> Result<i64, QueryEr
                 let [bid, address, size, requested, state, alloc, free] = block_columns(
                     r,
                     file,
-                    (file, "block_identity", "unfinalized/invalid block"),
+                    (file, Rule::BlockIdentity, "unfinalized/invalid block"),
                 )?;
                 need(
                     (-1..=1).contains(&state)
@@ -833,7 +838,7 @@ fn validate_native_shards(root: &Path, m: &ValidManifest) -> Result<i64, QueryEr
                         && ((alloc == -1 && bid < 0) || (alloc >= 0 && bid == alloc))
                         && (free == -1 || (free >= 0 && (alloc == -1 || free >= alloc))),
                     file,
-                    "block_identity",
+                    Rule::BlockIdentity,
                     "unfinalized/invalid block",
                 )?;
                 let stream_type: String = r.get(9).map_err(sql_err(file))?;
@@ -844,7 +849,7 @@ fn validate_native_shards(root: &Path, m: &ValidManifest) -> Result<i64, QueryEr
                         && (at == "text" || at == "null")
                         && (ft == "text" || ft == "null"),
                     file,
-                    "extension",
+                    Rule::Extension,
                     "invalid reference values",
                 )?;
                 let sig: Signature = (
@@ -861,7 +866,7 @@ fn validate_native_shards(root: &Path, m: &ValidManifest) -> Result<i64, QueryEr
                     need(
                         *old == sig,
                         file,
-                        "block_identity",
+                        Rule::BlockIdentity,
                         "conflicting finalized identity/reference",
                     )?;
                 } else {
@@ -871,11 +876,11 @@ fn validate_native_shards(root: &Path, m: &ValidManifest) -> Result<i64, QueryEr
             drop(rows);
             drop(st);
             let member_meta = pt_snap_db::Metadata::read(&conn)
-                .map_err(|e| invalid(ContractError::new(file, "metadata", e.to_string())))?;
+                .map_err(|e| invalid(ContractError::new(file, Rule::Metadata, e.to_string())))?;
             need(
                 member_meta.as_ref() == Ok(&meta),
                 file,
-                "metadata",
+                Rule::Metadata,
                 "member metadata differs from manifest",
             )?;
         }
@@ -889,7 +894,7 @@ fn validate_native_shards(root: &Path, m: &ValidManifest) -> Result<i64, QueryEr
         need(
             id_count == d.event_count && lifetimes.values().all(|l| in_scope(l.3) && in_scope(l.4)),
             "devices",
-            "event_identity",
+            Rule::EventIdentity,
             "count/lifetime references not in original device scope",
         )?;
     }
@@ -910,7 +915,7 @@ fn validate_compatibility_shards(root: &Path, m: &ValidManifest) -> Result<i64, 
             need(
                 !tables.iter().any(|t| t.to_lowercase() == "callstack"),
                 file,
-                "layout",
+                Rule::Layout,
                 "v1 must not contain native v2 callstack table",
             )?;
             check_schema(&conn, &trace, &TRACE_V1, file)?;
@@ -927,7 +932,7 @@ fn validate_compatibility_shards(root: &Path, m: &ValidManifest) -> Result<i64, 
                         Some(s.end_event_id),
                     ),
                 file,
-                "event_identity",
+                Rule::EventIdentity,
                 "real rows differ from declared contiguous interval",
             )?;
             no_row(
@@ -937,7 +942,7 @@ fn validate_compatibility_shards(root: &Path, m: &ValidManifest) -> Result<i64, 
                      OR typeof(action) != 'integer' OR (id<0 AND action NOT IN (0,2)) LIMIT 1"
                 ),
                 file,
-                "event_action",
+                Rule::EventAction,
                 "unknown action or invalid boundary event",
             )?;
             no_row(
@@ -948,7 +953,7 @@ fn validate_compatibility_shards(root: &Path, m: &ValidManifest) -> Result<i64, 
                     non_integer_trace_scalars()
                 ),
                 file,
-                "event_values",
+                Rule::EventValues,
                 "invalid scalar type or negative byte metric",
             )?;
             boundaries += boundary_count(&conn, &trace, file)?;
@@ -964,26 +969,26 @@ fn validate_compatibility_shards(root: &Path, m: &ValidManifest) -> Result<i64, 
                 let [bid, address, size, requested, state, alloc, free] = block_columns(
                     r,
                     file,
-                    (&block_loc, "type", "expected integer (not boolean)"),
+                    (&block_loc, Rule::Type, "expected integer (not boolean)"),
                 )?;
                 need(
                     (-1..=1).contains(&state) && size >= 0 && (0..=size).contains(&requested),
                     file,
-                    "block",
+                    Rule::Block,
                     "invalid state/size",
                 )?;
                 need(
                     (alloc == -1 && bid < 0)
                         || ((0..d.event_count).contains(&alloc) && bid == alloc),
                     file,
-                    "block_identity",
+                    Rule::BlockIdentity,
                     "resolved ID must equal allocation; unresolved ID must be negative",
                 )?;
                 need(
                     free == -1
                         || ((0..d.event_count).contains(&free) && (alloc == -1 || free >= alloc)),
                     file,
-                    "lifecycle",
+                    Rule::Lifecycle,
                     "invalid free sentinel or lifecycle order",
                 )?;
                 let sig = (address, size, requested, alloc, free);
@@ -991,7 +996,7 @@ fn validate_compatibility_shards(root: &Path, m: &ValidManifest) -> Result<i64, 
                     Some(old) => need(
                         *old == sig,
                         file,
-                        "block_identity",
+                        Rule::BlockIdentity,
                         "same cross-slice ID has conflicting identity/lifetime",
                     )?,
                     None => {

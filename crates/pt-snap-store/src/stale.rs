@@ -122,25 +122,14 @@ impl Drop for Owner {
     }
 }
 
-/// `flock(LOCK_EX | LOCK_NB)`: whether the lock was taken; an error where locks do not work.
-#[cfg(unix)]
+/// An exclusive lock without waiting (`flock(LOCK_EX | LOCK_NB)` on Unix): whether it was
+/// taken; an error where locks do not work.
 fn try_lock(file: &File) -> io::Result<bool> {
-    use std::os::fd::AsRawFd as _;
-    // SAFETY: `file` is an open descriptor for the whole call; flock touches no memory.
-    if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0 {
-        return Ok(true);
+    match file.try_lock() {
+        Ok(()) => Ok(true),
+        Err(fs::TryLockError::WouldBlock) => Ok(false),
+        Err(fs::TryLockError::Error(e)) => Err(e),
     }
-    let e = io::Error::last_os_error();
-    if e.raw_os_error() == Some(libc::EWOULDBLOCK) {
-        Ok(false)
-    } else {
-        Err(e)
-    }
-}
-
-#[cfg(not(unix))]
-fn try_lock(_: &File) -> io::Result<bool> {
-    Err(io::ErrorKind::Unsupported.into())
 }
 
 /// One kind of file an import leaves.

@@ -1,175 +1,120 @@
-//! `pt-snap import --events-per-slice K` (the `pt-snap-native-v2` dataset) and
-//! `pt-snap import --format msinsight` (the `compatibility-v1` export), spec §10.2–10.3.
+//! A snapshot → a sharded dataset (`pt-snap-native-v2`, or msinsight's `compatibility-v1`),
+//! spec §10.2–10.3.
 //!
 //! What a dataset is, its reuse rules and how it is written are `pt-snap-dataset`'s; here is
 //! where it is staged and published. The dataset is built in a hidden staging directory
 //! beside the target, its shards written in parallel (they are independent once the replay
 //! has cut them), checked, and published by renames: nothing half-written is ever visible,
-//! and a failed import leaves an existing dataset as it was. `--force` replaces a recognised
+//! and a failed import leaves an existing dataset as it was. `force` replaces a recognised
 //! native dataset (the old tree is moved to a recovery directory first and removed once the
 //! new one is in place); an msinsight export is never replaced.
 
 use std::fs::{self, File};
 use std::io::{BufReader, Write as _};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
-use pt_snap_contract::envelope;
-use pt_snap_contract::publish;
-use pt_snap_dataset::reuse::{self, DatasetReport, Decision, ImportRequest, MsinsightSource};
+use pt_snap_contract::{publish, Failure};
+use pt_snap_dataset::reuse::{self, DatasetReport, Decision, MsinsightSource};
 use pt_snap_dataset::write::{self, DatasetPlan, Layout};
+use pt_snap_dataset::DatasetKind;
 use pt_snap_db::Metadata;
-use pt_snap_import::{IMPORTER_NAME, IMPORTER_VERSION};
-use serde_json::json;
+use pt_snap_import::{failure, IMPORTER_NAME, IMPORTER_VERSION};
 
-use crate::cli::ImportArgs;
-use crate::error::{CliError, CliResult};
-use crate::focus;
-use crate::output;
-use crate::progress::{ImportObserver as _, ImportProgress};
-use crate::stale;
+use crate::{stale, Observer};
 
-/// Which dataset an import builds (the name `import` chooses it by).
-pub use pt_snap_dataset::DatasetKind as Kind;
-
-/// What the import command reports about a dataset.
-struct Outcome {
-    dataset: DatasetReport,
-    reused: bool,
-    miss: Option<&'static str>,
+/// One dataset import.
+pub struct Job<'a> {
+    pub kind: DatasetKind,
+    /// The snapshot, absolute, as [`crate::snapshot::check`] returns it.
+    pub source: &'a Path,
+    /// Where the dataset goes (`kind.target(dir, name)`).
+    pub target: &'a Path,
+    /// The snapshot's file name, recorded in the metadata.
+    pub name: &'a str,
+    pub device: Option<i64>,
+    pub events_per_slice: i64,
+    pub force: bool,
 }
 
-fn backend(message: impl std::fmt::Display) -> CliError {
-    CliError::import_failed(format!("Dataset import backend failed: {message}"))
+/// What an import did: the dataset, and why it was built (`None`: reused).
+pub struct Imported {
+    pub dataset: DatasetReport,
+    pub miss: Option<&'static str>,
 }
 
-pub fn run(args: &ImportArgs, kind: Kind, source: &Path, device: Option<i64>) -> CliResult {
-    let events_per_slice = kind
-        .events_per_slice(args.events_per_slice)
-        .expect("validated: native needs K");
-    let out_dir = match &args.output_dir {
-        Some(dir) => focus::absolute(dir)?,
-        None => source.parent().expect("a file has a parent").to_path_buf(),
-    };
-    let name = super::import::source_name(source)?;
-    let target = kind.target(&out_dir, &name);
-    reuse::check_target(&target, kind).map_err(CliError::import_failed)?;
+fn backend(message: impl std::fmt::Display) -> Failure {
+    failure::import_failed(format!("Dataset import backend failed: {message}"))
+}
+
+/// The dataset at `job.target` reused, or built and published there.
+pub fn import(job: &Job, observer: &mut dyn Observer) -> Result<Imported, Failure> {
+    let target = job.target;
+    reuse::check_target(target, job.kind).map_err(failure::import_failed)?;
     // First, so that a dataset an interrupted `--force` had moved away is back before the
     // target is looked at.
-    for w in stale::clean(&target, stale::Artifacts::Dataset) {
-        if !args.json {
-            eprintln!("warning: {w}");
-        }
+    for w in stale::clean(target, stale::Artifacts::Dataset) {
+        observer.warn(&w);
     }
-    let sha256 = hash_file(source)?;
-    let request = ImportRequest {
-        kind,
-        source,
+    let sha256 = hash_file(job.source)?;
+    let request = reuse::ImportRequest {
+        kind: job.kind,
+        source: job.source,
         sha256: &sha256,
-        device,
-        events_per_slice,
-        force: args.force,
+        device: job.device,
+        events_per_slice: job.events_per_slice,
+        force: job.force,
     };
-    let outcome = match reuse::decide(&target, &request).map_err(CliError::import_failed)? {
+    match reuse::decide(target, &request).map_err(failure::import_failed)? {
         Decision::Reuse(dataset) => {
-            recheck_source(source, &sha256)?;
-            Outcome {
+            recheck_source(job.source, &sha256)?;
+            Ok(Imported {
                 dataset,
-                reused: true,
                 miss: None,
-            }
+            })
         }
         Decision::Build {
             miss,
             replace,
             msinsight,
-        } => Outcome {
-            dataset: build(args, &request, &target, &name, replace, msinsight.as_ref())?,
-            reused: false,
+        } => Ok(Imported {
+            dataset: build(job, &sha256, replace, msinsight.as_ref(), observer)?,
             miss: Some(miss),
-        },
-    };
-
-    let focus_state = super::import::focus_on(&target, device, args.no_focus)?;
-    let path = target.display().to_string();
-    let dataset = &outcome.dataset;
-    if args.json {
-        let mut fields = super::import::import_fields(
-            &target,
-            device,
-            outcome.miss,
-            &dataset.metadata,
-            focus_state.as_ref(),
-        );
-        fields.extend([
-            ("dataset_path", json!(path)),
-            ("devices", json!(dataset.devices)),
-            ("slice_count", json!(dataset.slice_count)),
-            ("format", json!(kind.format())),
-            ("omitted_devices", json!(dataset.omitted_devices)),
-            ("rebuilt", json!(!outcome.reused)),
-        ]);
-        output::print_json(&envelope::success(fields));
-    } else {
-        let action = if outcome.reused { "Reused" } else { "Imported" };
-        println!("{action}: {path}");
-        println!(
-            "Format: {}; devices: [{}]; slices: {}",
-            kind.format(),
-            dataset
-                .devices
-                .iter()
-                .map(i64::to_string)
-                .collect::<Vec<_>>()
-                .join(", "),
-            dataset.slice_count
-        );
-        if let Some(reason) = outcome.miss {
-            println!("Cache miss: {reason}");
-        }
-        if let Some(f) = focus_state.as_ref().and_then(|s| s.focus_file.as_ref()) {
-            println!("Focus: {}", f.display());
-        }
+        }),
     }
-    Ok(())
 }
 
 /// SHA-256 of the file, as lowercase hex.
-fn hash_file(path: &Path) -> CliResult<String> {
+fn hash_file(path: &Path) -> Result<String, Failure> {
     pt_snap_dataset::sha256_file(path).map_err(backend)
 }
 
-fn decode_error(e: pt_snap_model::DecodeError) -> CliError {
-    pt_snap_import::ImportFailure::from(e).into()
-}
-
 /// The source must still be the bytes first hashed when the dataset is kept or published.
-fn recheck_source(source: &Path, sha256: &str) -> CliResult<()> {
+fn recheck_source(source: &Path, sha256: &str) -> Result<(), Failure> {
     if hash_file(source)? != sha256 {
         return Err(source_changed());
     }
     Ok(())
 }
 
-fn source_changed() -> CliError {
-    CliError::import_failed(
+fn source_changed() -> Failure {
+    failure::import_failed(
         "Snapshot source changed while import was running; existing artifact preserved.",
     )
 }
 
 /// Decodes, replays, writes the shards in parallel into a staging directory, writes the
-/// manifest and publishes the dataset at `target` (with `replace`, over the native dataset
-/// there). An msinsight export records `msinsight`.
+/// manifest and publishes the dataset at the target (with `replace`, over the native
+/// dataset there). An msinsight export records `msinsight`.
 fn build(
-    args: &ImportArgs,
-    request: &ImportRequest<'_>,
-    target: &Path,
-    name: &str,
+    job: &Job,
+    sha256: &str,
     replace: bool,
     msinsight: Option<&MsinsightSource>,
-) -> CliResult<DatasetReport> {
-    let (kind, source, device) = (request.kind, request.source, request.device);
+    observer: &mut dyn Observer,
+) -> Result<DatasetReport, Failure> {
+    let (kind, source, target) = (job.kind, job.source, job.target);
     let parent = target.parent().expect("target is in a directory");
     fs::create_dir_all(parent).map_err(backend)?;
     let target_name = target.file_name().unwrap_or_default().to_string_lossy();
@@ -185,12 +130,12 @@ fn build(
 
     let file = File::open(source).map_err(backend)?;
     let size = file.metadata().map(|m| m.len()).unwrap_or(0);
-    let mut progress = ImportProgress::new(size, !args.json);
+    observer.begin(size);
     let snapshot = pt_snap_model::decode(BufReader::with_capacity(1 << 20, file), &mut |p| {
-        progress.decoding(p)
+        observer.decoding(p)
     })
-    .map_err(decode_error)?;
-    progress.finish();
+    .map_err(failure::decode)?;
+    observer.finish();
     // The source is hashed again while the shards are written: it must still be the bytes
     // that were decoded when the dataset is published.
     let rehash = {
@@ -199,25 +144,23 @@ fn build(
     };
     let plan = write::plan(
         &snapshot,
-        device.map(|d| d as usize),
-        request.events_per_slice as usize,
+        job.device.map(|d| d as usize),
+        job.events_per_slice as usize,
     )
     .map_err(backend)?;
-    if !args.json {
-        for w in plan.devices.iter().flat_map(|p| &p.warnings) {
-            eprintln!("warning: {w}");
-        }
+    for w in plan.devices.iter().flat_map(|p| &p.warnings) {
+        observer.warn(w);
     }
     let metadata = Metadata {
         metadata_schema_version: pt_snap_db::METADATA_SCHEMA_VERSION,
         import_format_version: kind.import_format_version(),
-        source_sha256: request.sha256.to_owned(),
+        source_sha256: sha256.to_owned(),
         source_size: size as i64,
-        source_name: name.to_owned(),
-        requested_device: device,
+        source_name: job.name.to_owned(),
+        requested_device: job.device,
         importer_name: IMPORTER_NAME.to_owned(),
         importer_version: IMPORTER_VERSION.to_owned(),
-        completed_at: crate::clock::now_utc_iso(),
+        completed_at: crate::now_utc_iso(),
     };
     plan.check(kind.layout()).map_err(backend)?;
     let hashes = write_shards(&plan, &artifact, &metadata, kind.layout())?;
@@ -231,12 +174,12 @@ fn build(
 
     if rehash
         .join()
-        .map_err(|_| CliError::internal("the hashing thread panicked"))??
-        != request.sha256
+        .map_err(|_| Failure::internal("the hashing thread panicked"))??
+        != sha256
     {
         return Err(source_changed());
     }
-    publish(&artifact, target, replace, &mut owner)?;
+    publish_dataset(&artifact, target, replace, &mut owner)?;
     Ok(plan.report(metadata))
 }
 
@@ -247,7 +190,7 @@ fn write_shards(
     dir: &Path,
     metadata: &Metadata,
     layout: Layout,
-) -> CliResult<std::collections::HashMap<String, String>> {
+) -> Result<std::collections::HashMap<String, String>, Failure> {
     fs::create_dir(dir).map_err(backend)?;
     plan.create_device_dirs(dir).map_err(backend)?;
     let shards: Vec<_> = plan.shards().collect();
@@ -290,15 +233,15 @@ fn write_shards(
 /// recovery directory `.<target>.recovery-<T>/previous`; it comes back if the new one cannot be
 /// put in place, and once it is, it is renamed `discard` (from then on a leftover of a killed
 /// import is garbage, see `stale`) and removed.
-fn publish(
+fn publish_dataset(
     artifact: &Path,
     target: &Path,
     replace: bool,
     owner: &mut stale::Owner,
-) -> CliResult<()> {
+) -> Result<(), Failure> {
     let parent = target.parent().expect("target is in a directory");
     let failed = |e: std::io::Error| {
-        CliError::import_failed(format!(
+        failure::import_failed(format!(
             "Dataset import backend failed: cannot publish {}: {e}",
             target.display()
         ))
@@ -307,7 +250,7 @@ fn publish(
         return publish::rename(artifact, target, publish::Existing::Refuse).map_err(failed);
     }
     let target_name = target.file_name().unwrap_or_default().to_string_lossy();
-    let recovery = parent.join(format!(".{target_name}.recovery-{}", owner.token()));
+    let recovery: PathBuf = parent.join(format!(".{target_name}.recovery-{}", owner.token()));
     fs::create_dir(&recovery).map_err(failed)?;
     let previous = recovery.join("previous");
     if let Err(e) = publish::replace_dir(artifact, target, &previous) {
@@ -315,7 +258,7 @@ fn publish(
             // Keep the evidence: the recovery directory is not removed, and its lock file is
             // left for the next import of the target, which restores it.
             owner.keep_lock_file();
-            return Err(CliError::import_failed(format!(
+            return Err(failure::import_failed(format!(
                 "Dataset publication failed; directory rollback also failed: {back}. Recovery directory: {}.",
                 recovery.display()
             )));
@@ -326,7 +269,7 @@ fn publish(
     fs::rename(&previous, recovery.join("discard"))
         .and_then(|()| fs::remove_dir_all(&recovery))
         .map_err(|e| {
-            CliError::import_failed(format!(
+            failure::import_failed(format!(
                 "Dataset publication committed but recovery cleanup failed: {e}"
             ))
         })
