@@ -548,3 +548,35 @@ fn usage_errors() {
         "SNAPSHOT_INVALID"
     );
 }
+
+/// As for `ranks`: a snapshot reached through a link in the job's directory is exported
+/// under the link's rank, its database written beside the link, nothing beside the target.
+#[test]
+fn a_link_in_the_job_writes_beside_the_link_only() {
+    let (_dir, root, job) = scratch_with_job(1, 1500);
+    let elsewhere = root.join("elsewhere");
+    fs::create_dir(&elsewhere).unwrap();
+    generate(&elsewhere.join("x.pickle"), 22, 0, 1500);
+    std::os::unix::fs::symlink(elsewhere.join("x.pickle"), job.join("rank1.pickle")).unwrap();
+    let out = export(&root, &job, "ds", &[]);
+    assert!(out.status.success(), "{out:?}");
+    let document = json_of(&out, "export");
+    assert_eq!(document["written"], 2);
+    let linked = &document["files"][1];
+    assert_eq!(linked["path"], job.join("rank1.pickle").to_str().unwrap());
+    assert_eq!(linked["rank"], 1);
+    assert!(part(&root.join("ds"), "events", "job7", 1).is_file());
+    assert!(
+        job.join("rank1.pickle.db").is_file(),
+        "the database beside the link"
+    );
+    let beside_target: Vec<_> = fs::read_dir(&elsewhere)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(
+        beside_target,
+        ["x.pickle"],
+        "nothing written beside the target"
+    );
+}

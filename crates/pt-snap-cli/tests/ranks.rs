@@ -570,3 +570,52 @@ fn capabilities_list_the_command_contract_after_the_reference_keys() {
     assert!(text.contains("\n  ranks\n"), "{text}");
     assert!(text.contains("usage: pt-snap ranks PATH..."), "{text}");
 }
+
+/// A snapshot reached through a link in the directory is read where the link points, and
+/// its database goes beside the link, named after it: nothing is written beside the target
+/// (issue 34, item 4). A file reached both directly and through a link counts once.
+#[cfg(unix)]
+#[test]
+fn a_link_is_read_through_and_its_database_goes_beside_the_link() {
+    let elsewhere = copies(&[3]);
+    let dir = copies(&[0]);
+    let root = dir.path().canonicalize().unwrap();
+    let target = elsewhere
+        .path()
+        .canonicalize()
+        .unwrap()
+        .join("rank3.pickle");
+    std::os::unix::fs::symlink(&target, root.join("rank1.pickle")).unwrap();
+    std::os::unix::fs::symlink(root.join("rank0.pickle"), root.join("latest.pickle")).unwrap();
+    let document = json_of(&pt_snap(
+        &root,
+        &["ranks", root.to_str().unwrap(), "--json"],
+    ));
+    let rows = ranks_of(&document);
+    let paths: Vec<&str> = rows.iter().map(|r| r["path"].as_str().unwrap()).collect();
+    let expected = [root.join("rank0.pickle"), root.join("rank1.pickle")];
+    assert_eq!(
+        paths,
+        expected
+            .iter()
+            .map(|p| p.to_str().unwrap())
+            .collect::<Vec<_>>()
+    );
+    assert_eq!(rows[1]["rank"], 1, "the rank is the link's name's");
+    assert_eq!(
+        rows[1]["db_path"],
+        root.join("rank1.pickle.db").to_str().unwrap(),
+        "the database goes beside the link"
+    );
+    assert!(root.join("rank1.pickle.db").is_file());
+    let beside_target: Vec<_> = fs::read_dir(elsewhere.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(
+        beside_target,
+        ["rank3.pickle"],
+        "nothing written beside the target"
+    );
+    assert_peaks_are_memory_peak(&rows[1], &root);
+}

@@ -48,12 +48,14 @@ pub fn run(args: &ExportArgs) -> CliResult {
     }
     let name = match &args.job {
         Some(j) if layout::is_job_name(j) => j.clone(),
-        Some(j) => return Err(CliError::invalid_parameter(
-            format!(
+        Some(j) => {
+            return Err(CliError::invalid_parameter(
+                format!(
                 "Invalid job name {j:?}: use letters, digits, '.', '_' and '-' (not first '.')."
             ),
-            "Pass --job NAME with a name that is also a valid directory name.",
-        )),
+                "Pass --job NAME with a name that is also a valid directory name.",
+            ))
+        }
         None => layout::job_name_of(
             &job.inputs[0]
                 .path
