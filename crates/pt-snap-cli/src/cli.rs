@@ -46,12 +46,61 @@ pub enum Command {
     /// Summarise many snapshots of one job side by side (one per rank): peaks, OOMs and the
     /// largest callstack group of each, and the ranks whose peak is an outlier.
     Ranks(RanksArgs),
+    /// A memory gate for CI: record a baseline from repeats of a run, or judge a new run
+    /// against one; a regression names the allocation sites that grew (exit 0 pass,
+    /// 1 regressed, 2 could not judge).
+    Check(CheckArgs),
     /// Export snapshots or SnapshotDBs as a Hive-partitioned Parquet dataset
     /// (DIR/<table>/job=<J>/rank=<R>/part-0.parquet) for Spark, DuckDB, DataFusion.
     Export(ExportArgs),
     /// Run SQL (DataFusion) over a dataset `export` wrote, or one of the named queries.
     #[cfg(feature = "sql")]
     Sql(SqlArgs),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum CheckFormat {
+    Text,
+    Json,
+    Markdown,
+    Junit,
+}
+
+#[derive(Debug, Args)]
+pub struct CheckArgs {
+    /// The run: a snapshot, a SnapshotDB, or a directory of a job's ranks (as `ranks` reads
+    /// it). With --record, every RUN is a repeat of the same configuration.
+    #[arg(value_name = "RUN", required = true)]
+    pub runs: Vec<PathBuf>,
+    /// Record a baseline from the RUNs into this file (written atomically).
+    #[arg(long, value_name = "BASELINE.json", conflicts_with = "baseline")]
+    pub record: Option<PathBuf>,
+    /// Judge the RUN against this baseline.
+    #[arg(long, value_name = "BASELINE.json", required_unless_present = "record")]
+    pub baseline: Option<PathBuf>,
+    /// With --record: the peak to gate on (default allocated, which does not depend on the
+    /// allocator's history; reserved flakes with it).
+    #[arg(long, value_enum)]
+    pub metric: Option<MetricArg>,
+    /// With --record: how far above the baseline's peak a run may go, `PCT%` or bytes
+    /// (`64MiB`); default: 3 × the spread of three or more repeats (at least 0.25%), else 2%.
+    #[arg(long, value_name = "PCT%|BYTES")]
+    pub tolerance: Option<String>,
+    /// With --record: this device only (default: every device with events).
+    #[arg(short = 'd', long, allow_negative_numbers = true)]
+    pub device: Option<i64>,
+    /// The report's form (default text; json with --json).
+    #[arg(long, value_enum)]
+    pub format: Option<CheckFormat>,
+    /// Write the report to FILE (atomically) instead of stdout.
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// Files measured at once (default: the number of cores).
+    #[arg(short = 'j', long = "jobs", value_parser = clap::value_parser!(u32).range(1..))]
+    pub jobs: Option<u32>,
+    /// Emit machine-readable JSON.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -491,6 +540,7 @@ impl Command {
     pub fn json(&self) -> bool {
         match self {
             Command::Import(a) => a.json,
+            Command::Check(a) => a.json,
             Command::Overview(a) | Command::Metadata(a) => a.json,
             Command::Focus(a) => a.json,
             Command::Config(a) => a.json,

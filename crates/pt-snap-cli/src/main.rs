@@ -29,10 +29,14 @@ fn main() -> ExitCode {
     };
     let json = cli.command.json();
     match run(&cli.command) {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(status) => status,
         Err(e) => {
             e.report(json);
-            ExitCode::from(e.exit())
+            // `check` is a gate: 1 says the run regressed, so every failure to judge is 2.
+            match cli.command {
+                Command::Check(_) => ExitCode::from(2),
+                _ => ExitCode::from(e.exit()),
+            }
         }
     }
 }
@@ -48,23 +52,28 @@ fn end_quietly_on_closed_pipe() {
     }
 }
 
-fn run(command: &Command) -> CliResult {
+fn run(command: &Command) -> CliResult<ExitCode> {
+    let done = |result: CliResult| result.map(|()| ExitCode::SUCCESS);
     match command {
-        Command::Import(a) => commands::import::run(a),
-        Command::Overview(a) => commands::overview::run(a.db_path.as_deref(), a.json),
-        Command::Metadata(a) => commands::metadata::run(a.db_path.as_deref(), a.json),
-        Command::Focus(a) => commands::focus::run(a),
-        Command::Config(a) => commands::config::run(a),
-        Command::Skill(a) => commands::skill::run(a),
-        Command::Query(a) => commands::query::run(a),
-        Command::Capabilities(a) => commands::capabilities::run(a.json),
-        Command::Report(r) => commands::report::run(r),
-        Command::Split(a) => commands::split::run(a),
-        Command::Diff(a) => commands::diff::run(a),
-        Command::Ranks(a) => commands::ranks::run(a),
-        Command::Export(a) => commands::export::run(a),
+        Command::Import(a) => done(commands::import::run(a)),
+        Command::Overview(a) => done(commands::overview::run(a.db_path.as_deref(), a.json)),
+        Command::Metadata(a) => done(commands::metadata::run(a.db_path.as_deref(), a.json)),
+        Command::Focus(a) => done(commands::focus::run(a)),
+        Command::Config(a) => done(commands::config::run(a)),
+        Command::Skill(a) => done(commands::skill::run(a)),
+        Command::Query(a) => done(commands::query::run(a)),
+        Command::Capabilities(a) => done(commands::capabilities::run(a.json)),
+        Command::Report(r) => done(commands::report::run(r)),
+        Command::Split(a) => done(commands::split::run(a)),
+        Command::Diff(a) => done(commands::diff::run(a)),
+        Command::Ranks(a) => done(commands::ranks::run(a)),
+        Command::Export(a) => done(commands::export::run(a)),
+        Command::Check(a) => commands::check::run(a).map(|verdict| match verdict {
+            pt_snap_report::check::Verdict::Pass => ExitCode::SUCCESS,
+            pt_snap_report::check::Verdict::Regressed => ExitCode::from(1),
+        }),
         #[cfg(feature = "sql")]
-        Command::Sql(a) => commands::sql::run(a),
+        Command::Sql(a) => done(commands::sql::run(a)),
     }
 }
 

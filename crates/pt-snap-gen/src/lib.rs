@@ -52,6 +52,10 @@ pub struct Config {
     /// tensor kept alive by a forgotten reference would, so the peaks grow with the trace.
     /// Drawn from a generator of its own, so 0 leaves the output unchanged.
     pub leak_rate: f64,
+    /// The batch's size against the seed's: every input and activation (and the backward
+    /// pass's temporaries) scaled by it, parameters, gradients and optimizer state not.
+    /// 1 leaves the output unchanged.
+    pub batch_scale: f64,
 }
 
 /// An allocation site added to the run: `<project>/planted.py` function `name` holds
@@ -80,6 +84,7 @@ impl Config {
             planted: Vec::new(),
             rank: 0,
             leak_rate: 0.0,
+            batch_scale: 1.0,
         }
     }
 
@@ -96,6 +101,11 @@ impl Config {
             no_context_prob: 0.01,
             rank: self.rank,
             leak_rate: self.leak_rate.clamp(0.0, 1.0),
+            batch_scale: if self.batch_scale.is_finite() && self.batch_scale > 0.0 {
+                self.batch_scale
+            } else {
+                1.0
+            },
         }
     }
 }

@@ -54,6 +54,17 @@ struct Args {
     /// fraction of frees that never happen (0..1): leaked allocations make the peaks grow
     #[arg(long, default_value_t = 0.0, value_parser = parse_fraction)]
     leak_rate: f64,
+    /// the batch's size against --seed's (e.g. 1.25): inputs, activations and backward
+    /// temporaries scale with it, parameters, gradients and optimizer state do not
+    #[arg(long, default_value_t = 1.0, value_parser = parse_scale)]
+    batch_scale: f64,
+}
+
+fn parse_scale(s: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(v) if v.is_finite() && v > 0.0 && v <= 64.0 => Ok(v),
+        _ => Err(format!("{s:?} is not a scale in (0, 64]")),
+    }
 }
 
 fn parse_fraction(s: &str) -> Result<f64, String> {
@@ -106,6 +117,7 @@ fn main() {
     cfg.planted = a.planted_site;
     cfg.rank = a.rank;
     cfg.leak_rate = a.leak_rate;
+    cfg.batch_scale = a.batch_scale;
     let t0 = Instant::now();
     cfg.events_per_device = match a.events {
         Some(n) => n,

@@ -147,6 +147,8 @@ pub struct SimConfig {
     pub rank: u32,
     /// The fraction of frees skipped for good (leaked allocations).
     pub leak_rate: f64,
+    /// Inputs, activations and backward temporaries scaled by this (a larger batch).
+    pub batch_scale: f64,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -678,6 +680,13 @@ impl<'c> DeviceSim<'c> {
         let mut size = s.size.max(1);
         if s.vary {
             size = (size as f64 * (0.5 + self.rng.f64())) as u64;
+            if size > 4096 {
+                size = size / 2 * 2;
+            }
+        }
+        // After the draw, so the generator's stream (and a scale of 1's output) is unchanged.
+        if self.cfg.batch_scale != 1.0 {
+            size = (size as f64 * self.cfg.batch_scale) as u64;
             if size > 4096 {
                 size = size / 2 * 2;
             }

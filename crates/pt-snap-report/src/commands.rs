@@ -15,6 +15,7 @@ use serde_json::Value;
 /// Every command contract, one JSON document each.
 const SOURCES: &[&str] = &[
     include_str!("../contracts/commands/ranks.json"),
+    include_str!("../contracts/commands/check.json"),
     include_str!("../contracts/commands/diff.json"),
     include_str!("../contracts/commands/oom.json"),
     include_str!("../contracts/commands/export.json"),

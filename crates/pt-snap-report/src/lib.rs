@@ -12,6 +12,7 @@
 
 pub mod allocations;
 pub mod categories;
+pub mod check;
 pub mod commands;
 pub mod diff;
 pub mod oom;

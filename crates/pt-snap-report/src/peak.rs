@@ -11,6 +11,7 @@ use crate::stack::{self, Stacks};
 
 /// Which counter's peak to explain.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Metric {
     Active,
     Allocated,

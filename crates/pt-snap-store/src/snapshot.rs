@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use pt_snap_contract::Failure;
 use pt_snap_import::failure;
 use pt_snap_model::decode::{describe_start, Detected, HEAD_LEN};
-use pt_snap_model::names;
+use pt_snap_model::{names, Snapshot};
 
 /// `path` made absolute: its directory canonical, its last component as given (a link stays
 /// the link). A path that does not exist is made absolute lexically.
@@ -90,6 +90,19 @@ pub fn name(source: &Path) -> Result<String, Failure> {
         .and_then(|n| n.to_str())
         .map(str::to_owned)
         .ok_or_else(|| failure::snapshot_invalid("Snapshot file name is not valid UTF-8"))
+}
+
+/// The snapshot at `path` decoded (any shape `import` reads), its progress to `observer`.
+pub fn decode(path: &Path, observer: &mut dyn crate::Observer) -> Result<Snapshot, Failure> {
+    let file = File::open(path).map_err(failure::backend)?;
+    observer.begin(file.metadata().map_or(0, |m| m.len()));
+    let snapshot =
+        pt_snap_model::decode(std::io::BufReader::with_capacity(1 << 20, file), &mut |p| {
+            observer.decoding(p)
+        })
+        .map_err(failure::decode);
+    observer.finish();
+    snapshot
 }
 
 /// Where a snapshot's database goes by default: `<its directory>/<its name>.db`.

@@ -1,4 +1,5 @@
 pub mod capabilities;
+pub mod check;
 pub mod config;
 pub mod diff;
 pub mod export;
