@@ -11,6 +11,8 @@
 //!   `import`s (ours only: the reference has no `ranks`).
 //! * `parquet`: the Parquet export against reading the same rows, and `pt-snap sql`'s named
 //!   queries on N generated ranks (ours only).
+//! * `check`: `pt-snap check --record` and `--baseline` against `pt-snap import` of one
+//!   snapshot (ours only).
 //!
 //! ```sh
 //! cargo build --release -p pt-snap-cli -p pt-snap-bench
@@ -20,8 +22,10 @@
 //! target/release/pt-snap-bench split --snapshot big.pickle --reference .oracle/bin/pt-snap
 //! target/release/pt-snap-bench ranks --files 64 --mb 20 --dir /tmp/ranks-job
 //! target/release/pt-snap-bench parquet --db bench-1m.pickle.db --ranks 256 --events 100000
+//! target/release/pt-snap-bench check --snapshot /tmp/bench-100m.pickle
 //! ```
 
+mod check;
 mod dataset;
 mod parquet;
 mod queries;
@@ -50,6 +54,8 @@ enum Bench {
     /// The Parquet export against reading the same rows; `pt-snap sql`'s named queries
     /// across generated ranks.
     Parquet(parquet::Args),
+    /// `pt-snap check` against `pt-snap import` of one snapshot.
+    Check(check::Args),
 }
 
 #[derive(Parser)]
@@ -238,6 +244,7 @@ fn main() {
         Bench::Split(args) => split::bench(args),
         Bench::Ranks(args) => ranks::bench(args),
         Bench::Parquet(args) => parquet::bench(args),
+        Bench::Check(args) => check::bench(args),
     }
 }
 

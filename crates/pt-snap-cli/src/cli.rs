@@ -188,8 +188,11 @@ pub struct DiffArgs {
     /// Device ID on both sides (default: each side's lowest).
     #[arg(short = 'd', long, allow_negative_numbers = true)]
     pub device: Option<i64>,
-    /// Call-stack groups to list, largest change first (<= 0: all); totals are always over
-    /// every group.
+    /// Match live blocks by allocation site (your innermost frame, then the torch call) or
+    /// by whole normalised stack.
+    #[arg(long, value_enum, default_value = "site")]
+    pub by: DiffBy,
+    /// Groups to list, largest change first (<= 0: all); totals are always over every group.
     #[arg(short = 'n', long, default_value_t = 20, allow_negative_numbers = true)]
     pub limit: i64,
     /// Readable text, or one self-contained HTML page (timelines and a differential
@@ -209,6 +212,21 @@ pub struct DiffArgs {
     /// Emit machine-readable JSON.
     #[arg(long)]
     pub json: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum DiffBy {
+    Site,
+    Stack,
+}
+
+impl From<DiffBy> for pt_snap_report::diff::By {
+    fn from(by: DiffBy) -> Self {
+        match by {
+            DiffBy::Site => Self::Site,
+            DiffBy::Stack => Self::Stack,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]

@@ -193,8 +193,26 @@ fn a_run_against_itself_changes_nothing() {
 fn a_planted_site_is_the_largest_change_and_the_totals_hold() {
     let w = work();
     for metric in ["active", "allocated", "reserved"] {
-        let v = w.diff(&["a.pickle", "b.pickle", "--metric", metric]);
+        // By site (the default): the planted function's site, its stacks merged.
+        let by_site = w.diff(&["a.pickle", "b.pickle", "--metric", metric]);
+        assert_eq!(by_site["by"], "site");
+        assert_totals(&by_site);
+        let first = &groups(&by_site)[0];
+        assert_eq!(first["kind"], "site");
+        assert!(
+            first["site"]
+                .as_str()
+                .unwrap()
+                .starts_with("kv_cache (planted.py:10)"),
+            "{first}"
+        );
+        assert_eq!(int(&first["delta"]), PLANTED as i64, "{metric}");
+        for g in &groups(&by_site)[1..] {
+            assert_eq!(int(&g["delta"]), 0, "{metric}: {g}");
+        }
+        let v = w.diff(&["a.pickle", "b.pickle", "--metric", metric, "--by", "stack"]);
         assert_eq!(v["metric"], metric);
+        assert_eq!(v["by"], "stack");
         assert_totals(&v);
         let first = &groups(&v)[0];
         // Frames run outermost caller first: <module>, main, then the planted function.

@@ -484,7 +484,7 @@ fn a_diff_side_crosses_as_text_and_compares_as_the_clis_diff() {
             )
             .unwrap();
             assert_eq!(side, direct, "device {} {metric:?}", p.device);
-            let diff = Diff::new(side.clone(), direct);
+            let diff = Diff::new(side.clone(), direct, pt_snap_report::diff::By::Stack);
             assert!(diff.groups.iter().all(|g| g.delta() == 0));
             assert_eq!(diff.total_a(), side.live_bytes_at_peak.unwrap());
             let empty = serde_json::Map::new();

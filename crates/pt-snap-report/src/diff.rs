@@ -41,11 +41,35 @@ pub struct DiffRequest {
     pub metric: Metric,
 }
 
+/// How live blocks are matched across the two runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum By {
+    /// By allocation site ([`crate::stack::label`]: the user's innermost frame, then the
+    /// torch call): stacks that differ only in depth or in frames outside the user's code
+    /// (another launcher, another Python) are one site.
+    #[default]
+    Site,
+    /// By the whole normalised stack.
+    Stack,
+}
+
+impl By {
+    pub fn name(self) -> &'static str {
+        match self {
+            By::Site => "site",
+            By::Stack => "stack",
+        }
+    }
+}
+
 /// What a group of live blocks is matched by across the two runs.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub enum StackKey {
     /// Allocated during the trace at this normalised stack, outermost caller first.
     Frames(Vec<Frame>),
+    /// Allocated during the trace at this site ([`By::Site`]): every stack with this label.
+    Site(String),
     /// Live before recording started and never freed in the trace: no stack.
     Static,
     /// Live before recording started, freed later in the trace: no stack.
@@ -59,6 +83,7 @@ impl StackKey {
     pub fn kind(&self) -> &'static str {
         match self {
             StackKey::Frames(_) => "stack",
+            StackKey::Site(_) => "site",
             StackKey::Static => "static",
             StackKey::Preexisting => "preexisting_live_at_event",
             StackKey::Missing => "missing_callstack",
@@ -76,6 +101,7 @@ impl StackKey {
     pub fn text(&self) -> String {
         match self {
             StackKey::Frames(f) => f.iter().map(Frame::label).collect::<Vec<_>>().join("\n"),
+            StackKey::Site(label) => label.clone(),
             StackKey::Static => "[static]".into(),
             StackKey::Preexisting => "[preexisting live]".into(),
             StackKey::Missing => "[missing callstack]".into(),
@@ -87,6 +113,14 @@ impl StackKey {
     /// stack.
     pub fn site(&self) -> String {
         crate::stack::label(self.frames()).unwrap_or_else(|| self.text())
+    }
+
+    /// The key a group of this stack is matched by under `by`.
+    pub fn matched_by(&self, by: By) -> StackKey {
+        match (by, self) {
+            (By::Site, StackKey::Frames(_)) => StackKey::Site(self.site()),
+            _ => self.clone(),
+        }
     }
 }
 
@@ -310,43 +344,61 @@ impl GroupDiff {
 #[derive(Debug, Clone)]
 pub struct Diff {
     pub metric: Metric,
+    /// What the groups are matched by.
+    pub by: By,
     pub a: Side,
     pub b: Side,
-    /// Every group of either side, by |delta| (then the larger side, then the stack).
+    /// Every group of either side, matched [`Diff::by`], by |delta| (then the larger side,
+    /// then the key).
     pub groups: Vec<GroupDiff>,
+    /// The same blocks by whole normalised stack, in the same order: what the differential
+    /// flamegraph draws, frame by frame, whatever the groups are matched by.
+    pub stacks: Vec<GroupDiff>,
+}
+
+/// Both sides' groups merged by `key`, by |delta| (then the larger side, then the key:
+/// BTreeMap order breaks the remaining ties, so the order is deterministic).
+fn merged(a: &Side, b: &Side, key: impl Fn(&StackKey) -> StackKey) -> Vec<GroupDiff> {
+    let mut merged: BTreeMap<StackKey, GroupDiff> = BTreeMap::new();
+    for (side, groups) in [(0, &a.groups), (1, &b.groups)] {
+        for (stack, live) in groups {
+            let k = key(stack);
+            let g = merged.entry(k.clone()).or_insert_with(|| GroupDiff {
+                key: k,
+                a: Live::default(),
+                b: Live::default(),
+            });
+            let total = if side == 0 { &mut g.a } else { &mut g.b };
+            total.bytes += live.bytes;
+            total.blocks += live.blocks;
+        }
+    }
+    let mut groups: Vec<GroupDiff> = merged.into_values().collect();
+    groups.sort_by_key(|g| {
+        (
+            std::cmp::Reverse(g.delta().unsigned_abs()),
+            std::cmp::Reverse(g.a.bytes.max(g.b.bytes)),
+        )
+    });
+    groups
 }
 
 impl Diff {
     /// Both sides must have been measured for the same metric.
-    pub fn new(a: Side, b: Side) -> Diff {
+    pub fn new(a: Side, b: Side, by: By) -> Diff {
         assert_eq!(
             a.metric, b.metric,
             "both sides of a diff explain the same peak"
         );
-        let mut merged: BTreeMap<&StackKey, GroupDiff> = BTreeMap::new();
-        for (side, groups) in [(0, &a.groups), (1, &b.groups)] {
-            for (key, live) in groups {
-                let g = merged.entry(key).or_insert_with(|| GroupDiff {
-                    key: key.clone(),
-                    a: Live::default(),
-                    b: Live::default(),
-                });
-                *(if side == 0 { &mut g.a } else { &mut g.b }) = *live;
-            }
-        }
-        // BTreeMap order (by key) breaks the remaining ties, so the order is deterministic.
-        let mut groups: Vec<GroupDiff> = merged.into_values().collect();
-        groups.sort_by_key(|g| {
-            (
-                std::cmp::Reverse(g.delta().unsigned_abs()),
-                std::cmp::Reverse(g.a.bytes.max(g.b.bytes)),
-            )
-        });
+        let groups = merged(&a, &b, |k| k.matched_by(by));
+        let stacks = merged(&a, &b, StackKey::clone);
         Diff {
             metric: a.metric,
+            by,
             a,
             b,
             groups,
+            stacks,
         }
     }
 
@@ -393,6 +445,7 @@ impl Diff {
         let (ta, tb) = (self.total_a(), self.total_b());
         vec![
             ("metric", json!(self.metric.name())),
+            ("by", json!(self.by.name())),
             ("a", self.side_json(&self.a, inputs[0])),
             ("b", self.side_json(&self.b, inputs[1])),
             ("peaks", peaks),
@@ -592,7 +645,11 @@ impl Diff {
         out.push(String::new());
         let (ta, tb) = (self.total_a(), self.total_b());
         out.push(format!(
-            "Live at each side's {m} peak, every block grouped by normalised call stack:"
+            "Live at each side's {m} peak, every block grouped by {}:",
+            match self.by {
+                By::Site => "allocation site",
+                By::Stack => "normalised call stack",
+            }
         ));
         for (name, side) in [("A", &self.a), ("B", &self.b)] {
             let Some(event) = side.event_id else {
@@ -634,7 +691,11 @@ impl Diff {
         out.push(String::new());
         let shown = self.shown(limit);
         out.push(format!(
-            "Call-stack groups by |change| ({} of {} shown; the totals above are over all):",
+            "{} groups by |change| ({} of {} shown; the totals above are over all):",
+            match self.by {
+                By::Site => "Site",
+                By::Stack => "Call-stack",
+            },
             shown.len(),
             self.groups.len()
         ));
@@ -675,12 +736,17 @@ impl Diff {
             self.count(Status::Changed),
             self.count(Status::Same)
         ));
-        out.push(
-            "Stacks match by their frames' `function (file:line)`, paths cut to what is the same \
-             on every machine (after site-packages/, the standard library's own path, a known \
-             package's checkout, else the file name); --json lists every frame."
+        out.push(match self.by {
+            By::Site => "Sites match by where they allocated: the innermost frame of your own \
+                         code, then the torch call below it, whatever the frames around them \
+                         (--by stack matches whole stacks)."
                 .into(),
-        );
+            By::Stack => "Stacks match by their frames' `function (file:line)`, paths cut to \
+                          what is the same on every machine (after site-packages/, the \
+                          standard library's own path, a known package's checkout, else the \
+                          file name); --json lists every frame."
+                .into(),
+        });
         out.push(format!(
             "Timelines (their buckets in --json, drawn by --format html): {}",
             self.axis_note()

@@ -72,7 +72,7 @@ fn a_database_against_itself_changes_nothing_and_adds_up() {
             if metric == Metric::Active {
                 assert_eq!(Some(s.total()), s.peaks.unwrap().active.bytes);
             }
-            let d = Diff::new(s.clone(), s);
+            let d = Diff::new(s.clone(), s, pt_snap_report::diff::By::Stack);
             assert!(d
                 .groups
                 .iter()
@@ -90,7 +90,11 @@ fn two_databases_add_up_on_each_side() {
             Analyzer::open(&pair[0]).unwrap(),
             Analyzer::open(&pair[1]).unwrap(),
         );
-        let d = Diff::new(side(&a, Metric::Active), side(&b, Metric::Active));
+        let d = Diff::new(
+            side(&a, Metric::Active),
+            side(&b, Metric::Active),
+            pt_snap_report::diff::By::Stack,
+        );
         let sa: i64 = d.groups.iter().map(|g| g.a.bytes).sum();
         let sb: i64 = d.groups.iter().map(|g| g.b.bytes).sum();
         assert_eq!(sa, d.total_a());

@@ -314,7 +314,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn embedded_catalog_has_the_seven_skills() {
+    fn embedded_catalog_has_the_eight_skills() {
         let catalog = Catalog::embedded().unwrap();
         let names: Vec<&str> = catalog.skills().iter().map(Skill::name).collect();
         assert_eq!(
@@ -324,6 +324,7 @@ mod tests {
                 "pt-snap-compare-runs",
                 "pt-snap-helper",
                 "pt-snap-memory-fragmentation",
+                "pt-snap-memory-gate",
                 "pt-snap-memory-leak",
                 "pt-snap-memory-peak-breakdown",
                 "pt-snap-setup",

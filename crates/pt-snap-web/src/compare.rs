@@ -12,7 +12,7 @@ use std::rc::Rc;
 use leptos::html;
 use leptos::prelude::*;
 use pt_snap_engine::{Answer, ErrorCode, Failure, Query};
-use pt_snap_report::diff::{Diff, Side, PAGE_BUCKETS};
+use pt_snap_report::diff::{By, Diff, Side, PAGE_BUCKETS};
 use pt_snap_report::Metric;
 use serde_json::{Map, Value as Json};
 use wasm_bindgen::prelude::*;
@@ -293,7 +293,7 @@ pub fn CompareView() -> impl IntoView {
         let Some((labels, [a, b])) = untrack(|| measured_pair(state)) else {
             return;
         };
-        let page = Diff::new((*a).clone(), (*b).clone()).to_page_data(
+        let page = Diff::new((*a).clone(), (*b).clone(), By::Site).to_page_data(
             limit,
             [&labels[0], &labels[1]],
             inputs(&labels).each_ref(),
@@ -318,7 +318,7 @@ pub fn CompareView() -> impl IntoView {
             return;
         };
         let limit = state.compare.with_untracked(|c| c.limit);
-        let html = Diff::new((*a).clone(), (*b).clone()).to_html(
+        let html = Diff::new((*a).clone(), (*b).clone(), By::Site).to_html(
             limit,
             [&labels[0], &labels[1]],
             inputs(&labels).each_ref(),

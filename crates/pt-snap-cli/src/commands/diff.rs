@@ -59,7 +59,7 @@ pub fn run(args: &DiffArgs) -> CliResult {
         })
         .map_err(|e| CliError::query(e, Some(&deadline), "Error: "))
     };
-    let diff = Diff::new(side(&a)?, side(&b)?);
+    let diff = Diff::new(side(&a)?, side(&b)?, args.by.into());
     deadline.check()?;
 
     let limit = usize::try_from(args.limit).ok().filter(|n| *n > 0);

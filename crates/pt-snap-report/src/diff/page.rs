@@ -76,7 +76,7 @@ pub(super) fn data(
     if let Some(Json::Array(groups)) = data.get_mut("groups") {
         for (row, g) in groups.iter_mut().zip(&diff.groups) {
             if let Json::Object(o) = row {
-                o.insert("node_id".into(), json!(tree.anchor_of(&g.key)));
+                o.insert("node_id".into(), json!(tree.anchor_of(diff, &g.key)));
             }
         }
     }
@@ -149,7 +149,7 @@ impl Tree {
         };
         let mut frame_ids: HashMap<&Frame, usize> = HashMap::new();
         tree.nodes.insert("root".into(), Node::default());
-        for g in &diff.groups {
+        for g in &diff.stacks {
             tree.nodes.get_mut("root").expect("root").add(g, false);
             let anchor = match &g.key {
                 StackKey::Frames(frames) => {
@@ -202,8 +202,18 @@ impl Tree {
         tree
     }
 
-    fn anchor_of(&self, key: &StackKey) -> Option<&str> {
-        self.anchors.get(key).map(String::as_str)
+    /// The node a table row reveals: its stack's anchor; for a site, the anchor of its
+    /// widest stack.
+    fn anchor_of(&self, diff: &Diff, key: &StackKey) -> Option<&str> {
+        if let Some(anchor) = self.anchors.get(key) {
+            return Some(anchor);
+        }
+        diff.stacks
+            .iter()
+            .filter(|s| s.key.matched_by(diff.by) == *key)
+            .max_by_key(|s| s.a.bytes.max(s.b.bytes))
+            .and_then(|s| self.anchors.get(&s.key))
+            .map(String::as_str)
     }
 
     /// `{mode: "diff", title, a, b, nodes}`: the flamegraph's diff-mode input.
@@ -318,6 +328,6 @@ pub(super) mod tests {
     }
 
     pub(in crate::diff) fn anchor(diff: &Diff, key: &StackKey) -> String {
-        Tree::of(diff).anchor_of(key).unwrap().to_owned()
+        Tree::of(diff).anchor_of(diff, key).unwrap().to_owned()
     }
 }

@@ -92,7 +92,7 @@ fn a_side_against_itself_changes_nothing() {
         ("[static]", 512, 1),
         ("[missing callstack]", 1024, 3),
     ]);
-    let d = Diff::new(s.clone(), s);
+    let d = Diff::new(s.clone(), s, crate::diff::By::Stack);
     assert_eq!(d.groups.len(), 4);
     for g in &d.groups {
         assert_eq!(g.delta(), 0);
@@ -107,6 +107,7 @@ fn stacks_of_two_machines_are_one_group() {
     let d = Diff::new(
         side(&[(MODEL, 4096, 2)]),
         side(&[(MODEL_ELSEWHERE, 4096, 2)]),
+        crate::diff::By::Stack,
     );
     assert_eq!(d.groups.len(), 1);
     assert_eq!(d.groups[0].status(), Status::Same);
@@ -130,7 +131,7 @@ fn groups_are_matched_classified_and_ordered_by_change() {
         (CACHE, 64 << 20, 1),
         ("[static]", 512, 1),
     ]);
-    let d = Diff::new(a, b);
+    let d = Diff::new(a, b, crate::diff::By::Stack);
     let got: Vec<(&str, i64, Status)> = d
         .groups
         .iter()
@@ -165,6 +166,7 @@ fn groups_are_matched_classified_and_ordered_by_change() {
         keys,
         [
             "metric",
+            "by",
             "a",
             "b",
             "peaks",
@@ -217,7 +219,7 @@ fn a_shortfall_against_the_counter_is_reported() {
     let mut s = side(&[(MODEL, 4096, 2)]);
     s.live_bytes_at_peak = Some(4096 + 100);
     assert_eq!(s.unattributed_bytes(), Some(100));
-    let d = Diff::new(s.clone(), s);
+    let d = Diff::new(s.clone(), s, crate::diff::By::Stack);
     assert!(d
         .to_text(None, ["a", "b"])
         .contains("100 B are in no group"));
@@ -227,7 +229,7 @@ fn a_shortfall_against_the_counter_is_reported() {
 fn the_flamegraph_tree_adds_up_on_both_sides() {
     let a = side(&[(MODEL, 4096, 2), (OLD, 3 << 20, 1), ("[static]", 512, 1)]);
     let b = side(&[(MODEL, 8192, 4), (CACHE, 64 << 20, 1), ("[static]", 512, 1)]);
-    let d = Diff::new(a, b);
+    let d = Diff::new(a, b, crate::diff::By::Stack);
     let rows = page::tests::tree_rows(&d);
     let int = |r: &Json, k: &str| r[k].as_i64().unwrap();
     for (id, r) in &rows {
@@ -283,7 +285,11 @@ fn the_flamegraph_tree_adds_up_on_both_sides() {
 #[test]
 fn html_is_one_page_with_both_data_blocks_escaped() {
     let evil = "/x/</script><script>alert(1)</script>.py:1 {{SCRIPT}}";
-    let d = Diff::new(side(&[(evil, 10, 1)]), side(&[(MODEL, 20, 1)]));
+    let d = Diff::new(
+        side(&[(evil, 10, 1)]),
+        side(&[(MODEL, 20, 1)]),
+        crate::diff::By::Stack,
+    );
     let html = d.to_html(None, ["/a/<b>.pickle", "b.db"], [&Map::new(), &Map::new()]);
     assert_eq!(html.matches("<script id=\"tree-data\"").count(), 1);
     assert_eq!(html.matches("<script id=\"diff-data\"").count(), 1);
@@ -359,7 +365,7 @@ fn axis_explained(d: &Diff, note: &str, line: &str) -> String {
 fn both_sides_with_times_share_a_time_axis_and_one_without_says_why() {
     let a = timed(side(&[(MODEL, 1 << 20, 1)]), 1_757_253_255_215_904, 10_000);
     let b = timed(side(&[(MODEL, 2 << 20, 1)]), 1_757_300_000_000_000, 12_500);
-    let d = Diff::new(a.clone(), b);
+    let d = Diff::new(a.clone(), b, crate::diff::By::Stack);
     assert!(d.has_time_axis());
     let j = document(&d);
     let t = &j["timelines"]["time_axis"];
@@ -383,7 +389,7 @@ fn both_sides_with_times_share_a_time_axis_and_one_without_says_why() {
     assert!(text.contains(", 0.012 s after its first event\n"), "{text}");
 
     // B's database keeps no times: the ordinal axis alone, and why.
-    let d = Diff::new(a, side(&[(MODEL, 2 << 20, 1)]));
+    let d = Diff::new(a, side(&[(MODEL, 2 << 20, 1)]), crate::diff::By::Stack);
     assert!(!d.has_time_axis());
     let j = document(&d);
     let t = &j["timelines"]["time_axis"];
