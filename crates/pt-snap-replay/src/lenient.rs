@@ -7,8 +7,9 @@
 //! stores to the same rules as the strict replay:
 //!
 //! * every row's counters are `0 ≤ allocated ≤ active ≤ reserved`, and they are sums of what
-//!   the replay holds: `reserved` of its segments, `active` of its live blocks, `allocated`
-//!   of those not pending a free — the blocks of the block table live at that event;
+//!   the replay holds: `reserved` of its segments (and of the reservation each block it sets
+//!   aside has of its own, below), `active` of its live blocks, `allocated` of those not
+//!   pending a free — the blocks of the block table live at that event;
 //! * every block row's free comes after its alloc in the trace, and its size is a byte count.
 //!
 //! An event the state reconciles is undone exactly as in the strict replay. One it cannot is
@@ -207,7 +208,7 @@ impl Leniency {
             Action::Alloc => {
                 let found = match self.lacking.remove(&position) {
                     Some(block) => Some((block, "counted from here to the dump".to_owned())),
-                    None => self.take(key, e.size, |_| true).map(|block| {
+                    None => self.take(key, e.size).map(|block| {
                         let free = block.free_event_id;
                         (block, format!("paired with the free at event {free}"))
                     }),
@@ -292,15 +293,10 @@ impl Leniency {
         Ok(change)
     }
 
-    /// The set-aside block at `key` that an event of `size` belongs to, taken out.
-    fn take(
-        &mut self,
-        key: (i64, i64),
-        size: i64,
-        accept: impl Fn(&BlockView) -> bool,
-    ) -> Option<BlockView> {
+    /// The set-aside block at `key` that an alloc of `size` belongs to, taken out.
+    fn take(&mut self, key: (i64, i64), size: i64) -> Option<BlockView> {
         let list = self.set_aside.get_mut(&key)?;
-        let block = list.remove(pick(list, size, accept)?);
+        let block = list.remove(pick(list, size, |_| true)?);
         if list.is_empty() {
             self.set_aside.remove(&key);
         }
