@@ -8,6 +8,10 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
+mod common;
+
+use common::{fixture_json, write_pickle};
+
 const TIME_LIMIT: Duration = Duration::from_secs(30);
 const MEMORY_LIMIT_KIB: i64 = 1 << 20;
 
@@ -127,11 +131,6 @@ fn event(action: &str, addr: i64, size: Option<i64>) -> Value {
     e
 }
 
-fn write_pickle(dir: &Path, name: &str, snapshot: &Value) {
-    let bytes = pt_snap_split::json_to_pickle(snapshot).unwrap();
-    std::fs::write(dir.join(name), bytes).unwrap();
-}
-
 const BASE: i64 = 1 << 32;
 
 fn one_segment(allocated: i64, blocks: Value) -> Value {
@@ -180,28 +179,28 @@ fn counters_past_64_bits_are_refused_not_wrapped() {
         ])
     };
     let cases = [
-        // The dump says i64::MAX bytes are allocated: undoing a free_requested adds to it.
+        // The dump says i64::MAX bytes are allocated (undoing a free_requested would add to
+        // it): not the bytes of its blocks, refused as it is decoded.
         (
             "allocated.pkl",
             one_segment(i64::MAX, live.clone()),
             trace(2097152),
+            "segments[0]: allocated_size 9223372036854775807 is not the 1024 bytes",
         ),
         // A mapping whose end lies past 2^63.
         (
             "segment_map.pkl",
             one_segment(1024, live),
             trace(i64::MAX - 6),
+            "overflows a 64-bit integer",
         ),
     ];
-    for (name, segment, trace) in cases {
+    for (name, segment, trace, why) in cases {
         let dir = tempfile::tempdir().unwrap();
         let snapshot = json!({"segments": [segment], "device_traces": [trace]});
         write_pickle(dir.path(), name, &snapshot);
         let messages = import_is_refused(dir.path(), name);
-        assert!(
-            messages[0].contains("overflows a 64-bit integer"),
-            "{messages:?}"
-        );
+        assert!(messages[0].contains(why), "{messages:?}");
     }
 }
 
@@ -305,9 +304,11 @@ fn the_audits_files_are_refused_in_bounded_time_and_memory() {
 }
 
 #[test]
-fn a_negative_size_is_refused_by_both_dataset_layouts_before_anything_is_written() {
+fn a_negative_size_is_refused_by_every_import_before_anything_is_written() {
     // Found by the dataset_write fuzz target: the msinsight export was written, then
-    // refused by its own reader ("event_values: … negative byte metric").
+    // refused by its own reader ("event_values: … negative byte metric"). The single
+    // database took it, with the block counted as -5 bytes; the replay now refuses it in
+    // every layout (the sharded ones in the reference's words, which name the slice).
     let dir = tempfile::tempdir().unwrap();
     let snapshot = json!({
         "segments": [{"address": BASE, "total_size": 4096, "stream": 0, "segment_type": "small",
@@ -319,12 +320,95 @@ fn a_negative_size_is_refused_by_both_dataset_layouts_before_anything_is_written
         "device_traces": [[event("alloc", BASE, Some(-5))]],
     });
     write_pickle(dir.path(), "negative.pkl", &snapshot);
-    for mode in &IMPORT_MODES[1..] {
-        let mut args = vec!["import", "negative.pkl", "--no-focus", "--json"];
-        args.extend_from_slice(mode);
-        let o = run_bounded(dir.path(), &args);
-        let message = refused(&o, &["IMPORT_FAILED"], &format!("{mode:?}"));
-        assert!(message.contains("event_values"), "{mode:?}: {message}");
-        only_inputs(dir.path(), &["negative.pkl"]);
+    let messages = import_is_refused(dir.path(), "negative.pkl");
+    assert!(
+        messages[0].contains("failed at event 0 (alloc")
+            && messages[0].contains("size -5 is negative"),
+        "{messages:?}"
+    );
+    for message in &messages[1..] {
+        assert!(
+            message.contains("Replay failed for device 0"),
+            "{messages:?}"
+        );
     }
+}
+
+/// A real capture (`fixtures/real/`, 5,163 events of a CS336 training step) as canonical
+/// JSON, for a test to alter.
+fn real_snapshot() -> Value {
+    fixture_json("fixtures/real/cuda_cs336_magma27__memory_snapshot.pickle")
+}
+
+#[test]
+fn negative_allocation_sizes_are_refused_naming_the_event() {
+    // The audit negated every `alloc` size of a real snapshot: the strict import took it,
+    // with negative sizes in `trace_entry_0` and counters rising.
+    let dir = tempfile::tempdir().unwrap();
+    let mut snapshot = real_snapshot();
+    let trace = snapshot["device_traces"][0].as_array_mut().unwrap();
+    let mut last_alloc = None;
+    for (i, e) in trace.iter_mut().enumerate() {
+        if e["action"] == "alloc" {
+            e["size"] = json!(-e["size"].as_i64().unwrap());
+            last_alloc = Some((i, e["size"].as_i64().unwrap()));
+        }
+    }
+    let (id, size) = last_alloc.unwrap();
+    write_pickle(dir.path(), "negated.pkl", &snapshot);
+    let messages = import_is_refused(dir.path(), "negated.pkl");
+    // The replay runs backwards from the dump: the last alloc is the first it refuses.
+    let want = format!("replay of device 0 failed at event {id} (alloc ");
+    assert!(messages[0].contains(&want), "{messages:?}");
+    assert!(
+        messages[0].contains(&format!("size {size} is negative")),
+        "{messages:?}"
+    );
+    for message in &messages[1..] {
+        assert!(
+            message.contains("Replay failed for device 0"),
+            "{messages:?}"
+        );
+    }
+}
+
+#[test]
+fn a_dump_block_of_2_pow_63_minus_1_bytes_is_refused_where_it_is() {
+    // The audit set one dump-time block of a real snapshot to 2^63 - 1 bytes: the strict
+    // import took it, with `allocated` and `active` near i64::MIN on every row.
+    let dir = tempfile::tempdir().unwrap();
+    let mut snapshot = real_snapshot();
+    let segments = snapshot["segments"].as_array_mut().unwrap();
+    let (s, b) = (segments.iter().enumerate())
+        .find_map(|(s, seg)| {
+            let blocks = seg["blocks"].as_array().unwrap();
+            let b = blocks
+                .iter()
+                .position(|b| b["state"] == "active_allocated")?;
+            Some((s, b))
+        })
+        .unwrap();
+    segments[s]["blocks"][b]["size"] = json!(i64::MAX);
+    write_pickle(dir.path(), "huge_block.pkl", &snapshot);
+    let messages = import_is_refused(dir.path(), "huge_block.pkl");
+    for message in &messages {
+        assert!(
+            message.contains(&format!("segments[{s}].blocks[{b}]: block "))
+                && message.contains("runs past the end of its segment"),
+            "{messages:?}"
+        );
+    }
+    // No mode helps a dump that is no allocator state.
+    let o = run_bounded(
+        dir.path(),
+        &[
+            "import",
+            "huge_block.pkl",
+            "--lenient",
+            "--no-focus",
+            "--json",
+        ],
+    );
+    refused(&o, &["IMPORT_FAILED"], "--lenient");
+    only_inputs(dir.path(), &["huge_block.pkl"]);
 }

@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{ok_json, pt_snap};
+use common::{fixture_json, ok_json, pt_snap, write_pickle};
 use pt_snap_testkit::column;
 use serde_json::{json, Value};
 
@@ -171,4 +171,115 @@ fn lenient_is_for_single_database_imports() {
     assert_eq!(out.status.code(), Some(1));
     let env: Value = serde_json::from_slice(&out.stderr).unwrap();
     assert_eq!(env["error"]["code"], "INVALID_PARAMETER");
+}
+
+/// A real capture (`fixtures/real/`, 5,163 events of a CS336 training step) as canonical
+/// JSON, for a test to alter.
+fn real_snapshot() -> Value {
+    fixture_json("fixtures/real/cuda_cs336_magma27__memory_snapshot.pickle")
+}
+
+/// Imports `snapshot` leniently (it must be refused strictly) and holds the database to the
+/// lenient replay's guarantee: every device's counters and blocks (`counters_hold`), every
+/// set-aside event listed, and every report readable.
+fn lenient_import_holds(snapshot: &Value) {
+    let dir = tempfile::tempdir().unwrap();
+    write_pickle(dir.path(), "rank0.pkl", snapshot);
+    let strict = pt_snap(dir.path(), &["import", "rank0.pkl", "--no-focus", "--json"]);
+    assert_eq!(strict.status.code(), Some(1), "{strict:?}");
+
+    let imported = ok_json(
+        dir.path(),
+        &["import", "rank0.pkl", "--lenient", "--no-focus", "--json"],
+    );
+    assert!(
+        imported["replay"]["issues"].as_i64().unwrap() > 0,
+        "{imported}"
+    );
+    let db = dir.path().join("rank0.pkl.db");
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    for d in column::<String>(
+        &conn,
+        "SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 'trace_entry_%'",
+    ) {
+        let d: usize = d["trace_entry_".len()..].parse().unwrap();
+        if let Err(e) = pt_snap_testkit::counters_hold(&conn, d, pt_snap_testkit::Replay::Lenient) {
+            panic!("{e}");
+        }
+    }
+    drop(conn);
+    let db = db.to_str().unwrap();
+    for args in [
+        vec!["report", "peak-memory", db, "--json"],
+        vec![
+            "report",
+            "peak-memory",
+            db,
+            "--metric",
+            "allocated",
+            "--json",
+        ],
+        vec!["report", "peak-memory", db, "--by", "category", "--json"],
+        vec!["report", "oom", db, "--json"],
+        vec!["query", db, "--template-use", "allocator_gap", "--json"],
+    ] {
+        ok_json(dir.path(), &args);
+    }
+    let ranks = pt_snap(dir.path(), &["ranks", "rank0.pkl.db", "--json"]);
+    assert!(ranks.status.success(), "{ranks:?}");
+}
+
+#[test]
+fn lenient_counters_stay_true_with_alloc_sizes_of_2_pow_62() {
+    // Was: i64::MIN on the synthetic rows, and `report peak-memory` failing with "integer
+    // overflow".
+    let mut snapshot = real_snapshot();
+    for e in snapshot["device_traces"][0].as_array_mut().unwrap() {
+        if e["action"] == "alloc" {
+            e["size"] = json!(1i64 << 62);
+        }
+    }
+    lenient_import_holds(&snapshot);
+}
+
+#[test]
+fn lenient_counters_stay_true_on_a_reversed_trace() {
+    // Was: `active` at -3.2 GB mid-trace, `allocated` past `reserved`, blocks freed before
+    // they were allocated.
+    let mut snapshot = real_snapshot();
+    snapshot["device_traces"][0]
+        .as_array_mut()
+        .unwrap()
+        .reverse();
+    lenient_import_holds(&snapshot);
+}
+
+#[test]
+fn lenient_counters_stay_true_with_negated_alloc_sizes() {
+    let mut snapshot = real_snapshot();
+    for e in snapshot["device_traces"][0].as_array_mut().unwrap() {
+        if e["action"] == "alloc" {
+            e["size"] = json!(-e["size"].as_i64().unwrap());
+        }
+    }
+    lenient_import_holds(&snapshot);
+}
+
+#[test]
+fn a_trace_without_segments_reserves_what_its_blocks_hold() {
+    // memviz-neo's generator writes no segments: its blocks are counted each in a
+    // reservation of its own, so `reserved` is never below `active` (it was 0 throughout).
+    let (dir, totals) = project_with_rank("rank0.json", 11, 300);
+    ok_json(
+        dir.path(),
+        &["import", "rank0.json", "--lenient", "--no-focus", "--json"],
+    );
+    let conn = rusqlite::Connection::open(dir.path().join("rank0.json.db")).unwrap();
+    let reserved: Vec<i64> = column(
+        &conn,
+        "SELECT reserved FROM trace_entry_0 WHERE id >= 0 ORDER BY id",
+    );
+    let active: Vec<i64> = totals.iter().map(|t| t.1).collect();
+    assert_eq!(reserved, active);
+    pt_snap_testkit::counters_hold(&conn, 0, pt_snap_testkit::Replay::Lenient).unwrap();
 }

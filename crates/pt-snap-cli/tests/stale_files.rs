@@ -331,19 +331,46 @@ fn an_old_dataset_is_kept_while_another_is_in_place() {
     }
 }
 
-/// Polls (the machine may be loaded) until `found` returns something or `child` ends.
-fn poll<T>(child: &mut Child, mut found: impl FnMut() -> Option<T>) -> Option<T> {
+/// Stops `child` (SIGSTOP) and waits until all of it has stopped; `false` if it ended first
+/// (it is then reaped, and the caller must not wait for it again).
+fn stop(child: &Child) -> bool {
+    let pid = child.id() as libc::pid_t;
+    // SAFETY: signals and waits for our own child, not yet reaped; `status` is valid.
+    unsafe {
+        libc::kill(pid, libc::SIGSTOP);
+        let mut status = 0;
+        let r = libc::waitpid(pid, &mut status, libc::WUNTRACED);
+        assert_eq!(r, pid, "waitpid: {}", std::io::Error::last_os_error());
+        libc::WIFSTOPPED(status)
+    }
+}
+
+fn resume(child: &Child) {
+    // SAFETY: signals our own stopped child.
+    unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGCONT) };
+}
+
+/// Lets `child` run until `found`, looking while the child is stopped, returns something:
+/// the child is left stopped in the very state `found` saw, so what the test does next
+/// cannot race with it. Fails the test if the child ends first, or does not get there in
+/// 120 s (the machine may be loaded): then the case was not exercised.
+fn freeze_when<T>(child: &Child, what: &str, mut found: impl FnMut() -> Option<T>) -> T {
     let deadline = Instant::now() + Duration::from_secs(120);
-    while Instant::now() < deadline {
+    loop {
+        assert!(
+            stop(child),
+            "the import ended before {what}: the case was not exercised"
+        );
         if let Some(t) = found() {
-            return Some(t);
+            return t;
         }
-        if child.try_wait().unwrap().is_some() {
-            return None;
-        }
+        resume(child);
+        assert!(
+            Instant::now() < deadline,
+            "the import did not get to {what} in 120 s"
+        );
         std::thread::sleep(Duration::from_millis(2));
     }
-    panic!("the import neither wrote its files nor ended in 120 s");
 }
 
 /// The first hidden name with `pattern` in it (other than `except`).
@@ -353,15 +380,11 @@ fn hidden_with(w: &Work, pattern: &str, except: Option<&str>) -> Option<String> 
         .find(|n| n.contains(pattern) && Some(n.as_str()) != except)
 }
 
-/// Kills `child` (SIGKILL); false, with a note, if it had finished first.
-fn kill(mut child: Child, test: &str) -> bool {
-    let _ = child.kill();
+/// Kills the stopped `child` (SIGKILL) and reaps it.
+fn kill(mut child: Child) {
+    child.kill().unwrap();
     let status = child.wait().unwrap();
-    if status.code().is_some() {
-        eprintln!("{test}: skipped, the import finished before it could be killed");
-        return false;
-    }
-    true
+    assert_eq!(status.code(), None, "{status:?}");
 }
 
 fn integrity_ok(db: &Path) {
@@ -377,17 +400,12 @@ fn integrity_ok(db: &Path) {
 #[test]
 fn a_killed_single_db_import_is_cleaned_up_by_the_next() {
     let w = work(true);
-    let mut child = w.spawn(&[]);
-    // Kill it once SQLite is writing, or at least once the temp file is there.
-    let started = Instant::now();
-    let seen = poll(&mut child, || {
-        let name = hidden_with(&w, ".tmp", None)?;
-        let len = fs::metadata(w.path(&name)).map_or(0, |m| m.len());
-        (len > 0 || started.elapsed() > Duration::from_secs(30)).then_some(name)
+    let child = w.spawn(&[]);
+    // Killed while its temp file is there: stopped the moment it is seen.
+    freeze_when(&child, "writing its temp file", || {
+        hidden_with(&w, ".tmp", None)
     });
-    if seen.is_none() || !kill(child, "a_killed_single_db_import") {
-        return;
-    }
+    kill(child);
     let left = w.hidden();
     assert!(left.iter().any(|n| n.ends_with(".tmp")), "{left:?}");
     assert!(left.iter().any(|n| n.ends_with(".lock")), "{left:?}");
@@ -403,14 +421,12 @@ fn a_killed_single_db_import_is_cleaned_up_by_the_next() {
 fn a_killed_dataset_import_is_cleaned_up_by_the_next() {
     let w = work(true);
     let args = ["--events-per-slice", "20000"];
-    let mut child = w.spawn(&args);
-    let seen = poll(&mut child, || {
+    let child = w.spawn(&args);
+    freeze_when(&child, "writing shards into its stage", || {
         let name = hidden_with(&w, ".stage-", None)?;
         exists(&w.path(&name).join("artifact")).then_some(name)
     });
-    if seen.is_none() || !kill(child, "a_killed_dataset_import") {
-        return;
-    }
+    kill(child);
     let left = w.hidden();
     assert!(left.iter().any(|n| n.contains(".stage-")), "{left:?}");
     assert!(left.iter().any(|n| n.ends_with(".lock")), "{left:?}");
@@ -424,25 +440,24 @@ fn a_killed_dataset_import_is_cleaned_up_by_the_next() {
 #[test]
 fn concurrent_imports_of_one_target_leave_each_other_alone() {
     let w = work(true);
-    let mut first = w.spawn(&[]);
-    let Some(first_tmp) = poll(&mut first, || hidden_with(&w, ".tmp", None)) else {
-        eprintln!("concurrent_imports: skipped, the first import finished at once");
-        return;
-    };
-    let mut second = w.spawn(&[]);
-    // The second one cleans up before it creates its own temp file: once that is there, the
-    // first one's must still be, if the first one is still running.
-    if poll(&mut second, || hidden_with(&w, ".tmp", Some(&first_tmp))).is_some()
-        && first.try_wait().unwrap().is_none()
-    {
-        assert!(exists(&w.path(&first_tmp)), "{:?}", w.hidden());
-    } else {
-        eprintln!("concurrent_imports: one import ended early; only checking both succeed");
-    }
-    for child in [first, second] {
-        let out = child.wait_with_output().unwrap();
-        assert!(out.status.success(), "{out:?}");
-    }
+    let first = w.spawn(&[]);
+    // The first is held (stopped) with its temp file and lock in place while a second
+    // import of the same target runs from start to end: the second cleans up before it
+    // writes, and must leave a live import's files alone.
+    let first_tmp = freeze_when(&first, "writing its temp file", || {
+        hidden_with(&w, ".tmp", None)
+    });
+    let first_lock = hidden_with(&w, ".lock", None).expect("the first import's lock");
+    let second = w.spawn(&[]).wait_with_output().unwrap();
+    assert!(second.status.success(), "{second:?}");
+    assert!(
+        exists(&w.path(&first_tmp)) && exists(&w.path(&first_lock)),
+        "{:?}",
+        w.hidden()
+    );
+    resume(&first);
+    let out = first.wait_with_output().unwrap();
+    assert!(out.status.success(), "{out:?}");
     assert_eq!(w.hidden(), Vec::<String>::new());
     assert_eq!(w.import_json(&[])["reused"], true);
     integrity_ok(&w.path(DB));

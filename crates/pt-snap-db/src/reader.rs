@@ -147,7 +147,7 @@ impl SnapshotDb {
         )
     }
 
-    /// How many events a lenient replay applied from the trace alone, or `None` when the DB
+    /// How many events a lenient replay could not reconcile (its issues), or `None` when the DB
     /// comes from a strict replay (every DB of the reference's, and ours without
     /// `--lenient`).
     pub fn lenient_replay_issues(&self) -> rusqlite::Result<Option<i64>> {

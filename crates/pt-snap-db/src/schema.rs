@@ -144,8 +144,9 @@ pub const CREATE_METADATA_TABLE: &str = "CREATE TABLE pt_snap_metadata (
                     )";
 
 /// Our own table (not the reference's format, which readers that don't know it ignore): the
-/// events a lenient replay applied from the trace alone. Its presence says the DB was made
-/// by a lenient replay; its rows say where the numbers are approximate.
+/// events a lenient replay could not reconcile with the allocator state, each with what was
+/// done instead (`pt_snap_replay::Issue`). Its presence says the DB was made by a lenient
+/// replay; its rows say where the numbers are approximate.
 pub const REPLAY_ISSUES_TABLE: &str = "pt_snap_x_replay_issues";
 pub const CREATE_REPLAY_ISSUES_TABLE: &str = "CREATE TABLE pt_snap_x_replay_issues (
     device INTEGER NOT NULL,

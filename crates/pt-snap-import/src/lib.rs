@@ -41,7 +41,8 @@ pub struct ImportRequest {
     /// ISO-8601 UTC time stored as `completed_at` (e.g. `2026-12-02T13:21:45.664383+00:00`).
     pub completed_at: String,
     /// Strict (the reference's replay), or lenient: events the allocator state cannot
-    /// reconcile are applied from the trace alone and listed in `pt_snap_x_replay_issues`.
+    /// reconcile are listed in `pt_snap_x_replay_issues` and applied only where the counters
+    /// stay true (see `pt_snap_replay`'s `lenient` module).
     pub replay: ReplayMode,
     /// With the rows (a database whole when the import returns), or left to the caller.
     pub indexes: Indexes,

@@ -15,6 +15,9 @@
 //!   [`Action::Other`](crate::Action::Other), named once in
 //!   [`Snapshot::other_actions`](crate::Snapshot::other_actions).
 //! - Frame: `filename` str, `line` int (not bool), `name` str.
+//! - Every segment must be one an allocator can hold (see `check.rs`): sizes never
+//!   negative, blocks inside it in address order, a listing with free blocks tiling it,
+//!   `allocated_size`/`active_size` the sums of its blocks.
 //!
 //! Integers must fit `i64`, except pointers (`addr`, `address`, `stream`): values in
 //! [2^63, 2^64) are stored as their two's-complement `i64`, since the SnapshotDB keeps them
@@ -37,6 +40,7 @@ use pt_snap_pickle::{Node, Val};
 
 use crate::{OomFree, Snapshot, TopLevel};
 
+mod check;
 mod input;
 mod prune;
 mod schema;
@@ -237,6 +241,21 @@ fn decode_plain<R: Read>(
         },
         v => return Err(top_level_error(arena.type_name(v))),
     };
+    for (i, seg) in segments.iter().enumerate() {
+        check::segment(seg).map_err(|(block, why)| {
+            let list = match layout {
+                TopLevel::Dict => root.key("segments"),
+                TopLevel::SegmentList => root,
+            };
+            let at = list.index(i);
+            let blocks = at.key("blocks");
+            let at = match block {
+                Some(b) => blocks.index(b).to_string(),
+                None => at.to_string(),
+            };
+            DecodeError::Schema(format!("{at}: {why}"))
+        })?;
+    }
     sink.report(pickle.bytes_read);
     let t = sink.t;
     let mut oom_device_free = Vec::new();

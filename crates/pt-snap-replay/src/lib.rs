@@ -122,7 +122,7 @@ impl ReplayError<std::convert::Infallible> {
 pub struct Replayed {
     /// Inconsistencies the strict replay tolerates too (the reference logs them as warnings).
     pub warnings: Vec<String>,
-    /// Events a lenient replay applied from the trace alone (always empty when strict).
+    /// Events a lenient replay could not reconcile (always empty when strict).
     pub issues: Vec<Issue>,
 }
 
@@ -144,9 +144,8 @@ pub fn replay_device<S: RowSink>(
     // The block rows to come, where a first pass has counted them.
     let mut counted = None;
     if mode == Mode::Lenient {
-        // A first pass finds whether the trace takes the counters below zero before its first
-        // event; if so the dump lacked memory the trace holds, and the second pass starts
-        // that much higher.
+        // A first pass finds the allocs whose block nothing holds: blocks the dump lacks,
+        // which the second pass counts from the dump on. It also counts the block rows.
         let mut probe = Replayer::with_mode(snapshot, device, mode).map_err(ReplayError::widen)?;
         let mut detached = 0;
         while let Some(step) = probe.undo_last() {
@@ -154,24 +153,12 @@ pub fn replay_device<S: RowSink>(
                 detached += 1;
             }
         }
-        counted = Some(detached + probe.unpaired_frees().len() + probe.held_blocks());
-        let (a, b, c) = probe.totals();
-        let short = (
-            a.min(0).saturating_neg(),
-            b.min(0).saturating_neg(),
-            c.min(0).saturating_neg(),
-        );
-        if short != (0, 0, 0) {
-            let issue = Issue {
-                event_id: -1,
-                kind: IssueKind::DumpStateShort,
-                message: format!(
-                    "before the first event the trace leaves allocated {a}, active {b}, reserved {c} bytes against the dump's segments; the dump-time counters are raised by {}, {} and {} bytes so the trace starts at zero",
-                    short.0, short.1, short.2
-                ),
-            };
-            replayer.raise_totals(short, issue);
-        }
+        let missing = probe.missing();
+        counted =
+            Some(detached + missing.len() + probe.set_aside_blocks().len() + probe.held_blocks());
+        replayer
+            .seed(missing)
+            .map_err(|reason| ReplayError::DumpState { device, reason })?;
     }
     // Strict: every block the dump holds and every block a free brings back ends as a row
     // (undoing an alloc moves its block from the state to the rows).
@@ -227,10 +214,10 @@ pub fn replay_device<S: RowSink>(
         next_block_id -= 1;
         sink.block_row(&row).map_err(ReplayError::Sink)
     };
-    let unpaired = replayer.unpaired_frees();
+    let set_aside = replayer.set_aside_blocks();
     // Already announced where the count was right; said again so a sink is never short.
-    sink.expect_blocks(unpaired.len() + replayer.held_blocks());
-    for block in unpaired {
+    sink.expect_blocks(set_aside.len() + replayer.held_blocks());
+    for block in set_aside {
         pre_trace(sink, block)?;
     }
     for seg in replayer.segments() {
@@ -278,6 +265,11 @@ impl DeviceState {
         workspace: bool,
         warnings: &mut Vec<String>,
     ) -> Result<Undone, String> {
+        // The reference takes any integer; a negative one would run the counters the wrong
+        // way (an alloc that lowers them), and is no byte count an allocator records.
+        if e.size < 0 {
+            return Err(format!("size {} is negative", e.size));
+        }
         match e.action {
             Action::Alloc => {
                 let Some((s, b)) = self.find_block(e.addr, e.stream) else {
@@ -355,6 +347,8 @@ impl DeviceState {
                 Ok(Undone::None)
             }
             Action::SegmentFree => {
+                // Its range must end below 2^63, as every segment of the dump does.
+                state::add(e.addr, e.size)?;
                 let reserved = state::add(self.reserved, e.size)?;
                 self.insert_segment(SegState {
                     address: e.addr,
@@ -371,7 +365,7 @@ impl DeviceState {
             }
             Action::SegmentMap => {
                 let reserved = state::sub(self.reserved, e.size)?;
-                self.unmap_range(e, warnings)?;
+                self.unmap_range(e)?;
                 self.reserved = reserved;
                 Ok(Undone::None)
             }

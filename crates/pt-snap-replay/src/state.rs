@@ -295,11 +295,7 @@ impl DeviceState {
 
     /// Undo of `segment_map`: the range was not mapped before, so cut it out of the segment
     /// that holds it (shrinking an edge, removing the segment, or splitting it in two).
-    pub fn unmap_range(
-        &mut self,
-        e: &TraceEvent,
-        warnings: &mut Vec<String>,
-    ) -> Result<(), String> {
+    pub fn unmap_range(&mut self, e: &TraceEvent) -> Result<(), String> {
         let (start, end) = (e.addr, add(e.addr, e.size)?);
         let s = self
             .find_segment(start, e.stream)
@@ -312,14 +308,20 @@ impl DeviceState {
                 seg.end()
             ));
         }
-        let inside = |b: &LiveBlock| b.address >= start && b.end() <= i128::from(end);
-        let at_left = start == seg.address;
-        let at_right = i128::from(end) == seg.end();
-        if (at_left || at_right) && seg.blocks.iter().any(inside) {
+        // The reference refuses a live block inside an edge cut and drops one in a middle
+        // cut without touching the totals; either way the counters would hold a block no
+        // segment holds (`active` past `reserved`). A consistent trace has none: the blocks
+        // of a mapped range are allocated after its map, so undone before it.
+        let overlaps =
+            |b: &&LiveBlock| i128::from(b.address) < i128::from(end) && b.end() > i128::from(start);
+        if let Some(b) = seg.blocks.iter().find(overlaps) {
             return Err(format!(
-                "live block inside the range {start:#x}..{end:#x} being unmapped"
+                "live block {:#x}+{} overlaps the range {start:#x}..{end:#x} being unmapped",
+                b.address, b.size
             ));
         }
+        let at_left = start == seg.address;
+        let at_right = i128::from(end) == seg.end();
         match (at_left, at_right) {
             (true, true) => {
                 self.segments.remove(s);
@@ -346,19 +348,13 @@ impl DeviceState {
                 };
                 seg.total_size = sub(start, seg.address)?;
                 let blocks = std::mem::take(&mut seg.blocks);
+                // None overlaps the range (checked above).
                 for b in blocks {
                     if b.end() <= i128::from(start) {
                         seg.blocks.push(b);
-                    } else if b.address >= end {
+                    } else {
                         right.active = add(right.active, b.size)?;
                         right.blocks.push(b);
-                    } else {
-                        // The reference drops such blocks without touching the totals; a
-                        // consistent trace never has them.
-                        warnings.push(format!(
-                            "block {:#x}+{} overlaps the unmapped range; dropped",
-                            b.address, b.size
-                        ));
                     }
                 }
                 seg.active = seg.blocks.iter().try_fold(0, |sum, b| add(sum, b.size))?;

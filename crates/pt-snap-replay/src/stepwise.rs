@@ -9,7 +9,7 @@
 
 use pt_snap_model::{BlockState, Snapshot, StackId, TraceEvent};
 
-use crate::lenient::{Issue, Leniency, Mode};
+use crate::lenient::{Issue, Leniency, Missing, Mode};
 use crate::state::{DeviceState, LiveBlock};
 use crate::{Inconsistency, ReplayError, TraceRow, Undone};
 
@@ -163,21 +163,29 @@ impl<'s> Replayer<'s> {
         self.leniency.as_ref().map_or(&[], |l| &l.issues)
     }
 
-    /// Blocks a lenient replay saw freed but never allocated: live before the trace.
-    pub fn unpaired_frees(&self) -> Vec<BlockView> {
+    /// Blocks a lenient replay holds outside the segments (freed but not allocated yet, or
+    /// lacking from the dump): once every event is undone, live before the trace.
+    pub fn set_aside_blocks(&self) -> Vec<BlockView> {
         self.leniency
             .as_ref()
-            .map_or_else(Vec::new, Leniency::still_waiting)
+            .map_or_else(Vec::new, Leniency::still_held)
     }
 
-    /// Raises the current counters (a lenient replay whose dump lacks the trace's memory).
-    pub(crate) fn raise_totals(&mut self, by: (i64, i64, i64), issue: Issue) {
-        self.state.allocated = self.state.allocated.saturating_add(by.0);
-        self.state.active = self.state.active.saturating_add(by.1);
-        self.state.reserved = self.state.reserved.saturating_add(by.2);
+    /// The allocs a lenient replay found no block for so far: blocks the dump lacks.
+    pub(crate) fn missing(&self) -> &[Missing] {
+        self.leniency.as_ref().map_or(&[], |l| &l.missing)
+    }
+
+    /// Counts in, at the dump, the blocks a first lenient pass found `missing`; before any
+    /// event is undone, and only in a lenient replay.
+    pub(crate) fn seed(&mut self, missing: &[Missing]) -> Result<(), String> {
+        debug_assert_eq!(self.remaining, self.events.len());
         if let Some(l) = &mut self.leniency {
-            l.issues.push(issue);
+            if let Some(issue) = l.seed(&mut self.state, missing)? {
+                l.issues.push(issue);
+            }
         }
+        Ok(())
     }
 
     pub fn into_parts(self) -> (Vec<String>, Vec<Issue>) {
@@ -222,7 +230,7 @@ impl<'s> Replayer<'s> {
             Ok(Undone::Detached(block)) => BlockChange::Detached(BlockView::from(&block)),
             Ok(Undone::Created(block)) => BlockChange::Created(BlockView::from(&block)),
             Err(reason) => match &mut self.leniency {
-                Some(l) => match l.set_aside(&mut self.state, event, id, reason) {
+                Some(l) => match l.set_aside(&mut self.state, event, pos, id, reason) {
                     Ok(change) => change,
                     Err(reason) => return inconsistent(reason),
                 },

@@ -417,7 +417,8 @@ fn a_lenient_replay_counts_what_the_trace_alone_says() {
     let (rows, replayed) = replay_lenient(&snap);
     // Its first pass counted the block rows.
     assert_eq!(rows.announced, rows.blocks.len());
-    // Counters from the trace alone: running sums of the events' own sizes from zero.
+    // Counters from the trace alone: running sums of the events' own sizes from zero, each
+    // block in a reservation of its own size (the dump has no segments).
     let events = &snap.device_traces[0];
     let (mut allocated, mut active) = (0, 0);
     let mut want = Vec::new();
@@ -431,7 +432,7 @@ fn a_lenient_replay_counts_what_the_trace_alone_says() {
             Action::FreeCompleted => active -= e.size,
             _ => {}
         }
-        want.push((id as i64, allocated, active, 0));
+        want.push((id as i64, allocated, active, active));
     }
     let mut got: Vec<_> = rows
         .trace
@@ -471,4 +472,109 @@ fn a_lenient_replay_of_a_consistent_trace_is_the_strict_one() {
     assert_eq!(strict.trace, lenient.trace);
     assert_eq!(strict.blocks, lenient.blocks);
     assert!(replayed.issues.is_empty());
+}
+
+/// `0 ≤ allocated ≤ active ≤ reserved` on every row.
+fn ordered(rows: &Rows) -> bool {
+    (rows.trace.iter())
+        .all(|r| 0 <= r.allocated && r.allocated <= r.active && r.active <= r.reserved)
+}
+
+#[test]
+fn a_negative_size_is_refused_strictly_and_only_listed_leniently() {
+    use Action::*;
+    let base = 1 << 32;
+    let snap = Snapshot {
+        segments: vec![segment(
+            base,
+            4096,
+            vec![
+                block(base, 512, BlockState::ActiveAllocated),
+                block(base + 512, 3584, BlockState::Inactive),
+            ],
+        )],
+        // The reference took this alloc: a block of 512 bytes holds -512 of them.
+        device_traces: vec![vec![event(Alloc, base, -512)]],
+        ..Snapshot::default()
+    };
+    let err = replay(&snap, 0).unwrap_err();
+    assert!(
+        err.contains("failed at event 0 (alloc") && err.contains("size -512 is negative"),
+        "{err}"
+    );
+    let (rows, replayed) = replay_lenient(&snap);
+    let kinds: Vec<_> = replayed.issues.iter().map(|i| i.kind).collect();
+    assert_eq!(kinds, [IssueKind::NegativeSize]);
+    // Not applied: the dump's block was live before the trace, and the counters stay.
+    assert!(ordered(&rows));
+    assert_eq!(rows.trace[0].allocated, 512);
+    assert_eq!(rows.blocks.len(), 1);
+    assert_eq!(rows.blocks[0].alloc_event_id, -1);
+}
+
+#[test]
+fn unmapping_a_range_under_a_live_block_is_refused() {
+    use Action::*;
+    let base = 1 << 32;
+    // A live block over the whole mapped segment; undoing the map of its first half would
+    // leave the block sticking out of what is reserved (active 4096 against reserved 2048).
+    let mut seg = segment(
+        base,
+        4096,
+        vec![block(base, 4096, BlockState::ActiveAllocated)],
+    );
+    seg.is_expandable = true;
+    for (start, size) in [(base, 2048), (base + 1024, 2048), (base + 2048, 2048)] {
+        let snap = Snapshot {
+            segments: vec![seg.clone()],
+            device_traces: vec![vec![event(SegmentMap, start, size)]],
+            ..Snapshot::default()
+        };
+        let err = replay(&snap, 0).unwrap_err();
+        assert!(err.contains("overlaps the range"), "{err}");
+        let (rows, replayed) = replay_lenient(&snap);
+        assert!(ordered(&rows), "{:?}", rows.trace);
+        assert_eq!(replayed.issues[0].kind, IssueKind::SegmentMismatch);
+    }
+}
+
+#[test]
+fn a_lenient_replay_never_counts_past_64_bits_or_below_zero() {
+    use Action::*;
+    let base = 1 << 32;
+    // Allocs of nearly 2^62 bytes the dump has no block for, and a reversed free/alloc pair.
+    let huge = (1 << 62) - (1 << 20);
+    let snap = Snapshot {
+        segments: vec![segment(
+            base,
+            4096,
+            vec![block(base, 4096, BlockState::Inactive)],
+        )],
+        device_traces: vec![vec![
+            event(Alloc, base << 4, huge),
+            event(Alloc, base << 5, huge),
+            event(Alloc, base << 6, huge),
+            event(FreeCompleted, base, 1024),
+            event(FreeRequested, base, 1024),
+            event(Alloc, base, 1024),
+        ]],
+        ..Snapshot::default()
+    };
+    let (rows, replayed) = replay_lenient(&snap);
+    assert!(ordered(&rows), "{:?}", rows.trace);
+    // Two of the three fit below 2^63 beside the segment and the small block: the third is
+    // listed, not counted.
+    let last = rows.trace.iter().find(|r| r.id == 5).unwrap();
+    assert_eq!(last.reserved, 4096 + 2 * huge + 1024);
+    let short = &replayed.issues[0];
+    assert_eq!(short.kind, IssueKind::DumpStateShort);
+    assert!(
+        short.message.contains("1 more would take"),
+        "{}",
+        short.message
+    );
+    // Every lifetime's free after its alloc.
+    assert!(rows.blocks.iter().all(|b| b.alloc_event_id < 0
+        || b.free_event_id < 0
+        || b.free_event_id > b.alloc_event_id));
 }

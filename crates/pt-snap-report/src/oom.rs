@@ -111,7 +111,9 @@ const SEGMENT_ALLOC: i64 = 2;
 const SEGMENT_FREE: i64 = 3;
 const OOM: i64 = 8;
 
-/// Applies one segment event (in id order) to the reserved ranges.
+/// Applies one segment event (in id order) to the reserved ranges. Sums saturate: a
+/// lenient replay's database keeps the sizes of segment events it could not apply, absurd
+/// ones included, and the report must still read it.
 pub fn apply_segment_event(
     segments: &mut Vec<Segment>,
     action: i64,
@@ -119,7 +121,7 @@ pub fn apply_segment_event(
     size: i64,
     stream: i64,
 ) {
-    let end = address + size;
+    let end = address.saturating_add(size);
     match action {
         SEGMENT_ALLOC => segments.push(Segment {
             address,
@@ -140,10 +142,11 @@ pub fn apply_segment_event(
             segments.retain(|s| {
                 let touches = s.expandable
                     && s.stream == stream
-                    && (s.address + s.size == new.address || new.address + new.size == s.address);
+                    && (s.address.saturating_add(s.size) == new.address
+                        || new.address.saturating_add(new.size) == s.address);
                 if touches {
                     let start = s.address.min(new.address);
-                    new.size += s.size;
+                    new.size = new.size.saturating_add(s.size);
                     new.address = start;
                 }
                 !touches
@@ -153,7 +156,7 @@ pub fn apply_segment_event(
         SEGMENT_UNMAP => {
             let mut rest = Vec::new();
             segments.retain(|s| {
-                let s_end = s.address + s.size;
+                let s_end = s.address.saturating_add(s.size);
                 if !s.expandable || s_end <= address || end <= s.address {
                     return true;
                 }
@@ -199,7 +202,7 @@ pub fn free_space(segments: &[Segment], live: &[(i64, i64)]) -> Vec<SegmentFree>
     let mut sorted: Vec<&Segment> = segments.iter().collect();
     sorted.sort_by_key(|s| s.address);
     for s in sorted {
-        let end = s.address + s.size;
+        let end = s.address.saturating_add(s.size);
         let first = live.partition_point(|b| b.0 < s.address);
         let mut cursor = s.address;
         let mut free_blocks = Vec::new();
@@ -208,7 +211,7 @@ pub fn free_space(segments: &[Segment], live: &[(i64, i64)]) -> Vec<SegmentFree>
             if a > cursor {
                 free_blocks.push(a - cursor);
             }
-            cursor = cursor.max(a + size);
+            cursor = cursor.max(a.saturating_add(size));
             block_pool.get_or_insert(Pool::of_request(size));
         }
         if end > cursor {
@@ -253,7 +256,7 @@ pub fn by_pool_and_stream(
     for s in segments {
         let f = out.entry((s.pool, s.segment.stream)).or_default();
         for &b in &s.free_blocks {
-            f.total_bytes += b;
+            f.total_bytes = f.total_bytes.saturating_add(b);
             f.largest_block_bytes = f.largest_block_bytes.max(b);
             f.blocks += 1;
             f.blocks_fitting += i64::from(b >= rounded);
@@ -313,8 +316,8 @@ pub fn judge(
     }
     match device_free {
         Some(free) => {
-            let all = all_cached_free + free;
-            let pool = own.total_bytes + free;
+            let all = all_cached_free.saturating_add(free);
+            let pool = own.total_bytes.saturating_add(free);
             if all < rounded {
                 (
                     Verdict::Capacity,
@@ -614,7 +617,7 @@ fn explain(
     let spaces = free_space(&segments, &live);
     let by = by_pool_and_stream(&spaces, rounded);
     let own = by.get(&(pool, stream)).copied().unwrap_or_default();
-    let all_cached_free = by.values().map(|f| f.total_bytes).sum();
+    let all_cached_free = (by.values()).fold(0i64, |sum, f| sum.saturating_add(f.total_bytes));
     let others = by
         .iter()
         .filter(|(k, _)| **k != (pool, stream))

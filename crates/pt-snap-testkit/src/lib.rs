@@ -30,6 +30,10 @@
 
 #![forbid(unsafe_code)]
 
+mod counters;
+
+pub use counters::{counters_hold, Replay};
+
 use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 

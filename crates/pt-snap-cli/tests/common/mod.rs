@@ -35,3 +35,17 @@ pub fn import_into<'a>(source: &'a Path, out: &'a Path) -> Vec<&'a str> {
 pub fn ok_json(dir: &Path, args: &[&str]) -> Value {
     pt_snap_testkit::stdout_json(&pt_snap(dir, args), format_args!("{args:?}"))
 }
+
+/// `<repo>/<relative>` (a committed snapshot) as canonical JSON, for a test to alter and
+/// write back with [`write_pickle`].
+pub fn fixture_json(relative: &str) -> Value {
+    let path = pt_snap_testkit::repo_root().join(relative);
+    let json = pt_snap_split::canonical_json(&std::fs::read(path).unwrap()).unwrap();
+    serde_json::from_slice(&json).unwrap()
+}
+
+/// `snapshot` pickled as `json.load` + `pickle.dumps` would, as `dir/name`.
+pub fn write_pickle(dir: &Path, name: &str, snapshot: &Value) {
+    let bytes = pt_snap_split::json_to_pickle(snapshot).unwrap();
+    std::fs::write(dir.join(name), bytes).unwrap();
+}

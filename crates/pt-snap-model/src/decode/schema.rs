@@ -300,10 +300,13 @@ impl<'a> Decoder<'a> {
         // Only an `oom` entry's `device_free` means anything (PyTorch writes it nowhere
         // else); it is read after the action is known so other entries never pay for it.
         // The reference ignores the field, so a value that is no i64 (a string, or
-        // `size_t(-1)` past 2^63) is "unknown" here rather than a reason to refuse the file.
+        // `size_t(-1)` past 2^63) is "unknown" here rather than a reason to refuse the file;
+        // so is a negative one, which no `size_t` is.
         if ev.action == Action::Oom {
             if let Some(x) = device_free {
-                self.t.device_free = self.int(x, &path.key("device_free"), IntKind::Plain).ok();
+                self.t.device_free = (self.int(x, &path.key("device_free"), IntKind::Plain))
+                    .ok()
+                    .filter(|free| *free >= 0);
             }
         }
         // The reference ignores `time_us` too: a value that is no i64 (a float, a bool, a

@@ -108,15 +108,30 @@ fn block(address: i64, size: i64, frames: P) -> P {
     ])
 }
 
+/// A segment of 1024 bytes holding `blocks`, its `allocated_size`/`active_size` their sums.
 fn segment(address: i64, blocks: Vec<P>) -> P {
+    let (mut allocated, mut active) = (0, 0);
+    for b in &blocks {
+        let P::D(items) = b else { continue };
+        let field = |k: &str| items.iter().find(|(key, _)| *key == k).map(|(_, v)| v);
+        let (Some(P::I(size)), Some(P::S(state))) = (field("size"), field("state")) else {
+            continue;
+        };
+        allocated += if *state == "active_allocated" {
+            *size
+        } else {
+            0
+        };
+        active += if *state == "inactive" { 0 } else { *size };
+    }
     P::D(vec![
         ("device", P::I(0)),
         ("address", P::I(address)),
         ("total_size", P::I(1024)),
         ("stream", P::I(0)),
         ("segment_type", P::S("small")),
-        ("allocated_size", P::I(1024)),
-        ("active_size", P::I(1024)),
+        ("allocated_size", P::I(allocated)),
+        ("active_size", P::I(active)),
         ("blocks", P::L(blocks)),
     ])
 }
@@ -616,7 +631,7 @@ mod fixtures {
 }
 
 #[test]
-fn an_oom_keeps_its_device_free_and_a_value_that_is_no_int_is_unknown() {
+fn an_oom_keeps_its_device_free_and_a_value_that_is_no_byte_count_is_unknown() {
     let oom = |free: P| {
         P::D(vec![
             ("action", P::S("oom")),
@@ -630,10 +645,12 @@ fn an_oom_keeps_its_device_free_and_a_value_that_is_no_int_is_unknown() {
             oom(P::I(4096)),
             oom(P::S("n/a")),
             oom(P::Big([0xff; 8].into_iter().chain([0x7f]).collect())),
+            // No `size_t` is negative.
+            oom(P::I(-4096)),
         ]],
     );
     let s = decode(&p.bytes()[..], &mut |_| {}).expect("the reference ignores device_free");
-    assert_eq!(s.device_traces[0].len(), 3);
+    assert_eq!(s.device_traces[0].len(), 4);
     let kept: Vec<(usize, i64)> = s
         .oom_device_free
         .iter()
