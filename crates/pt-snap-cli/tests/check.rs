@@ -404,3 +404,57 @@ fn bad_baselines_and_runs_are_exit_2_and_lose_nothing() {
         Some(2)
     );
 }
+
+/// The pytest example of docs/ci.md (`examples/ci/test_memory_gate.py`), run by pytest from
+/// `tests/python/.venv` (`tests/python/setup.sh`): a repeat passes, a planted leak fails and
+/// the failure names its site.
+#[test]
+fn the_pytest_example_passes_a_repeat_and_fails_naming_the_leak() {
+    let repo = pt_snap_testkit::repo_root();
+    let python = repo.join("tests/python/.venv/bin/python");
+    if !python.exists() {
+        let ci = std::env::var("CI").is_ok_and(|v| v == "true");
+        assert!(
+            !ci,
+            "{} is missing: run tests/python/setup.sh",
+            python.display()
+        );
+        eprintln!(
+            "SKIPPED: {} is missing (tests/python/setup.sh)",
+            python.display()
+        );
+        return;
+    }
+    let (_dir, root) = scratch();
+    generate(&root.join("repeat.pickle"), 0, None, 1.0);
+    generate(
+        &root.join("leak.pickle"),
+        0,
+        Some(("leaky_cache", 256 << 20)),
+        1.0,
+    );
+    assert!(check(&root, &["--record", "base.json", "repeat.pickle"])
+        .status
+        .success());
+    let pytest = |run: &str| {
+        std::process::Command::new(&python)
+            .args(["-m", "pytest", "-q", "-p", "no:cacheprovider"])
+            .arg(repo.join("examples/ci/test_memory_gate.py"))
+            .current_dir(&root)
+            .env("PT_SNAP", env!("CARGO_BIN_EXE_pt-snap"))
+            .env("PT_SNAP_BASELINE", root.join("base.json"))
+            .env("PT_SNAP_RUN", root.join(run))
+            .env("HOME", &root)
+            .output()
+            .unwrap()
+    };
+    let pass = pytest("repeat.pickle");
+    assert!(pass.status.success(), "{pass:?}");
+    let fail = pytest("leak.pickle");
+    assert_eq!(fail.status.code(), Some(1), "{fail:?}");
+    let said = String::from_utf8_lossy(&fail.stdout);
+    assert!(
+        said.contains("memory regressed:") && said.contains("leaky_cache (planted.py:"),
+        "{said}"
+    );
+}
