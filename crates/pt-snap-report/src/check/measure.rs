@@ -8,7 +8,7 @@ use pt_snap_query::{QueryError, QueryRequest, Source};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value as Json};
 
-use crate::peak::{peak_memory, Grouping, Metric, PeakRequest, Peaks};
+use crate::peak::{peak_memory, rows, Metric, PeakRequest, Peaks};
 use crate::stack;
 
 /// What a (rank, device) of a run holds at its peak.
@@ -151,21 +151,7 @@ pub fn measure_source(
     device: i64,
     metric: Metric,
 ) -> Result<Measured, QueryError> {
-    let report = peak_memory(
-        source,
-        &PeakRequest {
-            device: Some(device),
-            metric,
-            include_static: true,
-            limit: -1,
-            // Any budget turns on `stack_kind`, which tells a captured stack from the
-            // synthetic labels; this one never shortens a text.
-            stack_bytes: i64::MAX,
-            start_id: None,
-            end_id: None,
-            by: Grouping::Callstack,
-        },
-    )?;
+    let report = peak_memory(source, &PeakRequest::every_group(Some(device), metric))?;
     if report.has_more || report.truncated {
         return Err(QueryError::Failed(
             "the attribution at the peak came back incomplete, so its sites cannot be judged"
@@ -212,15 +198,7 @@ fn run(
     if let Json::Object(p) = params {
         request.params = p;
     }
-    let outcome = source.run(&request)?;
-    Ok(outcome
-        .rows_json()
-        .into_iter()
-        .filter_map(|r| match r {
-            Json::Object(m) => Some(m),
-            _ => None,
-        })
-        .collect())
+    Ok(rows(&source.run(&request)?))
 }
 
 /// The capture of `device`: its real entries by callstack (`callstack_analysis`, every
