@@ -1,38 +1,45 @@
 #!/usr/bin/env bash
-# Builds the flamegraph test pages and runs the browser test over them, plus any report
-# pages given as arguments (e.g. ones written by `pt-snap report memory-tree --format html`).
+# Builds the flamegraph test pages and runs the browser tests over them, plus any report
+# pages given as arguments (e.g. ones written by `pt-snap report memory-tree --format html`);
+# first, without a browser, the pages' formatters against the rules Rust writes
+# (rules.test.mjs).
 #
 #   tests/browser/run.sh [page.html …]
 #
-# Pages built here (target/browser/pages/): the fixtures in tests/browser/fixtures/ (edge
-# cases, noise frames to fold and merge, a lone root, an empty tree, no rows, a diff-mode
-# tree), a
-# 10,000-node synthetic tree, and the reference's own frame tree when ../shared/reference
-# is present.
+# Pages built here (target/browser/pages/), each by pt-snap-report as the report writes
+# one (`examples/flamegraph_page.rs`: the rows' origins and Python frames view come from
+# Rust): the fixtures in tests/browser/fixtures/ (edge cases, noise frames to fold and
+# merge, a lone root, an empty tree, no rows, a diff-mode tree), a 10,000-node synthetic
+# tree, and the reference's own frame tree when ../shared/reference is present.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
 "$here/setup.sh"
 
+status=0
+node "$here/rules.test.mjs" || status=1
+
+(cd "$root" && cargo build --locked -q -p pt-snap-report --example flamegraph_page)
+make_page="$root/target/debug/examples/flamegraph_page"
 out="$root/target/browser/pages"
 mkdir -p "$out"
 pages=()
 for f in "$here"/fixtures/*.json; do
   p="$out/$(basename "${f%.json}").html"
-  node "$here/make_page.mjs" "$f" "$p" >/dev/null
+  "$make_page" "$f" "$p"
   pages+=("$p")
 done
-node "$here/make_big_tree.mjs" "$out/big_tree_10k.html" >/dev/null
+node "$here/make_big_tree.mjs" "$out/big_tree_10k.json" >/dev/null
+"$make_page" "$out/big_tree_10k.json" "$out/big_tree_10k.html"
 pages+=("$out/big_tree_10k.html")
 ref="$root/../shared/reference/oracle-out/reports/tree.json"
 if [ -f "$ref" ]; then
-  node "$here/make_page.mjs" "$ref" "$out/reference_tree.html" >/dev/null
+  "$make_page" "$ref" "$out/reference_tree.html"
   pages+=("$out/reference_tree.html")
 fi
 
 # Every page through the flamegraph test; the diff-mode ones (diff_mode.json, and
 # `pt-snap diff --format html` pages given as arguments) through the diff test as well.
-status=0
 node "$here/flamegraph.test.mjs" "${pages[@]}" "$@" || status=1
 node "$here/diff.test.mjs" "${pages[@]}" "$@" || status=1
 exit $status
