@@ -18,6 +18,7 @@ use std::collections::HashMap;
 
 use serde_json::{json, Map, Value as Json};
 
+use crate::stack::Origin;
 use crate::tree::Node;
 
 /// What the fold reads of one node of the tree.
@@ -214,20 +215,21 @@ const COUNTERS: [(&str, &str); 7] = [
 /// `{"folded": N, "nodes": [{"parent": i | null, "sources": [row, …], <counters>}, …]}`,
 /// caller first, `parent` an index into these nodes, `sources` indices into the rows (the
 /// first one names and describes the node), the counters those of [`COUNTERS`] the rows
-/// have, summed. `python[i]`: whether row `i` is a Python frame; a row is a frame when it
-/// has a `frame_id`.
-pub(crate) fn rows_view(rows: &[Json], python: &[bool]) -> Json {
+/// have, summed. `origins[i]`: row `i`'s origin, `None` for a row that is not a frame
+/// (the root, memory without a stack) — what [`python_view`] reads from a node's filename.
+pub(crate) fn rows_view(rows: &[Json], origins: &[Option<Origin>]) -> Json {
     let int = |row: &Json, key: &str| row.get(key).and_then(Json::as_i64);
     let shapes: Vec<Shape> = rows
         .iter()
-        .zip(python)
-        .map(|(row, &python)| {
+        .enumerate()
+        .map(|(i, row)| {
             let text = |key: &str| row.get(key).and_then(Json::as_str);
+            let origin = origins.get(i).copied().flatten();
             Shape {
                 node_id: text("node_id").unwrap_or(""),
                 parent_id: text("parent_id"),
-                frame: row.get("frame_id").is_some_and(|f| !f.is_null()),
-                python,
+                frame: origin.is_some(),
+                python: origin.is_some_and(Origin::is_python),
                 holds: int(row, "self_bytes").unwrap_or(0) != 0
                     || int(row, "self_block_count").unwrap_or(0) != 0,
                 size: int(row, "size_bytes").unwrap_or(0),
@@ -369,16 +371,17 @@ mod tests {
     #[test]
     fn a_pages_view_is_the_reports() {
         let rows = fold_merge_rows();
-        let python: Vec<bool> = rows
+        let origins: Vec<Option<Origin>> = rows
             .iter()
             .map(|r| {
-                !r["frame_id"].is_null()
-                    && r["filename"]
-                        .as_str()
-                        .is_some_and(crate::stack::is_python_file)
+                let filename = r["filename"]
+                    .as_str()
+                    .filter(|_| !r["frame_id"].is_null())?;
+                let name = r["name"].as_str().unwrap_or("");
+                Some(crate::stack::Frame::new(filename, r["line"].as_i64(), name).origin)
             })
             .collect();
-        let data = rows_view(&rows, &python);
+        let data = rows_view(&rows, &origins);
         let (view, folded) = python_view(&fold_merge());
         assert_eq!(data["folded"], json!(folded));
         let nodes = data["nodes"].as_array().unwrap();

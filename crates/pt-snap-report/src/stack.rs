@@ -45,7 +45,7 @@ pub enum Origin {
     Stdlib,
     /// Not Python source, but CPython's own C running it: the eval loop, calls through the
     /// C API, the process entry (`_PyEval_EvalFrameDefault`, `PyObject_Call`, `_start`,
-    /// `Py_BytesMain`; [`is_interpreter`]).
+    /// `Py_BytesMain`: `is_interpreter`).
     Interpreter,
     /// Any other frame that is not Python source: C++ of torch and its kernels, other C,
     /// unsymbolised `??` frames.
@@ -247,8 +247,7 @@ fn origin(raw: &str, key: &str, rule: Rule, function: &str) -> Origin {
 /// `method_vectorcall_O`, `cfunction_call`, `slot_tp_call`, `builtin_exec`), and the process
 /// entry that runs it (`_start`, `__libc_start_main`, `Py_BytesMain`, `pymain_run_python`,
 /// `run_mod`). Not the unwinder or torch's own C++.
-pub fn is_interpreter(function: &str) -> bool {
-    let f = function.trim();
+fn is_interpreter(f: &str) -> bool {
     let unprefixed = f
         .strip_prefix("__")
         .or_else(|| f.strip_prefix('_'))

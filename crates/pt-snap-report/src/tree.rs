@@ -290,15 +290,12 @@ pub(crate) fn with_origins(data: &mut Map<String, Json>, origins: &[Option<Origi
     let Some(Json::Array(nodes)) = data.get_mut("nodes") else {
         return;
     };
-    let mut python = Vec::with_capacity(nodes.len());
-    for (i, node) in nodes.iter_mut().enumerate() {
-        let origin = origins.get(i).copied().flatten();
+    for (node, origin) in nodes.iter_mut().zip(origins) {
         if let Json::Object(row) = node {
             row.insert("origin".into(), json!(origin.map(Origin::name)));
         }
-        python.push(origin.is_some_and(Origin::is_python));
     }
-    let view = crate::python_view::rows_view(nodes, &python);
+    let view = crate::python_view::rows_view(nodes, origins);
     data.insert("python_view".into(), view);
 }
 
