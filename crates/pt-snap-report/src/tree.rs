@@ -279,14 +279,17 @@ pub fn flamegraph_data(data: Json) -> Json {
             .collect(),
         _ => Vec::new(),
     };
-    with_origins(&mut data, &origins);
+    set_origins_and_python_view(&mut data, &origins);
     Json::Object(data)
 }
 
 /// Sets each row of `data["nodes"]`'s `origin` (`null` for the root and memory without a
 /// stack) and `data["python_view"]`: the part of [`flamegraph_data`] that also serves rows
 /// whose origins were decided before (the diff's frames, classified by their raw paths).
-pub(crate) fn with_origins(data: &mut Map<String, Json>, origins: &[Option<Origin>]) {
+pub(crate) fn set_origins_and_python_view(
+    data: &mut Map<String, Json>,
+    origins: &[Option<Origin>],
+) {
     let Some(Json::Array(nodes)) = data.get_mut("nodes") else {
         return;
     };

@@ -10,7 +10,8 @@ use serde_json::{json, Map, Value as Json};
 use super::{Diff, Frame, GroupDiff, Live, StackKey};
 use crate::stack::Origin;
 use crate::tree::{
-    fill, html_text, script_json, with_origins, SCRIPT as FG_SCRIPT, STYLE as FG_STYLE,
+    fill, html_text, script_json, set_origins_and_python_view, SCRIPT as FG_SCRIPT,
+    STYLE as FG_STYLE,
 };
 
 const PAGE: &str = include_str!("../../../../www/diff/report.html");
@@ -248,7 +249,7 @@ impl Tree {
         data.insert("a".into(), side(labels[0], &diff.a));
         data.insert("b".into(), side(labels[1], &diff.b));
         data.insert("nodes".into(), Json::Array(rows));
-        with_origins(&mut data, &origins);
+        set_origins_and_python_view(&mut data, &origins);
         Json::Object(data)
     }
 
