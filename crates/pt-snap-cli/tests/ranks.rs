@@ -558,10 +558,10 @@ fn capabilities_list_the_command_contract_after_the_reference_keys() {
         .collect();
     assert_eq!(
         names,
-        ["diff", "export", "ranks", "report oom", "sql"],
+        ["check", "diff", "export", "ranks", "report oom", "sql"],
         "sorted by name"
     );
-    let ranks = &commands[2];
+    let ranks = &commands[3];
     let fields = string_fields(&ranks["output_schema"], "field");
     assert!(fields.contains(&"ranks[].peak_active_event_id"));
     assert!(fields.contains(&"ranks[].outlier_reason"));
