@@ -165,12 +165,14 @@ fn decode_any<R: Read>(
     match Detected::of(&head) {
         Detected::Compressed(c) => {
             let corrupt = |e: std::io::Error| DecodeError::Compression(c.name(), e.to_string());
-            let inner = streams::strict(c, reader).map_err(corrupt)?;
-            let (head, inner) = input::peek(inner).map_err(corrupt)?;
+            let inner = streams::strict(c, reader);
+            let (head, mut inner) = input::peek(inner).map_err(corrupt)?;
             let json = match Detected::of(&head) {
                 Detected::Json => true,
                 Detected::Pickle { .. } => false,
                 Detected::Compressed(_) | Detected::Unknown => {
+                    // A damaged stream says more than the bytes it gave.
+                    std::io::copy(&mut inner, &mut std::io::sink()).map_err(corrupt)?;
                     return Err(DecodeError::Unrecognized(format!(
                         "the {} stream holds neither: {}",
                         c.name(),

@@ -51,13 +51,13 @@ fn read_exact_or<R: Read>(
 pub(crate) fn strict<'r, R: Read + 'r>(
     compression: super::Compression,
     reader: R,
-) -> io::Result<Box<dyn Read + 'r>> {
+) -> Box<dyn Read + 'r> {
     let reader = io::BufReader::with_capacity(CHUNK, reader);
-    Ok(match compression {
+    match compression {
         super::Compression::Gzip => Box::new(Gzip::new(reader)),
         super::Compression::Zstd => Box::new(Zstd::new(reader)),
         super::Compression::Bzip2 => Box::new(Bzip2::new(reader)),
-    })
+    }
 }
 
 // ---------------------------------------------------------------------------------------
@@ -74,7 +74,7 @@ enum GzState {
 
 /// gzip members, each checked against its CRC-32 and ISIZE (and its header CRC if it has
 /// one).
-pub(crate) struct Gzip<R> {
+struct Gzip<R> {
     inner: R,
     inflate: Decompress,
     crc: Crc,
@@ -90,7 +90,7 @@ const FNAME: u8 = 0x08;
 const FCOMMENT: u8 = 0x10;
 
 impl<R: BufRead> Gzip<R> {
-    pub(crate) fn new(inner: R) -> Self {
+    fn new(inner: R) -> Self {
         Gzip {
             inner,
             inflate: Decompress::new(false),
@@ -317,7 +317,7 @@ type Frame<R> = ruzstd::decoding::StreamingDecoder<Source<R>, ruzstd::decoding::
 
 /// zstd frames and skippable frames; each frame's content checksum, when it has one, and its
 /// declared content size, when it declares one, are checked.
-pub(crate) struct Zstd<R: Read> {
+struct Zstd<R: Read> {
     /// The frame being read; `None` between frames.
     frame: Option<Frame<R>>,
     /// The file between frames; `None` while a frame holds it.
@@ -463,7 +463,7 @@ impl<R: Read> Read for Zstd<R> {
 
 /// bzip2 streams, each checked by libbzip2's rules (every block's CRC and the stream's
 /// combined CRC).
-pub(crate) struct Bzip2<R> {
+struct Bzip2<R> {
     inner: R,
     stream: Option<bzip2::Decompress>,
     /// Streams begun so far (1-based in messages).
