@@ -139,7 +139,8 @@ pub struct SqlArgs {
     /// The dataset directory `pt-snap export --format parquet` wrote.
     #[arg(value_name = "DIR")]
     pub dir: PathBuf,
-    /// The SQL statement (tables: events, blocks, callstacks, summary, each with job and rank).
+    /// A read-only SQL statement, a query (tables: events, blocks, callstacks, summary, each
+    /// with job and rank).
     #[arg(
         value_name = "SQL",
         required_unless_present = "query",

@@ -77,6 +77,81 @@ fn malformed_pickles_are_import_failures() {
     }
 }
 
+/// A snapshot whose compressed stream was damaged or extended is refused as that stream's
+/// fault, and no database is written; the same stream intact imports.
+#[test]
+fn damaged_compressed_streams_are_import_failures() {
+    use std::io::Write;
+    let real = std::fs::read(repo_root().join("fixtures/synthetic/synth_small_1dev.pkl")).unwrap();
+    let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    enc.write_all(&real).unwrap();
+    let gz = enc.finish().unwrap();
+    let zst =
+        ruzstd::encoding::compress_to_vec(&real[..], ruzstd::encoding::CompressionLevel::Fastest);
+    let mut enc = bzip2::write::BzEncoder::new(Vec::new(), bzip2::Compression::fast());
+    enc.write_all(&real).unwrap();
+    let bz = enc.finish().unwrap();
+    let altered = |bytes: &[u8], at_end: usize| {
+        let mut b = bytes.to_vec();
+        let i = b.len() - at_end;
+        b[i] ^= 1;
+        b
+    };
+    let extended = |bytes: &[u8]| [bytes, b"trailing garbage"].concat();
+    for (name, bytes, message) in [
+        (
+            "crc.pkl.gz",
+            altered(&gz, 8),
+            "corrupt gzip stream: CRC mismatch in member 1",
+        ),
+        (
+            "isize.pkl.gz",
+            altered(&gz, 4),
+            "corrupt gzip stream: length mismatch in member 1",
+        ),
+        (
+            "tail.pkl.gz",
+            extended(&gz),
+            "corrupt gzip stream: trailing data after member 1",
+        ),
+        (
+            "sum.pkl.zst",
+            altered(&zst, 2),
+            "corrupt zstd stream: content checksum mismatch in frame 1",
+        ),
+        (
+            "tail.pkl.zst",
+            extended(&zst),
+            "corrupt zstd stream: trailing data after frame 1",
+        ),
+        (
+            "tail.pkl.bz2",
+            extended(&bz),
+            "corrupt bzip2 stream: trailing data after stream 1",
+        ),
+    ] {
+        let env = refused(name, &bytes);
+        assert_eq!(code(&env), "IMPORT_FAILED", "{name}: {env}");
+        let got = env["error"]["message"].as_str().unwrap();
+        assert!(
+            got.starts_with(&format!(
+                "Snapshot import backend reported failure: {message}"
+            )),
+            "{name}: {got}"
+        );
+    }
+    let dir = tempfile::tempdir().unwrap();
+    for (name, bytes) in [
+        ("ok.pkl.gz", &gz),
+        ("ok.pkl.zst", &zst),
+        ("ok.pkl.bz2", &bz),
+    ] {
+        std::fs::write(dir.path().join(name), bytes).unwrap();
+        let out = pt_snap(dir.path(), &["import", name, "--no-focus", "--json"]);
+        assert!(out.status.success(), "{name}: {out:?}");
+    }
+}
+
 #[test]
 fn code_in_a_pickle_is_refused_not_run() {
     let marker = std::env::temp_dir().join("pt-snap-pwned-marker");

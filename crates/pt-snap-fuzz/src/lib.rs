@@ -15,6 +15,7 @@
 #![forbid(unsafe_code)]
 
 pub mod mutate;
+pub mod packing;
 pub mod pickle_ops;
 pub mod rng;
 pub mod targets;

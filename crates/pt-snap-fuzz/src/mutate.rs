@@ -2,8 +2,11 @@
 //! insert/delete/duplicate ranges, splices of two seeds, truncation) and pickle-aware ones
 //! on whole opcodes (length and index fields set to interesting values, opcodes swapped for
 //! others of the same shape, dropped, repeated, moved, or new opcodes inserted, with the
-//! snapshot's own key and action names as strings).
+//! snapshot's own key and action names as strings). A compressed input is mutated as its
+//! payload, packed again (`packing`), and now and then its container is damaged. SQL text
+//! (the `sql` target) gets [`mutate_sql`].
 
+use crate::packing::{self, Packing};
 use crate::pickle_ops::{self, op, Op};
 use crate::rng::Rng;
 
@@ -90,6 +93,52 @@ pub const WORDS: [&str; 40] = [
 
 /// One mutant of `base`, at most `max_len` bytes; `other` is a second input for splices.
 pub fn mutate(rng: &mut Rng, base: Seed<'_>, other: Seed<'_>, max_len: usize) -> Vec<u8> {
+    // A compressed input: mostly its payload is mutated (bytes flipped in the compressed
+    // stream rarely get past the decompressor), now and then the stream as bytes.
+    if let Some(packing) = Packing::of(base.data).filter(|_| !rng.one_in(4)) {
+        return packed_mutation(rng, packing, base, other, max_len);
+    }
+    plain_mutation(rng, base, other, max_len)
+}
+
+/// [`mutate`] of a compressed input: its payload mutated and packed again the same way;
+/// a quarter of the time its container damaged too (`packing::damage`).
+fn packed_mutation(
+    rng: &mut Rng,
+    packing: Packing,
+    base: Seed<'_>,
+    other: Seed<'_>,
+    max_len: usize,
+) -> Vec<u8> {
+    let payload = packing.unpack(base.data, max_len);
+    let other_payload = match Packing::of(other.data) {
+        Some(p) => p.unpack(other.data, max_len),
+        None => other.data.to_vec(),
+    };
+    let (ops, other_ops) = (pickle_ops::scan(&payload), pickle_ops::scan(&other_payload));
+    // One level only: a payload that is itself compressed is mutated as bytes.
+    let inner = plain_mutation(
+        rng,
+        Seed {
+            data: &payload,
+            ops: &ops,
+        },
+        Seed {
+            data: &other_payload,
+            ops: &other_ops,
+        },
+        max_len,
+    );
+    let mut out = packing.pack(&inner);
+    if rng.one_in(4) {
+        packing::damage(rng, packing, &mut out, &other_payload);
+    }
+    out.truncate(max_len);
+    out
+}
+
+/// [`mutate`] of an uncompressed input.
+fn plain_mutation(rng: &mut Rng, base: Seed<'_>, other: Seed<'_>, max_len: usize) -> Vec<u8> {
     let mut out = base.data.to_vec();
     let json = looks_like_json(base.data);
     let structured = (json || !base.ops.is_empty()) && !rng.one_in(3);
@@ -208,6 +257,128 @@ pub fn json_mutation(rng: &mut Rng, out: &mut Vec<u8>) {
             out.splice(at..at, new.iter().copied());
         }
     }
+}
+
+/// SQL pieces for the `sql` target: statements that would write, declare tables or change
+/// the session, the dataset's tables and columns, clauses, and the target's placeholders
+/// (`$DS`: the dataset directory, `$OUT`: a directory beside it).
+pub const SQL_TOKENS: [&str; 72] = [
+    "SELECT ",
+    "* ",
+    " FROM ",
+    "summary",
+    "events",
+    "blocks",
+    "callstacks",
+    " WHERE ",
+    " GROUP BY ",
+    " ORDER BY ",
+    " LIMIT ",
+    " JOIN ",
+    " UNION ALL ",
+    "WITH t AS (SELECT 1) ",
+    "(",
+    ")",
+    ", ",
+    ";",
+    "'",
+    "\"",
+    "--",
+    "/*",
+    "COPY ",
+    " TO ",
+    "'$OUT/x.csv'",
+    "'$DS/summary/job=fuzz/rank=9/part-0.parquet'",
+    "'$DS/'",
+    "'relative.csv'",
+    " STORED AS PARQUET",
+    " STORED AS CSV",
+    " STORED AS JSON",
+    " PARTITIONED BY (job)",
+    "INSERT INTO ",
+    "INSERT OVERWRITE ",
+    " VALUES (1)",
+    "DELETE FROM ",
+    "UPDATE summary SET device = 1",
+    "CREATE EXTERNAL TABLE x ",
+    "CREATE TABLE t AS ",
+    "CREATE OR REPLACE TABLE summary AS ",
+    "CREATE VIEW v AS ",
+    "CREATE SCHEMA s",
+    "DROP TABLE ",
+    "DROP VIEW ",
+    " LOCATION ",
+    "SET datafusion.execution.batch_size = 1",
+    "SET TIME ZONE = 'UTC'",
+    "RESET datafusion.execution.batch_size",
+    "PREPARE p AS ",
+    "EXECUTE p",
+    "BEGIN",
+    "COMMIT",
+    "EXPLAIN ",
+    "EXPLAIN ANALYZE ",
+    "DESCRIBE ",
+    "SHOW TABLES",
+    "SHOW ALL",
+    "information_schema.tables",
+    "job",
+    "rank",
+    "device",
+    "size",
+    "action",
+    "peak_active",
+    "top_group_frames",
+    "unnest(top_group_frames)",
+    "count(*)",
+    "max(size)",
+    "array_agg(path)",
+    "CAST(rank AS VARCHAR)",
+    "9223372036854775807",
+    "NULL",
+];
+
+/// One mutant of SQL text: tokens of [`SQL_TOKENS`] inserted or put in place of a word,
+/// two statements spliced at a space, and byte mutations now and then.
+pub fn mutate_sql(rng: &mut Rng, base: Seed<'_>, other: Seed<'_>, max_len: usize) -> Vec<u8> {
+    let mut out = base.data.to_vec();
+    for _ in 0..rng.between(1, 3) {
+        let n = out.len();
+        match rng.below(5) {
+            0 | 1 => {
+                let at = rng.below(n + 1);
+                out.splice(at..at, rng.pick(&SQL_TOKENS).bytes());
+            }
+            2 => {
+                // The word (letters, digits, `_`) at or after a random place.
+                let start = rng.below(n + 1);
+                let word = |b: &u8| b.is_ascii_alphanumeric() || *b == b'_';
+                if let Some(from) = out[start..].iter().position(word).map(|p| start + p) {
+                    let len = out[from..].iter().take_while(|b| word(b)).count();
+                    out.splice(from..from + len, rng.pick(&SQL_TOKENS).bytes());
+                }
+            }
+            3 if !other.data.is_empty() => {
+                let spaces = |d: &[u8]| -> Vec<usize> {
+                    d.iter()
+                        .enumerate()
+                        .filter(|(_, &b)| b == b' ')
+                        .map(|(i, _)| i)
+                        .collect()
+                };
+                let (mine, theirs) = (spaces(&out), spaces(other.data));
+                let cut = mine.get(rng.below(mine.len().max(1))).copied().unwrap_or(n);
+                let from = theirs
+                    .get(rng.below(theirs.len().max(1)))
+                    .copied()
+                    .unwrap_or(0);
+                out.truncate(cut);
+                out.extend_from_slice(&other.data[from..]);
+            }
+            _ => byte_mutation(rng, &mut out, other.data, max_len),
+        }
+    }
+    out.truncate(max_len);
+    out
 }
 
 fn put_le(out: &mut [u8], at: usize, width: usize, value: u64) {
@@ -601,6 +772,47 @@ mod tests {
             numbers += usize::from(!out.windows(3).any(|w| w == b"512"));
         }
         assert!(numbers > 50, "{numbers}");
+    }
+
+    #[test]
+    fn sql_mutations_use_the_token_list_and_stay_text_mostly() {
+        let base = b"SELECT count(*) FROM summary";
+        let seed = Seed {
+            data: base,
+            ops: &[],
+        };
+        let mut rng = Rng::new(11);
+        let (mut text, mut writes) = (0, 0);
+        for _ in 0..1000 {
+            let m = mutate_sql(&mut rng, seed, seed, 4096);
+            text += usize::from(std::str::from_utf8(&m).is_ok());
+            writes += usize::from(
+                ["COPY", "INSERT", "CREATE", "SET "]
+                    .iter()
+                    .any(|w| m.windows(w.len()).any(|x| x == w.as_bytes())),
+            );
+        }
+        assert!(text > 800, "{text}");
+        assert!(writes > 100, "{writes}");
+    }
+
+    #[test]
+    fn a_compressed_input_is_mutated_as_its_payload() {
+        let packed = Packing::Gzip.pack(SAMPLE);
+        let seed = Seed {
+            data: &packed,
+            ops: &[],
+        };
+        let mut rng = Rng::new(7);
+        let mut intact = 0;
+        for _ in 0..400 {
+            let m = mutate(&mut rng, seed, seed, 1 << 20);
+            let payload = Packing::Gzip.unpack(&m, 1 << 20);
+            // A mutant that decompresses whole is a new payload packed again.
+            let whole = Packing::Gzip.pack(&payload) == m;
+            intact += usize::from(whole && payload != SAMPLE);
+        }
+        assert!(intact > 150, "{intact}");
     }
 
     #[test]

@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use pt_snap_fuzz::mutate::{self, Seed};
+use pt_snap_fuzz::mutate::Seed;
 use pt_snap_fuzz::pickle_ops::{self, op, Op};
 use pt_snap_fuzz::rng::Rng;
 use sha2::{Digest, Sha256};
@@ -356,8 +356,8 @@ impl Findings {
 
 /// Every seed file of the target: the repository's fixtures, `../shared/fixtures/hostile`
 /// and `synthetic` when present (files with the target's suffixes), every file of
-/// `fuzz/seeds/TARGET`, `fuzz/corpus/TARGET` and `--seeds` directories; no file
-/// larger than `--max-seed-len`; deduplicated, smallest first.
+/// `fuzz/seeds/TARGET` (and of the targets it shares seeds with), `fuzz/corpus/TARGET` and
+/// `--seeds` directories; no file larger than `--max-seed-len`; deduplicated, smallest first.
 pub fn load_seeds(o: &Options) -> Vec<Vec<u8>> {
     let root = workspace_root();
     let mut dirs: Vec<(PathBuf, bool)> = Vec::new();
@@ -367,6 +367,9 @@ pub fn load_seeds(o: &Options) -> Vec<Vec<u8>> {
         dirs.push((root.join("../shared/fixtures/synthetic"), true));
     }
     dirs.push((root.join("fuzz/seeds").join(o.target.name), false));
+    for shared in o.target.shared_seeds {
+        dirs.push((root.join("fuzz/seeds").join(shared), false));
+    }
     dirs.push((root.join("fuzz/corpus").join(o.target.name), false));
     dirs.extend(o.seed_dirs.iter().map(|d| (d.clone(), false)));
     let mut files = Vec::new();
@@ -537,7 +540,7 @@ pub fn fuzz(o: &Options) -> Result<usize, String> {
                     b
                 };
                 let other = rng.below(n);
-                let m = mutate::mutate(
+                let m = (o.target.mutator)(
                     &mut rng,
                     corpus[base].seed(),
                     corpus[other].seed(),

@@ -6,19 +6,32 @@
 //! stage that refused it and its message, or what succeeded) and is the runner's feedback.
 //! Work is kept small — row windows of 20, at most two devices, at most 16 shards per
 //! device — so one input runs in milliseconds.
+//!
+//! Some targets also check a property, and panic (a finding) when it does not hold:
+//! `dataset_write` that a dataset it wrote validates, the decode targets that a compressed
+//! input decodes exactly as its payload and a damaged stream is refused
+//! ([`compressed_twin`]), `sql` that no statement changes a file and the dataset still
+//! answers.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 
 use pt_snap_dataset::read::{Dataset, ValidationCache};
 use pt_snap_dataset::write::{self, Layout};
 use pt_snap_db::{Metadata, SnapshotDb, METADATA_SCHEMA_VERSION};
 use pt_snap_import::{ImportRequest, ReplayMode};
+use pt_snap_model::decode::Detected;
+use pt_snap_model::DecodeError;
 use pt_snap_pickle::{Arena, KeepAll, Limits, Node, Val};
 use pt_snap_query::{registry, Analyzer, QueryRequest, TimelineRequest};
 use pt_snap_report::{Metric, PeakRequest, TreeRequest};
 use pt_snap_testkit::ShortReads;
 use rusqlite::Connection;
 use sha2::{Digest, Sha256};
+
+use crate::mutate::{self, Seed};
+use crate::packing::Packing;
+use crate::rng::Rng;
 
 /// A fuzz target.
 pub struct Target {
@@ -28,6 +41,10 @@ pub struct Target {
     pub run: fn(&[u8]) -> String,
     /// File name endings of the fixtures used as seeds.
     pub seed_suffixes: &'static [&'static str],
+    /// Other targets whose `fuzz/seeds/<name>/` are seeds of this one too.
+    pub shared_seeds: &'static [&'static str],
+    /// How its mutants are made.
+    pub mutator: fn(&mut Rng, Seed<'_>, Seed<'_>, usize) -> Vec<u8>,
     /// The most memory (bytes) an input of `n` bytes may take, when the code under test
     /// documents such a bound; the runner reports inputs that exceed it.
     pub memory_bound: Option<fn(usize) -> u64>,
@@ -43,6 +60,8 @@ pub static TARGETS: &[Target] = &[
                 pt_snap_model::decode (the compacting streaming decoder) reading in odd-sized slices",
         run: pickle_decode,
         seed_suffixes: PICKLES,
+        shared_seeds: &[],
+        mutator: mutate::mutate,
         memory_bound: Some(pickle_memory_bound),
     },
     Target {
@@ -52,6 +71,9 @@ pub static TARGETS: &[Target] = &[
                 (peak-memory per metric, memory-tree as text/JSON/HTML) on up to two devices",
         run: import_query,
         seed_suffixes: PICKLES,
+        // JSON and compressed snapshots, and through them the lenient replay of each shape.
+        shared_seeds: &["pickle_decode", "json_decode"],
+        mutator: mutate::mutate,
         memory_bound: None,
     },
     Target {
@@ -61,6 +83,8 @@ pub static TARGETS: &[Target] = &[
                 read back with Dataset::open (full validation)",
         run: dataset_write,
         seed_suffixes: PICKLES,
+        shared_seeds: &["pickle_decode", "json_decode"],
+        mutator: mutate::mutate,
         memory_bound: None,
     },
     Target {
@@ -70,7 +94,22 @@ pub static TARGETS: &[Target] = &[
                 reading in odd-sized slices; seeds are fuzz/seeds/json_decode/",
         run: json_decode,
         seed_suffixes: JSON,
+        shared_seeds: &[],
+        mutator: mutate::mutate,
         memory_bound: Some(pickle_memory_bound),
+    },
+    Target {
+        name: "sql",
+        about: "one statement through `pt-snap sql` (the debug binary, or $PT_SNAP_FUZZ_CLI) \
+                over a small two-rank Parquet dataset `pt-snap export` made: whatever the \
+                statement, pt-snap must not die, no file in or beside the dataset may change, \
+                and the dataset must still answer; seeds are fuzz/seeds/sql/ ($DS: the dataset, \
+                $OUT: a directory beside it)",
+        run: sql,
+        seed_suffixes: &[],
+        shared_seeds: &[],
+        mutator: mutate::mutate_sql,
+        memory_bound: None,
     },
 ];
 
@@ -82,6 +121,8 @@ pub static SELFTEST: Target = Target {
             512 MiB), stack (unbounded recursion), abort; anything else returns",
     run: selftest,
     seed_suffixes: &[],
+    shared_seeds: &[],
+    mutator: mutate::mutate,
     memory_bound: None,
 };
 
@@ -214,7 +255,11 @@ pub fn pickle_decode(data: &[u8]) -> String {
         pt_snap_pickle::load(data, &mut KeepAll, &Limits::default()),
         data.len(),
     );
-    format!("load: {plain} | decode: {}", model_decode(data))
+    format!(
+        "load: {plain} | decode: {} | {}",
+        model_decode(data),
+        compressed_twin(data)
+    )
 }
 
 /// Target `json_decode`.
@@ -223,7 +268,101 @@ pub fn json_decode(data: &[u8]) -> String {
         pt_snap_pickle::load_json(data, &mut KeepAll, &Limits::default()),
         data.len(),
     );
-    format!("load_json: {plain} | decode: {}", model_decode(data))
+    format!(
+        "load_json: {plain} | decode: {} | {}",
+        model_decode(data),
+        compressed_twin(data)
+    )
+}
+
+/// Inputs up to this size also get a compressed twin (compressing costs more than decoding).
+const TWIN_MAX: usize = 256 << 10;
+
+/// A summary of a decode that two shapes of one payload must agree on.
+fn decode_summary(result: &Result<pt_snap_model::Snapshot, DecodeError>) -> String {
+    match result {
+        Ok(s) => format!("{:?}\n{:?}\n{:?}", s.segments, s.device_traces, s.layout),
+        // Where the bytes are no snapshot the words differ ("the gzip stream holds neither").
+        Err(DecodeError::Unrecognized(_)) => "unrecognized".into(),
+        Err(e) => format!("err {e}"),
+    }
+}
+
+/// `data` compressed (the format chosen by the input), and for most inputs altered after
+/// compression: the decoder must read an intact stream exactly as the payload it holds (a
+/// second member or NUL padding after a gzip member included), and refuse a damaged one — a
+/// flipped checksum byte, a cut end, bytes after the stream — as a corrupt stream whenever
+/// the payload alone decodes. A failure of either is a finding.
+pub fn compressed_twin(data: &[u8]) -> String {
+    if data.len() > TWIN_MAX || matches!(Detected::of(data), Detected::Compressed(_)) {
+        return "twin: -".into();
+    }
+    let h = mix(data).rotate_right(17);
+    let packing = Packing::ALL[(h % 3) as usize];
+    let mut bytes = packing.pack(data);
+    let n = bytes.len();
+    let tail: &[u8] = b"\x00 more bytes after the payload";
+    // (what was done, whether the stream stays intact, the payload it then holds)
+    let (what, intact, payload) = match (h / 3) % 7 {
+        0 => ("intact", true, data.to_vec()),
+        1 => {
+            bytes.extend_from_slice(&packing.pack(tail));
+            ("second unit", true, [data, tail].concat())
+        }
+        2 if packing == Packing::Gzip => {
+            bytes.extend_from_slice(&[0; 7]);
+            ("nul padding", true, data.to_vec())
+        }
+        2 => {
+            bytes.extend_from_slice(&[0; 7]);
+            ("nul bytes after", false, data.to_vec())
+        }
+        3 => {
+            bytes[packing.checksum_byte(n)] ^= 0x20;
+            ("checksum flipped", false, data.to_vec())
+        }
+        4 => {
+            bytes.truncate(n - 1 - (h >> 40) as usize % n.min(12));
+            ("cut", false, data.to_vec())
+        }
+        5 => {
+            bytes.extend_from_slice(b"garbage");
+            ("garbage after", false, data.to_vec())
+        }
+        _ => {
+            // The first byte of another member, frame or stream, and nothing more.
+            bytes.push(packing.pack(b"")[0]);
+            ("a unit's first byte after", false, data.to_vec())
+        }
+    };
+    let want = pt_snap_model::decode_slice(&payload);
+    let got = pt_snap_model::decode_slice(&bytes);
+    let name = packing.name();
+    if intact {
+        let (w, g) = (decode_summary(&want), decode_summary(&got));
+        assert!(
+            w == g,
+            "{name} {what}: the compressed input decodes otherwise than its payload:\n payload: {}\n {name}: {}",
+            short(&w),
+            short(&g)
+        );
+    } else {
+        match (&want, &got) {
+            (_, Err(DecodeError::Compression(f, _))) if *f == name => {}
+            (Err(_), Err(_)) => {}
+            _ => panic!(
+                "{name} {what}: a damaged stream was not refused as one: {}",
+                short(&decode_summary(&got))
+            ),
+        }
+    }
+    format!(
+        "twin {name} {what}: {}",
+        match &got {
+            Ok(_) => "ok".to_owned(),
+            Err(e) => short(e),
+        }
+    )
 }
 
 fn request(data: &[u8], name: &str, replay: ReplayMode) -> ImportRequest {
@@ -358,7 +497,7 @@ pub fn import_query(data: &[u8]) -> String {
     outcome
 }
 
-/// Where `dataset_write` creates its temporary directories: `$PT_SNAP_FUZZ_TMPDIR` (the
+/// Where `dataset_write` and `sql` create their temporary directories: `$PT_SNAP_FUZZ_TMPDIR` (the
 /// runner points it at a directory it removes after a killed child), else the system's.
 fn scratch_root() -> PathBuf {
     let dir = std::env::var_os("PT_SNAP_FUZZ_TMPDIR")
@@ -452,6 +591,248 @@ pub fn dataset_write(data: &[u8]) -> String {
     }
 }
 
+/// The statement every check of `sql` runs: a few columns of every table, in a fixed order.
+const SQL_CHECK: &str = "SELECT 'summary' AS t, job, rank, device, peak_active AS v FROM summary \
+     UNION ALL SELECT 'events', job, rank, count(*), sum(size) FROM events GROUP BY job, rank \
+     UNION ALL SELECT 'blocks', job, rank, count(*), sum(size) FROM blocks GROUP BY job, rank \
+     UNION ALL SELECT 'callstacks', job, rank, count(*), NULL FROM callstacks GROUP BY job, rank \
+     ORDER BY t, job, rank, device";
+
+/// The snapshots of the `sql` target's dataset, one per rank.
+const SQL_RANKS: [(&str, &[u8]); 2] = [
+    (
+        "rank0.pkl",
+        include_bytes!("../../../fixtures/synthetic/synth_small_2dev.pkl"),
+    ),
+    (
+        "rank1.pkl",
+        include_bytes!("../../../fixtures/synthetic/synth_small_1dev.pkl"),
+    ),
+];
+
+/// How long one `pt-snap sql` may take on the tiny dataset before it is a finding (the
+/// runner's own limit, 10 s by default, would kill the worker and leave the child running).
+const SQL_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(8);
+
+/// The `pt-snap` binary the `sql` target runs: `$PT_SNAP_FUZZ_CLI` (`scripts/fuzz` builds
+/// the debug binary and names it), else the workspace's `target/debug/pt-snap`.
+pub fn pt_snap_cli() -> PathBuf {
+    if let Some(cli) = std::env::var_os("PT_SNAP_FUZZ_CLI") {
+        return PathBuf::from(cli);
+    }
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target"));
+    target.join("debug/pt-snap")
+}
+
+/// The `sql` target's world, made once per worker process in a directory of its own: the
+/// dataset `ds/` that `pt-snap export` makes of two small snapshots (`input/`, job `fuzz`,
+/// ranks 0 and 1), `out/` beside it, `cwd/` (the working directory of every command, so
+/// relative paths land where the target looks) and `home/` (its `HOME`); what every file
+/// there held, and the dataset's answer to [`SQL_CHECK`], before any statement ran.
+///
+/// Statements run through the `pt-snap` binary, as a user runs them: what is checked is the
+/// command itself, and the fuzz runner does not link DataFusion (built with the runner's
+/// optimised profile it took 50 CPU minutes here; the tests build the debug binary anyway).
+pub struct SqlWorld {
+    cli: PathBuf,
+    root: PathBuf,
+    dataset: PathBuf,
+    outside: PathBuf,
+    files: Vec<(String, String)>,
+    answer: serde_json::Value,
+}
+
+/// Every file and directory below `dir`: its path and, for a file, its size and SHA-256.
+fn inventory(dir: &Path) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(d) = todo.pop() {
+        for entry in std::fs::read_dir(&d).expect("the sql world is readable") {
+            let path = entry.expect("the sql world is readable").path();
+            let name = path.strip_prefix(dir).expect("below").display().to_string();
+            let meta = std::fs::symlink_metadata(&path).expect("the sql world is readable");
+            if meta.is_dir() {
+                out.push((name + "/", String::new()));
+                todo.push(path);
+            } else {
+                let bytes = std::fs::read(&path).unwrap_or_default();
+                let hash = format!("{} {:x}", meta.len(), Sha256::digest(&bytes));
+                out.push((name, hash));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// What one `pt-snap` command ended with: its exit status and its JSON document (stdout on
+/// success, the error envelope on stderr), or what it printed if that was no JSON.
+struct Ran {
+    status: Option<i32>,
+    document: Result<serde_json::Value, String>,
+}
+
+impl SqlWorld {
+    /// Makes the world in a new directory under `parent`, with the `pt-snap` binary `cli`.
+    pub fn new(parent: &Path, cli: &Path) -> SqlWorld {
+        assert!(
+            cli.is_file(),
+            "the sql target runs {}, which is not there: build it (cargo build -p pt-snap-cli) \
+             or name another in PT_SNAP_FUZZ_CLI",
+            cli.display()
+        );
+        let root = tempfile::Builder::new()
+            .prefix("sql-")
+            .tempdir_in(parent)
+            .expect("a scratch directory")
+            .keep();
+        for sub in ["input", "out", "cwd", "home"] {
+            std::fs::create_dir_all(root.join(sub)).expect("the sql world's directories");
+        }
+        let mut world = SqlWorld {
+            cli: cli.to_path_buf(),
+            dataset: root.join("ds"),
+            outside: root.join("out"),
+            root,
+            files: Vec::new(),
+            answer: serde_json::Value::Null,
+        };
+        let mut export = vec!["export".to_owned()];
+        for (name, bytes) in SQL_RANKS {
+            let path = world.root.join("input").join(name);
+            std::fs::write(&path, bytes).expect("a snapshot of the sql world");
+            export.push(path.display().to_string());
+        }
+        let ds = world.dataset.display().to_string();
+        export.extend(["-o", &ds, "--job", "fuzz", "--json"].map(str::to_owned));
+        let ran = world.run(&export);
+        assert!(ran.status == Some(0), "export: {:?}", ran.document);
+        world.answer = world.answer_now().expect("the dataset answers");
+        let rows = world.answer.as_array().map_or(0, Vec::len);
+        assert!(rows >= 8, "{}", world.answer);
+        world.files = inventory(&world.root);
+        world
+    }
+
+    fn run(&self, args: &[String]) -> Ran {
+        let mut child = std::process::Command::new(&self.cli)
+            .args(args)
+            .current_dir(self.root.join("cwd"))
+            .env("HOME", self.root.join("home"))
+            .env_remove("PT_SNAP_DB_PATH")
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("pt-snap starts");
+        // Both pipes are read beside the wait, so a full pipe cannot stall the child.
+        let pipe = |r: Option<Box<dyn std::io::Read + Send>>| {
+            std::thread::spawn(move || {
+                let mut v = Vec::new();
+                if let Some(mut r) = r {
+                    let _ = r.read_to_end(&mut v);
+                }
+                v
+            })
+        };
+        let stdout = pipe(child.stdout.take().map(|p| Box::new(p) as _));
+        let stderr = pipe(child.stderr.take().map(|p| Box::new(p) as _));
+        let start = std::time::Instant::now();
+        let status = loop {
+            if let Some(status) = child.try_wait().expect("waiting for pt-snap") {
+                break status;
+            }
+            if start.elapsed() > SQL_TIMEOUT {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!(
+                    "pt-snap ran for more than {SQL_TIMEOUT:?}: {}",
+                    short(&args.join(" "))
+                );
+            }
+            std::thread::sleep(std::time::Duration::from_millis(2));
+        };
+        let (stdout, stderr) = (stdout.join().expect("a pipe"), stderr.join().expect("a pipe"));
+        let text = if status.success() { stdout } else { stderr };
+        Ran {
+            status: status.code(),
+            document: serde_json::from_slice(&text)
+                .map_err(|_| String::from_utf8_lossy(&text).into_owned()),
+        }
+    }
+
+    /// The rows of [`SQL_CHECK`], or why there are none.
+    fn answer_now(&self) -> Result<serde_json::Value, String> {
+        let ds = self.dataset.display().to_string();
+        let ran = self.run(&["sql", &ds, "--json", "--", SQL_CHECK].map(str::to_owned));
+        match ran.document {
+            Ok(doc) if ran.status == Some(0) => Ok(doc["rows"].clone()),
+            Ok(doc) => Err(doc.to_string()),
+            Err(text) => Err(text),
+        }
+    }
+
+    /// Runs one statement (`$DS` and `$OUT` replaced by the directories' paths); panics if
+    /// `pt-snap` died, if any file below the world's directory changed, or if the dataset
+    /// answers otherwise.
+    pub fn check(&self, statement: &str) -> String {
+        if statement.contains('\0') {
+            return "a NUL byte: no command line holds it".into();
+        }
+        let statement = statement
+            .replace("$DS", &self.dataset.display().to_string())
+            .replace("$OUT", &self.outside.display().to_string());
+        let ds = self.dataset.display().to_string();
+        let ran = self.run(&["sql", &ds, "--json", "--", &statement].map(str::to_owned));
+        let outcome = match (ran.status, &ran.document) {
+            (Some(0), Ok(doc)) => format!(
+                "ok columns={} rows~2^{}",
+                doc["columns"].as_array().map_or(0, Vec::len),
+                log2(doc["row_count"].as_u64().unwrap_or(0) as usize)
+            ),
+            (Some(1 | 2), Ok(doc)) => format!(
+                "err {} {}",
+                doc["error"]["code"].as_str().unwrap_or("?"),
+                short(&doc["error"]["message"].as_str().unwrap_or("?"))
+            ),
+            (status, document) => panic!(
+                "pt-snap sql ended with status {status:?}: {}",
+                short(&format!("{document:?}"))
+            ),
+        };
+        let now = inventory(&self.root);
+        if now != self.files {
+            let changed: Vec<_> = now
+                .iter()
+                .filter(|f| !self.files.contains(f))
+                .chain(self.files.iter().filter(|f| !now.contains(f)))
+                .map(|(name, _)| name.as_str())
+                .collect();
+            panic!("the statement changed files: {changed:?} ({outcome})");
+        }
+        match self.answer_now() {
+            Ok(answer) if answer == self.answer => {}
+            Ok(answer) => panic!("the dataset answers otherwise ({outcome}): {answer}"),
+            Err(e) => panic!("the dataset no longer answers ({outcome}): {}", short(&e)),
+        }
+        outcome
+    }
+}
+
+static SQL_WORLD: OnceLock<SqlWorld> = OnceLock::new();
+
+/// Target `sql`.
+pub fn sql(data: &[u8]) -> String {
+    let Ok(statement) = std::str::from_utf8(data) else {
+        return "not UTF-8".into();
+    };
+    SQL_WORLD
+        .get_or_init(|| SqlWorld::new(&scratch_root(), &pt_snap_cli()))
+        .check(statement)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -459,7 +840,8 @@ mod tests {
     #[test]
     fn every_target_runs_on_garbage_and_on_a_fixture() {
         let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
-        for t in TARGETS {
+        // `sql` needs the pt-snap binary: `sql_statements_change_nothing` instead.
+        for t in TARGETS.iter().filter(|t| t.name != "sql") {
             let fixture = if t.seed_suffixes.contains(&".json") {
                 "fuzz/seeds/json_decode/synth_small_1dev.json"
             } else {
@@ -475,6 +857,54 @@ mod tests {
                 t.name
             );
         }
+    }
+
+    #[test]
+    fn sql_statements_change_nothing() {
+        let parent = tempfile::tempdir().unwrap();
+        let world = SqlWorld::new(parent.path(), &pt_snap_cli());
+        assert!(world
+            .check("SELECT count(*) FROM events")
+            .starts_with("ok "));
+        for refused in [
+            "COPY (SELECT 1) TO '$OUT/x.csv'",
+            "INSERT INTO summary SELECT * FROM summary",
+            "CREATE EXTERNAL TABLE x STORED AS PARQUET LOCATION '$DS/summary/'",
+        ] {
+            let outcome = world.check(refused);
+            assert!(
+                outcome.starts_with("err QUERY_FAILED only read-only queries are allowed"),
+                "{refused}: {outcome}"
+            );
+        }
+        // A statement beginning like an option is still the statement.
+        assert!(world.check("-- a comment\nSELECT 1").starts_with("ok "));
+        // The check sees a file that appears beside the dataset, and one changed in it.
+        std::fs::write(world.outside.join("x.csv"), "1\n").unwrap();
+        let caught = std::panic::catch_unwind(|| world.check("SELECT 1"));
+        assert!(caught.is_err(), "a new file went unnoticed");
+        std::fs::remove_file(world.outside.join("x.csv")).unwrap();
+        world.check("SELECT 1");
+        let part = world.dataset.join("summary/job=fuzz/rank=1/part-0.parquet");
+        let bytes = std::fs::read(&part).unwrap();
+        std::fs::write(&part, [&bytes[..], b"x"].concat()).unwrap();
+        let caught = std::panic::catch_unwind(|| world.check("SELECT 1"));
+        assert!(caught.is_err(), "a changed part went unnoticed");
+    }
+
+    #[test]
+    fn compressed_twins_hold_on_the_seeds() {
+        let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
+        let mut kinds = std::collections::BTreeSet::new();
+        for dir in ["fixtures/synthetic", "fuzz/seeds/json_decode"] {
+            for e in std::fs::read_dir(format!("{root}/{dir}")).unwrap() {
+                let path = e.unwrap().path();
+                let data = std::fs::read(&path).unwrap();
+                let outcome = compressed_twin(&data);
+                kinds.insert(outcome.split(':').next().unwrap().to_owned());
+            }
+        }
+        assert!(kinds.len() >= 6, "{kinds:?}");
     }
 
     #[test]

@@ -45,6 +45,7 @@ mod input;
 mod prune;
 mod schema;
 mod sink;
+mod streams;
 mod tables;
 #[cfg(test)]
 mod tests;
@@ -71,6 +72,9 @@ pub enum DecodeError {
     /// Not a well-formed pickle (truncated, unknown opcode, limits exceeded, …).
     #[error("corrupt pickle: {0}")]
     Pickle(String),
+    /// Not a well-formed JSON document (syntax, text that is not UTF-8, limits exceeded, …).
+    #[error("corrupt JSON snapshot: {0}")]
+    Json(String),
     /// A well-formed pickle that is not a memory snapshot (wrong top level, wrong field types).
     #[error("not a memory snapshot: {0}")]
     Schema(String),
@@ -90,6 +94,16 @@ impl From<pt_snap_pickle::Error> for DecodeError {
             pt_snap_pickle::Error::Unsafe(m) => DecodeError::Unsafe(m),
             pt_snap_pickle::Error::Io(e) => DecodeError::Io(e),
             e @ pt_snap_pickle::Error::Malformed { .. } => DecodeError::Pickle(e.to_string()),
+        }
+    }
+}
+
+impl DecodeError {
+    /// A failure of `load_json`: the same machine, but a malformed input is a JSON document.
+    fn of_json(e: pt_snap_pickle::Error) -> Self {
+        match e {
+            e @ pt_snap_pickle::Error::Malformed { .. } => DecodeError::Json(e.to_string()),
+            e => e.into(),
         }
     }
 }
@@ -155,12 +169,14 @@ fn decode_any<R: Read>(
     match Detected::of(&head) {
         Detected::Compressed(c) => {
             let corrupt = |e: std::io::Error| DecodeError::Compression(c.name(), e.to_string());
-            let inner = input::decompress(c, reader).map_err(corrupt)?;
-            let (head, inner) = input::peek(inner).map_err(corrupt)?;
+            let inner = streams::strict(c, reader);
+            let (head, mut inner) = input::peek(inner).map_err(corrupt)?;
             let json = match Detected::of(&head) {
                 Detected::Json => true,
                 Detected::Pickle { .. } => false,
                 Detected::Compressed(_) | Detected::Unknown => {
+                    // A damaged stream says more than the bytes it gave.
+                    std::io::copy(&mut inner, &mut std::io::sink()).map_err(corrupt)?;
                     return Err(DecodeError::Unrecognized(format!(
                         "the {} stream holds neither: {}",
                         c.name(),
@@ -175,11 +191,14 @@ fn decode_any<R: Read>(
                 })
             };
             // The decoder counts decompressed bytes: the file's length says nothing of them.
-            let snapshot =
-                decode_plain(inner, json, None, &mut progress, limits).map_err(|e| match e {
+            // The stream is read to its end, so that its checksums and what follows it are
+            // checked before anything decoded from it is believed.
+            let snapshot = decode_plain(inner, json, None, true, &mut progress, limits).map_err(
+                |e| match e {
                     DecodeError::Io(e) => corrupt(e),
                     e => e,
-                })?;
+                },
+            )?;
             let shape = InputShape {
                 compression: Some(c),
                 json,
@@ -189,7 +208,7 @@ fn decode_any<R: Read>(
         Detected::Unknown => Err(DecodeError::Unrecognized(describe_start(&head))),
         kind => {
             let json = kind == Detected::Json;
-            let snapshot = decode_plain(reader, json, len, progress, limits)?;
+            let snapshot = decode_plain(reader, json, len, false, progress, limits)?;
             let shape = InputShape {
                 compression: None,
                 json,
@@ -200,19 +219,33 @@ fn decode_any<R: Read>(
 }
 
 /// An uncompressed pickle or JSON document.
+///
+/// `to_the_end`: read `reader` to its end after the pickle's STOP, without looking at what
+/// is there. A pickle file's bytes after STOP are not read, as `pickle.load` does not read
+/// them (the reference's behaviour); a decompressed payload's are, so that its stream is
+/// verified whole (they are ignored all the same: the payload is the file it was made
+/// from). A JSON document is read to its end anyway (only whitespace may follow it).
 fn decode_plain<R: Read>(
-    reader: R,
+    mut reader: R,
     json: bool,
     len: Option<u64>,
+    to_the_end: bool,
     progress: &mut dyn FnMut(Progress),
     limits: &Limits,
 ) -> Result<Snapshot, DecodeError> {
     let mut sink = SnapshotSink::new(progress, len);
-    let pickle = if json {
-        pt_snap_pickle::load_json(reader, &mut sink, limits)?
+    let loaded = if json {
+        pt_snap_pickle::load_json(&mut reader, &mut sink, limits).map_err(DecodeError::of_json)
     } else {
-        pt_snap_pickle::load(reader, &mut sink, limits)?
+        pt_snap_pickle::load(&mut reader, &mut sink, limits).map_err(DecodeError::from)
     };
+    // A payload that did not decode is read to the end as well: a damaged stream explains
+    // it better than the payload's error does (a flipped bit in deflate data decodes to
+    // other bytes, which a CRC then refuses). A reader that failed already said why.
+    if to_the_end && !matches!(loaded, Err(DecodeError::Io(_))) {
+        std::io::copy(&mut reader, &mut std::io::sink())?;
+    }
+    let pickle = loaded?;
     let arena = &pickle.arena;
     let mut d = Decoder {
         arena,

@@ -15,6 +15,12 @@
 //! The grammar is Python's `json` module's: RFC 8259 plus `NaN`, `Infinity` and `-Infinity`.
 //! Integers are exact at any size (`LONG1`/`LONG4` past 64 bits), unlike a JavaScript
 //! reader's doubles; lone surrogate escapes become U+FFFD, as invalid UTF-8 does in pickles.
+//! The text must be UTF-8, as Python's `json.loads` of bytes wants it: a string holding bytes
+//! that are not is refused (outside strings only ASCII is grammar anyway).
+//!
+//! Errors of the JSON text are [`Error::Malformed`], placed at a byte of the text; a reader
+//! that fails (a decompressor finding its stream damaged, say) is [`Error::Io`] with that
+//! reader's own error, so the caller can say which layer failed.
 
 use std::cell::Cell;
 use std::io::{self, ErrorKind, Read};
@@ -49,7 +55,7 @@ pub fn load_json<R: Read, S: Sink + ?Sized>(
             // A syntax error of the JSON itself: already worded and placed.
             Error::Io(io) if io.kind() == ErrorKind::InvalidData => match io.into_inner() {
                 Some(inner) => match inner.downcast::<Syntax>() {
-                    Ok(s) => Error::malformed(s.offset, format!("invalid JSON: {}", s.message)),
+                    Ok(s) => Error::malformed(s.offset, s.message),
                     Err(other) => Error::Io(io::Error::new(ErrorKind::InvalidData, other)),
                 },
                 None => Error::Io(io::Error::from(ErrorKind::InvalidData)),
@@ -118,6 +124,8 @@ struct Transcoder<R> {
     started: bool,
     /// A scratch buffer for strings and number tokens.
     token: Vec<u8>,
+    /// Why `inner` failed, handed to the machine as it is rather than as a syntax error.
+    failed_read: Option<io::Error>,
 }
 
 impl<R: Read> Read for Transcoder<R> {
@@ -128,8 +136,12 @@ impl<R: Read> Read for Transcoder<R> {
             // Fill the caller's whole buffer when the input allows: a call per token would
             // make the machine refill (and report progress) every few bytes.
             while self.out.len() < dst.len() && self.expect != Expect::Done {
-                self.step()
-                    .map_err(|s| io::Error::new(ErrorKind::InvalidData, s))?;
+                if let Err(s) = self.step() {
+                    return Err(match self.failed_read.take() {
+                        Some(e) => e,
+                        None => io::Error::new(ErrorKind::InvalidData, s),
+                    });
+                }
             }
             // Read once per fill: the machine's own errors are placed at the JSON text read
             // so far, within one buffer of where they arose.
@@ -158,6 +170,7 @@ impl<R: Read> Transcoder<R> {
             expect: Expect::Value,
             started: false,
             token: Vec::new(),
+            failed_read: None,
         }
     }
 
@@ -185,7 +198,11 @@ impl<R: Read> Transcoder<R> {
                         break;
                     }
                     Err(e) if e.kind() == ErrorKind::Interrupted => continue,
-                    Err(e) => return Err(self.syntax(format!("read failed: {e}"))),
+                    Err(e) => {
+                        let syntax = self.syntax(format!("read failed: {e}"));
+                        self.failed_read = Some(e);
+                        return Err(syntax);
+                    }
                 }
             }
             if self.end == 0 {
@@ -521,7 +538,17 @@ impl<R: Read> Transcoder<R> {
                 )));
             }
         }
-        // Invalid UTF-8 is left as is: the machine replaces it by U+FFFD, as in pickles.
+        // Python's `json.loads` decodes the whole text first and refuses bytes that are not
+        // UTF-8 (escapes always add whole characters, so only raw bytes can be at fault).
+        if let Err(e) = std::str::from_utf8(&self.token) {
+            return Err(Syntax {
+                offset: start - 1,
+                message: format!(
+                    "a string that is not UTF-8 (byte 0x{:02x}); JSON text must be UTF-8",
+                    self.token[e.valid_up_to()]
+                ),
+            });
+        }
         let n = self.token.len();
         if n < 256 {
             self.out.push(op::SHORT_BINUNICODE);

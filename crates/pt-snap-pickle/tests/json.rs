@@ -116,6 +116,51 @@ fn malformed_documents_say_what_and_where() {
 }
 
 #[test]
+fn text_that_is_not_utf8_is_refused_as_pythons_json_refuses_it() {
+    // Latin-1 é, a lone continuation byte, a cut sequence, a UTF-8-encoded surrogate (which
+    // only a binary-mode `json.loads` would pass, as a lone surrogate), an overlong '/'.
+    for bad in [
+        &b"[\"caf\xe9\"]"[..],
+        b"{\"\x80\": 1}",
+        b"[\"\xe2\x82\"]",
+        b"[\"\xed\xa0\x80\"]",
+        b"[\"\xc0\xaf\"]",
+    ] {
+        let (at, message) = json_err(bad);
+        assert!(message.contains("not UTF-8"), "{bad:?}: {message}");
+        assert_eq!(at, 1, "{bad:?}: the string's opening quote");
+    }
+    assert_eq!(json("[\"café €𝄞\"]"), "[\"café €𝄞\"]");
+}
+
+/// A reader that fails after some bytes, as a decompressor does at a bad checksum.
+struct FailingAfter<'a>(&'a [u8]);
+
+impl std::io::Read for FailingAfter<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        if self.0.is_empty() {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                "CRC mismatch in member 1",
+            ));
+        }
+        let n = buf.len().min(self.0.len());
+        buf[..n].copy_from_slice(&self.0[..n]);
+        self.0 = &self.0[n..];
+        Ok(n)
+    }
+}
+
+#[test]
+fn a_failing_reader_is_an_io_error_not_a_syntax_error() {
+    match load_json(FailingAfter(b"[1, 2, "), &mut KeepAll, &Limits::default()) {
+        Err(Error::Io(e)) => assert_eq!(e.to_string(), "CRC mismatch in member 1"),
+        Err(e) => panic!("expected the reader's error, got {e:?}"),
+        Ok(_) => panic!("decoded"),
+    }
+}
+
+#[test]
 fn limits_apply_as_to_pickles() {
     let limits = Limits {
         max_len: 10,

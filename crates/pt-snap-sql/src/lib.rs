@@ -5,6 +5,16 @@
 //!
 //! DataFusion lives in this crate only, so its build cost stays here: the CLI takes it through
 //! its default `sql` feature.
+//!
+//! # Read-only
+//!
+//! A statement only reads the dataset. DataFusion's SQL can also write (`COPY … TO` any path,
+//! `INSERT INTO` a table, which adds a part to the dataset's directory), declare tables over
+//! other directories (`CREATE EXTERNAL TABLE … LOCATION`) and change the session (`SET`,
+//! `PREPARE`, transactions): its [`SQLOptions`] refuse all of these at planning, before
+//! anything runs ([`Dataset::run`]), and the refusal names what was refused. The session
+//! cannot spill to disk either (no temporary files), and does not read paths given as table
+//! names: the four tables of the directory are all a statement sees.
 
 #![forbid(unsafe_code)]
 
@@ -14,6 +24,11 @@ use std::sync::Arc;
 use datafusion::arrow::array::RecordBatch;
 use datafusion::arrow::datatypes::{DataType, SchemaRef};
 use datafusion::arrow::json::ArrayWriter;
+use datafusion::common::tree_node::TreeNodeRecursion;
+use datafusion::execution::context::SQLOptions;
+use datafusion::execution::disk_manager::{DiskManagerBuilder, DiskManagerMode};
+use datafusion::execution::runtime_env::RuntimeEnvBuilder;
+use datafusion::logical_expr::LogicalPlan;
 use datafusion::prelude::{ParquetReadOptions, SessionConfig, SessionContext};
 use serde_json::Value as Json;
 
@@ -74,6 +89,58 @@ pub enum SqlError {
     /// Planning or running the statement failed (DataFusion's message).
     #[error("{0}")]
     Query(String),
+    /// The statement would write, declare a table or change the session: refused before it
+    /// ran. The message names what was refused.
+    #[error("only read-only queries are allowed: {0} is not")]
+    NotReadOnly(String),
+}
+
+/// What [`Dataset::run`] lets through: queries (`SELECT`, `WITH`, `VALUES`, `EXPLAIN`, `SHOW`,
+/// `DESCRIBE`); no DDL, no DML (`INSERT`, `COPY`, …), no statements (`SET`, `PREPARE`,
+/// transactions).
+fn read_only() -> SQLOptions {
+    SQLOptions::new()
+        .with_allow_ddl(false)
+        .with_allow_dml(false)
+        .with_allow_statements(false)
+}
+
+/// The first node of `plan` (or of its subqueries) that [`read_only`] refuses, as a person
+/// names it: `COPY … TO '/x.csv'`, `INSERT INTO summary`, `CREATE EXTERNAL TABLE`, `SET
+/// VARIABLE`.
+fn refused_part(plan: &LogicalPlan) -> Option<String> {
+    let mut found = None;
+    let _ = plan.apply_with_subqueries(|node| {
+        found = match node {
+            LogicalPlan::Copy(copy) => Some(format!("COPY … TO '{}'", copy.output_url)),
+            LogicalPlan::Dml(dml) => Some(format!(
+                "{} {}",
+                dml.op.to_string().to_uppercase(),
+                dml.table_name
+            )),
+            LogicalPlan::Ddl(ddl) => Some(spaced_upper(ddl.name())),
+            LogicalPlan::Statement(statement) => Some(spaced_upper(statement.name())),
+            _ => None,
+        };
+        Ok(if found.is_some() {
+            TreeNodeRecursion::Stop
+        } else {
+            TreeNodeRecursion::Continue
+        })
+    });
+    found
+}
+
+/// `CreateExternalTable` → `CREATE EXTERNAL TABLE`.
+fn spaced_upper(name: &str) -> String {
+    let mut out = String::with_capacity(name.len() + 4);
+    for (i, c) in name.chars().enumerate() {
+        if i > 0 && c.is_uppercase() {
+            out.push(' ');
+        }
+        out.extend(c.to_uppercase());
+    }
+    out
 }
 
 /// An answer: the column names and the rows, values as JSON (integers exact, lists and
@@ -107,7 +174,15 @@ impl Dataset {
             .build()
             .map_err(|e| SqlError::Query(format!("cannot start the query runtime: {e}")))?;
         let config = SessionConfig::new().with_information_schema(true);
-        let ctx = SessionContext::new_with_config(config);
+        // No temporary files: a query that would spill fails instead of writing outside the
+        // directory it was given.
+        let env = RuntimeEnvBuilder::new()
+            .with_disk_manager_builder(
+                DiskManagerBuilder::default().with_mode(DiskManagerMode::Disabled),
+            )
+            .build_arc()
+            .map_err(|e| SqlError::Query(format!("cannot start the query runtime: {e}")))?;
+        let ctx = SessionContext::new_with_config_rt(config, env);
         let mut tables = Vec::new();
         for table in TABLES {
             let path = dir.join(table);
@@ -140,17 +215,23 @@ impl Dataset {
         })
     }
 
-    /// Runs one statement and collects its answer.
+    /// Runs one read-only statement and collects its answer; any other is refused before
+    /// it runs ([`SqlError::NotReadOnly`]).
     pub fn run(&self, sql: &str) -> Result<Answer, SqlError> {
         let ctx = &self.ctx;
-        let (schema, batches) = self
-            .runtime
-            .block_on(async move {
-                let frame = ctx.sql(sql).await?;
-                let schema: SchemaRef = Arc::new(frame.schema().as_arrow().clone());
-                Ok::<_, datafusion::error::DataFusionError>((schema, frame.collect().await?))
-            })
-            .map_err(|e| SqlError::Query(e.to_string()))?;
+        let failed = |e: datafusion::error::DataFusionError| SqlError::Query(e.to_string());
+        let (schema, batches) = self.runtime.block_on(async move {
+            // `SessionContext::sql_with_options`, with the plan kept to name what is refused.
+            let plan = ctx.state().create_logical_plan(sql).await.map_err(failed)?;
+            if let Err(e) = read_only().verify_plan(&plan) {
+                return Err(SqlError::NotReadOnly(
+                    refused_part(&plan).unwrap_or_else(|| e.strip_backtrace()),
+                ));
+            }
+            let frame = ctx.execute_logical_plan(plan).await.map_err(failed)?;
+            let schema: SchemaRef = Arc::new(frame.schema().as_arrow().clone());
+            Ok((schema, frame.collect().await.map_err(failed)?))
+        })?;
         answer(schema, &batches)
     }
 }

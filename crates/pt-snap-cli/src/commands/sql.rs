@@ -1,5 +1,5 @@
 //! `pt-snap sql DIR "SELECT …"` / `--query NAME`: SQL over a Parquet dataset `export` wrote,
-//! answered by `pt-snap-sql` (DataFusion); this file parses, opens and prints.
+//! answered by `pt-snap-sql` (DataFusion, read-only); this file parses, opens and prints.
 
 use pt_snap_contract::{envelope, ErrorCode};
 use pt_snap_sql::{Dataset, SqlError, QUERIES};
@@ -62,6 +62,11 @@ fn error(e: SqlError) -> CliError {
             "Check the statement against the tables in docs/parquet.md (events, blocks, \
              callstacks, summary; each with job and rank).",
         )),
+        e @ SqlError::NotReadOnly(_) => CliError::new(ErrorCode::QueryFailed, e.to_string())
+            .with_hint(Some(
+                "'pt-snap sql' only reads the dataset: ask with SELECT (WITH, EXPLAIN, SHOW and \
+                 DESCRIBE too), and save an answer with --json and a redirect.",
+            )),
     }
 }
 

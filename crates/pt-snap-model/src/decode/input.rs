@@ -3,7 +3,7 @@
 //! Snapshots arrive as `_dump_snapshot`'s pickle, as JSON (memory_viz reads those, and people
 //! write them to avoid pickle-protocol trouble), and compressed with gzip, zstd or bzip2.
 //! Each is recognised by its magic bytes; a compressed stream is decompressed as it is read
-//! (no temporary file, no second copy) and its content recognised the same way.
+//! (no temporary file, no second copy; `streams.rs`) and its content recognised the same way.
 
 use std::cell::Cell;
 use std::fmt;
@@ -54,6 +54,8 @@ impl Detected {
         match head {
             [0x1f, 0x8b, ..] => Detected::Compressed(Compression::Gzip),
             [0x28, 0xb5, 0x2f, 0xfd, ..] => Detected::Compressed(Compression::Zstd),
+            // A skippable frame (magic 0x184D2A50–5F) may come before the first zstd frame.
+            [0x50..=0x5f, 0x2a, 0x4d, 0x18, ..] => Detected::Compressed(Compression::Zstd),
             [b'B', b'Z', b'h', b'1'..=b'9', ..] => Detected::Compressed(Compression::Bzip2),
             [0x80, 2..=5, ..] => Detected::Pickle { magic: true },
             [first, ..] if PROTOCOL_0_STARTS.contains(first) => Detected::Pickle { magic: false },
@@ -141,22 +143,6 @@ pub(crate) fn peek<R: Read>(mut reader: R) -> io::Result<Peeked<R>> {
     Ok((head.clone(), io::Cursor::new(head).chain(reader)))
 }
 
-/// A decompressor over `reader`.
-pub(crate) fn decompress<'r, R: Read + 'r>(
-    compression: Compression,
-    reader: R,
-) -> io::Result<Box<dyn Read + 'r>> {
-    Ok(match compression {
-        // Multi-member: `cat a.gz b.gz` and parallel gzip tools write several members.
-        Compression::Gzip => Box::new(flate2::read::MultiGzDecoder::new(reader)),
-        Compression::Zstd => Box::new(
-            ruzstd::decoding::StreamingDecoder::new(reader)
-                .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e.to_string()))?,
-        ),
-        Compression::Bzip2 => Box::new(bzip2::read::MultiBzDecoder::new(reader)),
-    })
-}
-
 /// Counts the bytes read through it, for progress in bytes of the file as given.
 pub(crate) struct Counted<R> {
     pub inner: R,
@@ -200,6 +186,10 @@ mod tests {
         );
         assert_eq!(
             Detected::of(b"\x28\xb5\x2f\xfd\x00"),
+            Detected::Compressed(Compression::Zstd)
+        );
+        assert_eq!(
+            Detected::of(b"\x5a\x2a\x4d\x18\x00"),
             Detected::Compressed(Compression::Zstd)
         );
         assert_eq!(

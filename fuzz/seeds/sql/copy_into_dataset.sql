@@ -1,0 +1,1 @@
+COPY (SELECT * FROM summary) TO '$DS/summary/job=fuzz/rank=9/part-0.parquet' STORED AS PARQUET

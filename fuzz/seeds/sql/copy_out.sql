@@ -1,0 +1,1 @@
+COPY (SELECT * FROM summary) TO '$OUT/x.csv'

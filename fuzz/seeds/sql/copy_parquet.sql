@@ -1,0 +1,1 @@
+COPY summary TO '$OUT/x.parquet' STORED AS PARQUET

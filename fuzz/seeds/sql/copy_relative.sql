@@ -1,0 +1,1 @@
+COPY (SELECT 1 AS x) TO 'relative.csv'

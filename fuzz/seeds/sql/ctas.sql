@@ -1,0 +1,1 @@
+CREATE TABLE t AS SELECT * FROM events

@@ -1,0 +1,1 @@
+DELETE FROM summary WHERE rank = 0

@@ -1,0 +1,1 @@
+EXPLAIN SELECT * FROM blocks WHERE size > 512

@@ -1,0 +1,1 @@
+INSERT INTO summary SELECT * FROM summary

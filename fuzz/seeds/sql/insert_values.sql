@@ -1,0 +1,1 @@
+INSERT INTO callstacks VALUES (1, 'x', 'y', NULL)

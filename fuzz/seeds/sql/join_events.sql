@@ -1,0 +1,1 @@
+SELECT e.rank, count(*) AS n, max(e.size) FROM events e JOIN summary s ON e.job = s.job AND e.rank = s.rank GROUP BY e.rank

@@ -1,0 +1,1 @@
+PREPARE p AS SELECT * FROM summary WHERE rank = $1

@@ -1,0 +1,1 @@
+SELECT job, rank, device, peak_active FROM summary ORDER BY rank, device

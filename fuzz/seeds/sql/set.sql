@@ -1,0 +1,1 @@
+SET datafusion.execution.batch_size = 1

@@ -1,0 +1,1 @@
+WITH t AS (SELECT rank, unnest(top_group_frames) AS f FROM summary) SELECT rank, count(*) FROM t GROUP BY rank
