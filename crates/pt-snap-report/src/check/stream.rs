@@ -11,7 +11,8 @@ use std::collections::HashMap;
 use pt_snap_model::{Action, Snapshot, StackId};
 use pt_snap_replay::{BlockRow, Mode, ReplayError, RowSink, TraceRow};
 
-use super::measure::{category_of, stackless_label, Capture, Measured, SiteFold, StackCapture};
+use super::measure::{category_of, stackless_label, Measured, SiteFold};
+use crate::capture::{Capture, StackCapture};
 use crate::peak::{Metric, Peak, Peaks};
 use crate::stack;
 
@@ -71,6 +72,9 @@ pub fn measure_snapshot(
                 .map(|b| b.size)
                 .sum()
         }),
+        peak_active_bytes: peaks.active.bytes,
+        trace_overflowed: snapshot.trace_buffer.overflowed(device),
+        trace_max_entries: snapshot.trace_buffer.max_entries(device),
     };
     Ok(Measured {
         device: device as i64,
