@@ -223,7 +223,7 @@ pub fn capture_of(
             let peak = run(source, device, "memory_peak", json!({}))?;
             peak.first().and_then(|r| {
                 let int = |k: &str| r.get(k).and_then(Json::as_i64);
-                int("peak_active_event_id").zip(int("peak_active_bytes"))
+                int("peak_active_event_id").zip(int("peak_active"))
             })
         }
     };
