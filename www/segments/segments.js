@@ -7,7 +7,7 @@
   'use strict';
 
   var ROW = 18;        // px per segment row
-  var LABEL = 250;     // px of the row labels
+  var LABEL = 290;     // px of the row labels (.ps-label and .ps-canvas's margin)
   var STATES = ['allocated', 'pending free', 'free (cached)'];
 
   function el(tag, cls, text) {
@@ -62,8 +62,10 @@
     var title = el('h2', 'ps-title', 'Device ' + data.device_id + ' after event ' + grouped(ev.id));
     head.appendChild(title);
     var sub = el('p', 'ps-sub');
-    sub.textContent = ev.action + ' of ' + bytes(ev.size) + ' at ' + hex(ev.address) +
-      (ev.stream ? ' on stream ' + ev.stream : '') + ' · events ' + grouped(data.first_event_id) +
+    sub.textContent = (ev.action === 'oom'
+      ? 'oom: ' + bytes(ev.size) + ' requested'
+      : ev.action + ' of ' + bytes(ev.size) + ' at ' + hex(ev.address)) +
+      (ev.stream ? ' on stream ' + ev.stream : '') + ' · device events ' + grouped(data.first_event_id) +
       '…' + grouped(data.last_event_id);
     head.appendChild(sub);
     var cards = el('div', 'ps-cards');
@@ -170,8 +172,8 @@
     segments.forEach(function (s, i) {
       var pool = s.segment_pool_id && (s.segment_pool_id[0] || s.segment_pool_id[1])
         ? ' pool (' + s.segment_pool_id[0] + ',' + s.segment_pool_id[1] + ')' : '';
-      var label = hex(s.address) + ' · ' + bytes(s.total_size) + ' · ' + s.pool +
-        (s.is_expandable ? ' exp' : '') + ' · s' + s.stream + pool;
+      var label = hex(s.address) + '  ' + bytes(s.total_size) + '  ' + s.pool +
+        (s.is_expandable ? ' expandable' : '') + ' · stream ' + s.stream + pool;
       html.push('<div class="ps-row" data-testid="segment" data-index="' + i + '" data-address="' + s.address +
         '" data-total-size="' + s.total_size + '"><span class="ps-label" title="' + label + '">' + label + '</span></div>');
     });

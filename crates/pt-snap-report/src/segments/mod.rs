@@ -595,6 +595,21 @@ pub fn map_of(
     })
 }
 
+/// The event in words: `alloc of 512 B at 0x… on stream 7`; an `oom`'s request has no
+/// address.
+pub fn describe_event(e: &MapEvent) -> String {
+    let stream = if e.stream == 0 {
+        String::new()
+    } else {
+        format!(" on stream {}", e.stream)
+    };
+    let size = crate::units::grouped(e.size);
+    match e.action.as_str() {
+        "oom" => format!("oom: {size} B requested{stream}"),
+        _ => format!("{} of {size} B at {:#x}{stream}", e.action, e.address),
+    }
+}
+
 impl SegmentMap {
     /// Bytes of the blocks in `state`, over every segment (and outside them).
     pub fn bytes_in(&self, state: BlockState) -> i64 {

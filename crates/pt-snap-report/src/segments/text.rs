@@ -7,6 +7,8 @@ use crate::units::{grouped, human_bytes};
 
 /// Cells per line.
 const WIDTH: usize = 64;
+/// Width of a segment's heading, before its cells.
+const HEAD: usize = 42;
 /// About how many cells the whole map takes: the cell size is the power of two that keeps
 /// the reserved bytes within it.
 const BUDGET: i64 = 64 * 160;
@@ -14,7 +16,7 @@ const BUDGET: i64 = 64 * 160;
 const ALLOCATED: char = '█';
 const PENDING: char = '▓';
 const FREE: char = '·';
-const MIXED: char = '▒';
+const MIXED: char = '▌';
 
 /// The cell size: a power of two (at least 512 B) with every segment within [`BUDGET`].
 fn cell_bytes(map: &SegmentMap) -> i64 {
@@ -52,13 +54,10 @@ pub(super) fn render(map: &SegmentMap) -> String {
     let mut out = Vec::new();
     let e = &map.event;
     out.push(format!(
-        "Device {} after event {} ({} at {:#x}, {} B, stream {}); events {}..{}",
+        "Device {} after event {} ({}); events {}..{}",
         map.device,
         e.id,
-        e.action,
-        e.address,
-        grouped(e.size),
-        e.stream,
+        super::describe_event(e),
         map.events.0,
         map.events.1
     ));
@@ -102,7 +101,7 @@ pub(super) fn render(map: &SegmentMap) -> String {
         "Map: one cell = {}; {ALLOCATED} allocated  {PENDING} pending free (freed, in use on another stream)  {FREE} free (cached)  {MIXED} live and free bytes in one cell",
         human_bytes(cell as f64)
     ));
-    let indent = " ".repeat(40);
+    let indent = " ".repeat(HEAD);
     for s in &map.segments {
         let cells = ((s.total_size + cell - 1) / cell).max(1) as usize;
         let line: String = (0..cells)
@@ -120,7 +119,7 @@ pub(super) fn render(map: &SegmentMap) -> String {
             Some((a, b)) => format!(" pool ({a},{b})"),
         };
         let head = format!(
-            "  {:#014x} {:>10} {}{} s{}{}",
+            "  {:#014x} {:>10} {}{} s{}{} ",
             s.address,
             human_bytes(s.total_size as f64),
             s.pool.name(),
@@ -128,13 +127,27 @@ pub(super) fn render(map: &SegmentMap) -> String {
             s.stream,
             pool
         );
-        for (i, chunk) in chars.chunks(WIDTH).enumerate() {
-            let row: String = chunk.iter().collect();
+        let lines: Vec<String> = chars.chunks(WIDTH).map(|c| c.iter().collect()).collect();
+        let mut i = 0;
+        while i < lines.len() {
+            // A run of identical lines is one line and its count: a 20 GiB segment of live
+            // blocks is not 40 lines of the same cells.
+            let same = lines[i..].iter().take_while(|l| **l == lines[i]).count();
+            let row = &lines[i];
             if i == 0 {
-                out.push(format!("{head:<40}|{row}|"));
+                out.push(format!("{head:<HEAD$}|{row}|"));
             } else {
                 out.push(format!("{indent}|{row}|"));
             }
+            if same > 1 {
+                let bytes = (same as i64 - 1) * WIDTH as i64 * cell;
+                out.push(format!(
+                    "{indent} … the same {} more time(s) ({})",
+                    same - 1,
+                    human_bytes(bytes as f64)
+                ));
+            }
+            i += same;
         }
     }
     if !map.outside_segments.is_empty() {
