@@ -55,6 +55,9 @@ pub enum BlocksBy {
     BeforeTrace,
 }
 
+/// Each event's stack key, and each key's text once ([`Analyzer::event_stacks`]).
+pub type EventStacks = (HashMap<i64, i64>, HashMap<i64, String>);
+
 impl Analyzer {
     /// The events of `device` with ids in `(after, upto]`, ascending.
     pub fn state_events(
@@ -154,11 +157,7 @@ impl Analyzer {
     /// The callstack texts of the events `ids` of `device`: each event's key, and each
     /// key's text once (`callstack.id` on layout v2; on v1, whose trace holds the text
     /// inline, keys number the distinct texts). Events without a stack have no key.
-    pub fn event_stacks(
-        &self,
-        device: i64,
-        ids: &[i64],
-    ) -> Result<(HashMap<i64, i64>, HashMap<i64, String>), QueryError> {
+    pub fn event_stacks(&self, device: i64, ids: &[i64]) -> Result<EventStacks, QueryError> {
         let device = self.resolve_device(Some(device))?;
         let failed = |e| self.execution_error(e);
         let v2 = matches!(self.layout(), Ok(CallstackLayout::V2));

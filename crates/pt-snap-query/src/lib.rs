@@ -50,7 +50,7 @@ mod templates;
 mod timeline;
 mod value;
 
-pub use allocator::{BlocksBy, StateBlock, StateEvent};
+pub use allocator::{BlocksBy, EventStacks, StateBlock, StateEvent};
 pub use contract::{Contract, OutputColumn, ParamType, Parameter, WorkLimits, CATEGORIES};
 pub use engine::{Analyzer, Interrupt, QueryOutcome, QueryRequest};
 pub use error::QueryError;

@@ -168,11 +168,14 @@ impl RowSink for Rows<'_> {
     }
 }
 
+/// One counter's peak so far: (bytes, event id, the active counter there, its position).
+type Best = (i64, i64, i64, Option<usize>);
+
 /// Each counter's peak as `memory_peak` finds it, with the active counter at that event.
 #[derive(Default)]
 struct PeakFold {
-    /// Per metric (allocated, active, reserved): (bytes, event id, active there, position).
-    best: [Option<(i64, i64, i64, Option<usize>)>; 3],
+    /// Per metric (allocated, active, reserved).
+    best: [Option<Best>; 3],
 }
 
 impl PeakFold {
