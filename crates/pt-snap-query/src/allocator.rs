@@ -113,6 +113,42 @@ impl Analyzer {
         rows.collect::<Result<_, _>>().map_err(failed)
     }
 
+    /// Every segment event of `device` (`segment_map`, `segment_unmap`, `segment_alloc`,
+    /// `segment_free`, the synthetic ones from before the trace included), by id: what the
+    /// segment timeline is drawn from. One pass over the trace (no index holds the action).
+    pub fn segment_events(&self, device: i64) -> Result<Vec<StateEvent>, QueryError> {
+        let device = self.resolve_device(Some(device))?;
+        let failed = |e| self.execution_error(e);
+        let mut stmt = self
+            .db()
+            .conn()
+            .prepare(&format!(
+                "SELECT id, action, address, size, stream FROM trace_entry_{device} \
+                 WHERE +action IN (0, 1, 2, 3) ORDER BY id"
+            ))
+            .map_err(failed)?;
+        let rows = stmt
+            .query_map([], |r| {
+                let int =
+                    |i: usize| -> rusqlite::Result<i64> { Ok(r.get_ref(i)?.as_i64().unwrap_or(0)) };
+                Ok(StateEvent {
+                    id: r.get(0)?,
+                    action: r.get_ref(1)?.as_i64().ok(),
+                    action_text: None,
+                    address: int(2)?,
+                    size: int(3)?,
+                    stream: int(4)?,
+                    allocated: 0,
+                    active: 0,
+                    reserved: 0,
+                    large: None,
+                    pool: None,
+                })
+            })
+            .map_err(failed)?;
+        rows.collect::<Result<_, _>>().map_err(failed)
+    }
+
     /// The blocks of `device` allocated in, freed in (ids in `(after, upto]`), or live
     /// before the trace, by id.
     pub fn state_blocks(

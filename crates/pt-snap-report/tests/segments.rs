@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use pt_snap_import::ImportRequest;
 use pt_snap_model::{BlockState as DumpState, Snapshot};
 use pt_snap_query::Analyzer;
-use pt_snap_report::segments::{map_of, BlockState, Replay, SegmentMap};
+use pt_snap_report::segments::{map_of, segment_lifetimes, BlockState, Replay, SegmentMap};
 use pt_snap_testkit::{pickles_in, shared_dir, FIXTURE_DIRS};
 
 fn root() -> PathBuf {
@@ -151,6 +151,7 @@ fn check_last(snapshot: &Snapshot, device: usize, map: &SegmentMap, what: &str) 
 #[test]
 fn every_state_adds_up_and_the_last_is_the_dump() {
     let (mut files, mut events, mut maps, mut last_blocks) = (0, 0usize, 0, 0);
+    let mut timeline = 0usize;
     for path in fixtures() {
         let bytes = std::fs::read(&path).unwrap();
         let Ok(snapshot) = pt_snap_model::decode(&bytes[..], &mut |_| {}) else {
@@ -167,12 +168,23 @@ fn every_state_adds_up_and_the_last_is_the_dump() {
             let (first, last) = replay.bounds;
             let span = last - first;
             let spread: Vec<i64> = (0..=8).map(|k| first + span * k / 8).collect();
+            // The segment timeline's bands add up to `reserved` too, checked every few events.
+            let bands = segment_lifetimes(&analyzer.segment_events(device as i64).unwrap());
+            let every = (span / 200).max(1);
             let mut sampled = Vec::new();
             replay
                 .for_each_state(&analyzer, &mut |state| {
                     let e = state.event.unwrap();
                     assert_eq!(state.sums(), state.counters, "{what} event {e}");
                     events += 1;
+                    if (e - first) % every == 0 || e == last {
+                        let reserved: i64 = (bands.iter())
+                            .filter(|b| b.live_at(e))
+                            .map(|b| b.size)
+                            .sum();
+                        assert_eq!(reserved, state.counters.2, "{what} event {e}: timeline");
+                        timeline += 1;
+                    }
                     if spread.contains(&e) {
                         sampled.push(state.clone());
                     }
@@ -197,7 +209,7 @@ fn every_state_adds_up_and_the_last_is_the_dump() {
         }
     }
     eprintln!(
-        "segments: {files} files, {events} events checked, {maps} maps tiled, {last_blocks} dump blocks matched"
+        "segments: {files} files, {events} events checked, {maps} maps tiled, {last_blocks} dump blocks matched, {timeline} timeline columns"
     );
     assert!(files >= 10, "only {files} fixtures imported");
     assert!(events > 1000, "only {events} events checked");

@@ -27,6 +27,7 @@
 
 mod page;
 mod text;
+mod timeline;
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -38,6 +39,7 @@ use crate::check::stackless_label;
 use crate::oom::{self, Pool, SegmentClass};
 
 pub use page::{page, page_data, SCRIPT, STYLE};
+pub use timeline::segment_lifetimes;
 
 /// What the fragmentation ratio is, in every output that gives it.
 pub const FRAGMENTATION: &str = "1 - largest_free_block_bytes / free_bytes of the pool and \
