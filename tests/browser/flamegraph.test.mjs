@@ -28,6 +28,9 @@ const zoomId = (page) => page.getAttribute('[data-testid="fg-breadcrumb"]', 'dat
 const activeId = (page) => page.evaluate(() => document.activeElement && document.activeElement.getAttribute('data-node-id'));
 const zoomTo = (page, id) => page.evaluate((id) => window.ptSnapFlamegraphView.zoomTo(id), id);
 const SYNTHETIC = ['static', 'preexisting_live_at_event', 'empty_callstack', 'missing'];
+// The origins of Python frames, as pt-snap-report's `Origin::is_python` tells them; the
+// page's rows carry each frame's origin.
+const PYTHON_ORIGINS = ['user', 'torch', 'package', 'stdlib'];
 
 // A view option on or off through its checkbox, as a user would; then wait until the view's
 // state (`stateKey`) says so. Without the checkbox, only "off" is possible.
@@ -97,8 +100,9 @@ const FOLD_MERGE_EXPECTED = [
 ];
 
 // fold_merge.json in the Python frames view (noise fold off), worked out by hand — the
-// same tree as pt-snap-report's `python_view` (tree.rs,
-// the_python_view_folds_native_frames_around_python_ones): every native frame under `main`
+// tree pt-snap-report's `python_view` makes (python_view.rs,
+// the_python_view_folds_native_frames_around_python_ones) and the page's data carries, so
+// this checks the page draws the view it is given: every native frame under `main`
 // folds into it (PyObject_Call's 512, PyMethod_New's 64 and fastops.c's 16 self bytes), the
 // two `forward` frames merge and take every native frame below them; `_start` stays (its
 // 32 self bytes would belong to no frame), and so does app.py's `<module>` below it.
@@ -328,8 +332,7 @@ async function testPage(context, file) {
         // (or hold memory itself that no Python frame could take).
         const kids = new Map();
         for (const n of nodes) if (n.parent_id != null) kids.set(n.parent_id, [...(kids.get(n.parent_id) || []), n]);
-        const isPy = await page.evaluate((rows) => rows.map((r) => PtSnapFlamegraph.isPython(r)), nodes);
-        const pyById = new Map(nodes.map((n, i) => [n.node_id, isPy[i]]));
+        const pyById = new Map(nodes.map((n) => [n.node_id, PYTHON_ORIGINS.includes(n.origin)]));
         const anyPython = (id) => pyById.get(id) || (kids.get(id) || []).some((c) => anyPython(c.node_id));
         const tById = new Map(tree.map((t) => [t.id, t]));
         for (const id of tree[0].children) {
@@ -389,9 +392,40 @@ async function testPage(context, file) {
       const noise = await page.evaluate(() => [
         PtSnapFlamegraph.noiseOf({ filename: '/usr/local/src/conda/python-3.12.3/Modules/main.c', name: 'Py_BytesMain' }),
         PtSnapFlamegraph.noiseOf({ filename: '/home/u/ext/fastops.c', name: 'PyObject_FastCall' }),
-        PtSnapFlamegraph.isPython({ filename: '<frozen runpy>' }), PtSnapFlamegraph.isPython({ filename: '??' }),
       ]);
-      expect(key(noise) === key(['interpreter', null, true, false]), `classified ${key(noise)}`);
+      expect(key(noise) === key(['interpreter', null]), `classified ${key(noise)}`);
+      await setPython(page, false);
+    });
+  }
+
+  if (name === 'origins') {
+    // The kinds of code come from the page's data (pt-snap-report's `stack::Origin`), and
+    // read as the text report reads them: an IPython cell is the user's code; a byte count
+    // a byte short of 1024 KiB reads 1.00 MiB.
+    await step('origins fixture: an IPython cell is your code; 1,048,575 B read as 1.00 MiB', async () => {
+      await setFold(page, false);
+      await setPython(page, false);
+      const origins = Object.fromEntries(nodes.map((n) => [n.node_id, n.origin]));
+      const want = { root: null, 'frame/1': 'user', 'frame/1/2': 'torch', 'frame/1/5': 'stdlib', 'frame/1/2/3': 'interpreter', 'frame/1/2/3/4': 'native' };
+      expect(JSON.stringify(origins) === JSON.stringify(want), `rows' origins ${JSON.stringify(origins)}`);
+      const kinds = Object.fromEntries((await getTree(page)).map((t) => [t.id, t.kind]));
+      const colours = { root: 'root', 'frame/1': 'user', 'frame/1/2': 'torch', 'frame/1/5': 'lib', 'frame/1/2/3': 'lib', 'frame/1/2/3/4': 'native' };
+      expect(JSON.stringify(kinds) === JSON.stringify(colours), `kinds of code ${JSON.stringify(kinds)}`);
+      expect(await page.locator(`${frameSel('frame/1')}.k-user`).count() === 1, 'the IPython cell is not drawn as your code');
+      const aria = await page.getAttribute(frameSel('frame/1/2'), 'aria-label');
+      expect(aria.includes(': 1.00 MiB inclusive'), `1,048,575 B do not read 1.00 MiB: ${aria}`);
+      await page.mouse.move(0, 0);
+      await page.focus(frameSel('frame/1/2'));
+      const details = await page.textContent('[data-testid="fg-details"]');
+      expect(details.includes('1.00 MiB (1,048,575 B)'), `details: ${details}`);
+      // The Python frames view folds the interpreter and the allocator into torch's frame.
+      await setPython(page, true);
+      const tree = await getTree(page);
+      const got = tree.map((t) => [t.id, t.size, t.self, t.sources.join('+')]);
+      const expected = [['root', 1050623, 0, 'root'], ['frame/1', 1050623, 0, 'frame/1'],
+        ['frame/1/2', 1048575, 1048575, 'frame/1/2'], ['frame/1/5', 2048, 2048, 'frame/1/5']];
+      expect(JSON.stringify(got) === JSON.stringify(expected), `Python view ${JSON.stringify(got)}`);
+      expect((await getState(page)).pythonFoldable === 2, 'the Python view does not fold the two native frames');
       await setPython(page, false);
     });
   }

@@ -1,22 +1,22 @@
-// Writes a report page holding a synthetic 10,000-node frame tree, to check that the
-// flamegraph stays smooth at that size. Deterministic (seeded), so runs compare.
+// Writes a synthetic 10,000-node frame tree, to check that the flamegraph stays smooth at
+// that size; run.sh makes it a page with pt-snap-report (which adds each frame's origin and
+// the Python frames view). Deterministic (seeded), so runs compare.
 //
-//   node tests/browser/make_big_tree.mjs [out.html] [--nodes N] [--json out.json]
+//   node tests/browser/make_big_tree.mjs [out.json] [--nodes N]
 //
 // The tree keeps every invariant of active_memory_frame_tree_at_event: size = self + Σ
 // children for all three measures, synthetic leaves under the root, rows ordered by depth
 // ASC, parent_id ASC (null first), size DESC, node_id ASC.
 import fs from 'node:fs';
 import path from 'node:path';
-import { fillTemplate, repoRoot } from './make_page.mjs';
+import { fileURLToPath } from 'node:url';
 
+const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 const args = process.argv.slice(2);
-let out = path.join(repoRoot, 'target', 'browser', 'pages', 'big_tree_10k.html');
+let out = path.join(repoRoot, 'target', 'browser', 'pages', 'big_tree_10k.json');
 let total = 10000;
-let jsonOut = null;
 for (let i = 0; i < args.length; i++) {
   if (args[i] === '--nodes') total = Number(args[++i]);
-  else if (args[i] === '--json') jsonOut = args[++i];
   else out = args[i];
 }
 if (!Number.isInteger(total) || total < 6) {
@@ -205,7 +205,6 @@ const data = {
   nodes: rows,
 };
 fs.mkdirSync(path.dirname(path.resolve(out)), { recursive: true });
-fs.writeFileSync(out, fillTemplate(data));
-if (jsonOut) fs.writeFileSync(jsonOut, JSON.stringify(data));
+fs.writeFileSync(out, JSON.stringify(data));
 const maxDepth = rows.reduce((m, r) => Math.max(m, r.depth), 0);
 console.log(`wrote ${out} (${rows.length} nodes, depth ${maxDepth})`);

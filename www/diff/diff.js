@@ -18,28 +18,24 @@
 (function (global) {
   'use strict';
 
-  var UNITS = ['B', 'KiB', 'MiB', 'GiB', 'TiB', 'PiB'];
   var SVG = 'http://www.w3.org/2000/svg';
 
   function num(v) {
     return typeof v === 'number' && isFinite(v) ? v : 0;
   }
 
+  // Figures as the flamegraph (loaded first, on every page this one is) and the reports
+  // write them: one formatter, held to pt-snap-report's `units` by rules.test.mjs.
   function human(bytes) {
-    if (typeof bytes !== 'number' || !isFinite(bytes)) return 'n/a';
-    var v = Math.abs(bytes), i = 0;
-    while (v >= 1024 && i < UNITS.length - 1) { v /= 1024; i++; }
-    if (i === 0) return bytes + ' B';
-    return (bytes < 0 ? '-' : '') + v.toFixed(2) + ' ' + UNITS[i];
+    return global.PtSnapFlamegraph.formatBytes(bytes);
   }
 
   function exact(n) {
-    if (typeof n !== 'number' || !isFinite(n)) return 'n/a';
-    return String(n).replace(/\B(?=(\d{3})+(?!\d))/g, ',');
+    return global.PtSnapFlamegraph.formatCount(n);
   }
 
   function signed(d) {
-    return d > 0 ? '+' + human(d) : d < 0 ? human(d) : '0 B';
+    return global.PtSnapFlamegraph.formatSignedBytes(d);
   }
 
   function percent(p) {
@@ -203,7 +199,8 @@
     return lo > 0 && lo < bs.length ? { gap: [bs[lo - 1].last, bs[lo].first] } : null;
   }
 
-  // A duration in microseconds, as the text report writes it: 12.345 s, 3 min 05.250 s.
+  // A duration in microseconds, as the text report writes it (pt-snap-report's
+  // `units::seconds`, held to it by rules.test.mjs): 12.345 s, 3 min 05.250 s.
   function duration(us) {
     if (typeof us !== 'number' || !isFinite(us)) return 'n/a';
     var sign = us < 0 ? '-' : '', a = Math.abs(us);
@@ -539,5 +536,5 @@
     };
   }
 
-  global.PtSnapDiff = { version: 1, render: render };
+  global.PtSnapDiff = { version: 1, render: render, formatDuration: duration };
 })(typeof globalThis !== 'undefined' ? globalThis : this);

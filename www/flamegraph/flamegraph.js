@@ -19,6 +19,12 @@
  *
  * `PtSnapFlamegraph.prepare(data)` builds the trees alone; `render` takes what it returns
  * in place of `data` (a page can build them in one task and draw in the next), once.
+ *
+ * What the component shares with the text reports is decided once, in Rust
+ * (pt-snap-report), and comes with the data: each frame row's `origin` (the kind of code,
+ * which colours it) and the Python frames view (`python_view`). Byte counts read as the
+ * reports write them: `formatBytes` is held to pt-snap-report's `units::human_bytes` by
+ * tests/browser/rules.test.mjs over a table Rust writes.
  */
 (function (global) {
   'use strict';
@@ -49,9 +55,9 @@
   };
 
   var CODE_KINDS = [
-    { kind: 'user', name: 'Your code', text: 'files outside PyTorch, Python and site-packages' },
+    { kind: 'user', name: 'Your code', text: 'Python files outside installed packages and the standard library; <stdin>, IPython cells' },
     { kind: 'torch', name: 'PyTorch', text: 'Python files of torch, torchvision, …' },
-    { kind: 'native', name: 'Native C++/CUDA', text: 'C++ sources, ?? frames, c10::/at::/torch:: symbols' },
+    { kind: 'native', name: 'Native C++/CUDA', text: 'frames that are not Python: C++ and CUDA sources, shared libraries, ?? frames' },
     { kind: 'lib', name: 'Python & other libraries', text: 'the interpreter\'s C frames, <frozen …>, the standard library, other site-packages' }
   ];
 
@@ -74,16 +80,21 @@
 
   // ---------------------------------------------------------------- formatting
 
+  // pt-snap-report's `units::human_bytes`, step for step (the same IEEE operations give the
+  // same figures): two decimals of a binary unit, whole bytes below 1 KiB, halves away from
+  // zero, and what would read 1024.00 of a unit reads 1.00 of the next.
   var UNITS = ['B', 'KiB', 'MiB', 'GiB', 'TiB', 'PiB'];
 
   function human(bytes) {
     if (typeof bytes !== 'number' || !isFinite(bytes)) return 'n/a';
-    var v = Math.abs(bytes), i = 0;
+    var m = Math.abs(bytes), whole = Math.round(m);
+    if (whole < 1024) return (bytes < 0 && whole !== 0 ? '-' : '') + whole + ' B';
+    var v = m / 1024, i = 1;
     while (v >= 1024 && i < UNITS.length - 1) { v /= 1024; i++; }
-    if (i === 0) return bytes + ' B';
-    var s = v.toFixed(2);
-    if (s === '1024.00' && i < UNITS.length - 1) { s = '1.00'; i++; }
-    return (bytes < 0 ? '-' : '') + s + ' ' + UNITS[i];
+    var h = Math.round(v * 100);
+    if (h >= 102400 && i < UNITS.length - 1) { v /= 1024; i++; h = Math.round(v * 100); }
+    var frac = h % 100;
+    return (bytes < 0 ? '-' : '') + Math.floor(h / 100) + '.' + (frac < 10 ? '0' : '') + frac + ' ' + UNITS[i];
   }
 
   // Not toLocaleString: ICU formatting is slow enough to show when labelling 10k frames.
@@ -134,8 +145,9 @@
   // eval loop, PyTorch's dispatcher and the unwinder that captured it, and the user's own
   // frames end up scattered between them. Each entry tests `name`; `file`, when given, must
   // also match `filename`. Allocator frames (c10::cuda::CUDACachingAllocator…) are absent
-  // on purpose: they show where the memory came from. A frame from a `.py` file is never
-  // noise, whatever its name (see noiseOf).
+  // on purpose: they show where the memory came from. A Python frame (by its `origin`) is
+  // never noise, whatever its name (see noiseOf). This fold is the component's own: the
+  // text reports have no such view.
   var NOISE = [
     {
       group: 'interpreter', text: 'CPython interpreter / process entry',
@@ -165,7 +177,7 @@
   function noiseOf(row) {
     if (!row || row.name == null) return null;
     var file = row.filename == null ? '' : String(row.filename), name = String(row.name);
-    if (/\.py$/i.test(file)) return null;
+    if (PYTHON_ORIGINS[row.origin] === true) return null;
     for (var i = 0; i < NOISE.length; i++) {
       var n = NOISE[i];
       if ((n.name.test(name) && (!n.file || n.file.test(file))) || (n.source && n.source.test(file))) return n;
@@ -173,53 +185,14 @@
     return null;
   }
 
-  // A Python frame: its file is Python source or one of CPython's pseudo-files
-  // (`<frozen runpy>`, `<string>`). Every other frame is native. The same test as the
-  // reports' (pt-snap-report's `stack::is_python_file`).
-  function isPython(row) {
-    var f = row && row.filename != null ? String(row.filename).trim() : '';
-    return /\.pyw?$/i.test(f) || (f.charAt(0) === '<' && f.indexOf('>') > 0);
-  }
-
-  // Per frame of the full tree: `native` (a frame that is not Python), `pyAbove` / `pyBelow`
-  // (a Python frame among its callers / callees). Set once; the Python view folds native
-  // frames with either.
-  function markPython(full) {
-    var nodes = full.nodes, i, n;
-    for (i = 0; i < nodes.length; i++) {
-      n = nodes[i];
-      var frame = n.kind !== 'root' && !n.synthetic;
-      n.py = frame && isPython(n.row);
-      n.native = frame && !n.py;
-      n.pyAbove = !!n.parent && (n.parent.pyAbove || n.parent.py);
-      n.pyBelow = false;
-    }
-    for (i = nodes.length - 1; i > 0; i--) {
-      n = nodes[i];
-      if (n.py || n.pyBelow) n.parent.pyBelow = true;
-    }
-  }
-
   // ---------------------------------------------------------------- model
 
-  // C frames of the interpreter itself (stacks="all"): noise next to torch's own C++, so
-  // they share the muted "Python" colour rather than the native one.
-  var INTERPRETER = /^(_{0,2}Py[A-Z_]|_start$|__?libc_|pymain_|cfunction_|method_vectorcall|slot_tp_|vectorcall_|call_function|function_code_fastcall|builtin_|run_mod$|run_eval_code_obj)/;
-
-  function classify(row) {
-    var file = String(row.filename || '').replace(/\\/g, '/');
-    var name = String(row.name || '');
-    if (/\.(c|cc|cpp|cxx|cu|cuh|h|hh|hpp|hxx)$/i.test(file) || file.indexOf('??') === 0 ||
-        /\.so(\.\d+)*$/.test(file) || /(^|[^\w])(c10|at|torch|std|caffe2|pybind11|cuda|aten)::/.test(name)) {
-      return INTERPRETER.test(name) ? 'lib' : 'native';
-    }
-    if (/(^|\/)(torch\w*|functorch)\//.test(file)) return 'torch';
-    if (file.charAt(0) === '<' || /(^|\/)(site|dist)-packages\//.test(file) ||
-        /(^|\/)lib\d*\/python\d[\d.]*\//i.test(file)) {
-      return 'lib';
-    }
-    return 'user';
-  }
+  // The colour of each origin a frame row carries (pt-snap-report's `stack::Origin`): the
+  // user's code, PyTorch's Python and native code apart, and the rest — other packages, the
+  // standard library and CPython's own C frames, noise next to torch's C++ — muted together.
+  var ORIGIN_KIND = { user: 'user', torch: 'torch', native: 'native', package: 'lib', stdlib: 'lib', interpreter: 'lib' };
+  // The origins of Python frames (`Origin::is_python`).
+  var PYTHON_ORIGINS = { user: true, torch: true, package: true, stdlib: true };
 
   function buildModel(data) {
     var rows = Array.isArray(data.nodes) ? data.nodes : Array.isArray(data.rows) ? data.rows : [];
@@ -227,13 +200,13 @@
     var all = [];
     rows.forEach(function (row, i) {
       if (!row || typeof row.node_id !== 'string' || byId.has(row.node_id)) return;
-      // The last five fields belong to folding (see foldModel); declared here so both
-      // trees' nodes share one shape.
+      // The fields from `sources` on belong to the views (see Models); declared here so
+      // every tree's nodes share one shape.
       var node = {
         id: row.node_id, row: row, index: i, parent: null, children: [], depth: 0,
-        size: num(row.size_bytes), kind: '', synthetic: null, short: '', place: '', hay: '', v: 0,
-        sources: null, hidden: 0, noise: null, gone: false, rep: null,
-        py: false, native: false, pyAbove: false, pyBelow: false, noiseGone: false, pyGone: false
+        size: num(row.size_bytes), kind: '', synthetic: null, short: '', place: '', hay: '', v: 0, python: false,
+        sources: null, merged: 1, hidden: 0, noise: null, gone: false, rep: null,
+        noiseGone: false, pyGone: false, pyRep: null, vGone: false, vRep: null, vAbove: 0
       };
       byId.set(node.id, node);
       all.push(node);
@@ -280,7 +253,8 @@
       node.kind = node.synthetic.kind;
       node.short = label;
     } else {
-      node.kind = classify(r);
+      node.kind = ORIGIN_KIND[r.origin] || 'lib';
+      node.python = PYTHON_ORIGINS[r.origin] === true;
       var line = r.line != null ? ':' + r.line : '';
       // "??:0" (an unsymbolised native frame) says nothing in a label; the details keep it.
       if (r.name != null && r.filename != null && r.filename !== '??') node.short = r.name + ' (' + baseName(r.filename) + line + ')';
@@ -303,20 +277,99 @@
     return num(node.row.self_bytes) !== 0 || num(node.row.self_block_count) !== 0;
   }
 
-  // The tree with frames folded away, built beside the full one: noise frames when
-  // `view.noise`, native frames next to Python ones when `view.python` (the Python frames
-  // view; both may be on). Returns {model, count}: `model` has buildModel's shape, its
-  // nodes carry `sources` (the full nodes they stand for, largest first) and `hidden` (how
-  // many folded frames sat between them and their caller, at most). `count` frames were
-  // folded away. Each full node gets `noise` (its NOISE entry or null), `gone` (folded
-  // away in this view) and `rep`: for a kept frame the node standing for it, for a gone
-  // one the node that took its self bytes (the node of its nearest kept ancestor). Fields
-  // rather than maps: this runs on every page load and every switch of view, so the fields
-  // always describe the view on screen.
-  function foldModel(full, diff, view) {
-    var nodes = full.nodes, count = 0, i, n;
+  // The rows' nodes a node of any tree stands for: itself for a row's node; a folded or
+  // Python view node's sources, down to the rows (a fold of the Python view stands for
+  // Python view nodes, each standing for rows).
+  function fullSources(node) {
+    if (!node.sources) return [node];
+    if (!node.sources[0].sources) return node.sources;
+    var out = [];
+    for (var i = 0; i < node.sources.length; i++) out.push.apply(out, fullSources(node.sources[i]));
+    return out;
+  }
+
+  // A copy of a node's row for counters that are its own (summed over frames, or given by
+  // the Python view), with the ids of the rows it stands for and its place in its tree.
+  function ownRow(node, total) {
+    var row = {};
+    for (var k in node.row) row[k] = node.row[k];
+    row.parent_id = node.parent ? node.parent.id : null;
+    row.depth = node.depth;
+    row.source_node_ids = fullSources(node).map(function (x) { return x.id; });
+    row.percent_of_total = share(num(row.size_bytes), total);
+    return row;
+  }
+
+  // The Python frames view the data carries (`python_view`, made by pt-snap-report's
+  // `python_view`, the same view `report memory-tree --stacks python` prints): nodes caller
+  // first, each with its caller (`parent`, an index into them), the rows it stands for
+  // (`sources`, indices into the rows, the first naming it) and its counters. Returns
+  // {model, count} in buildModel's shape, its nodes with `sources`; every node of `full`
+  // gets `pyGone` (folded away in this view) and `pyRep` (the node standing for it, or for
+  // a folded-away one the node that took its self bytes). Null without a view that folds
+  // something, or with one that does not fit the rows.
+  function pythonModel(full, view) {
+    if (!full.root || !view || !(view.folded > 0) || !Array.isArray(view.nodes) || !view.nodes.length) return null;
+    var byIndex = new Map(), i, k, n;
+    for (i = 0; i < full.nodes.length; i++) {
+      n = full.nodes[i];
+      byIndex.set(n.index, n);
+      n.pyRep = null;
+    }
+    var nodes = [], maxDepth = 0;
+    for (i = 0; i < view.nodes.length; i++) {
+      var v = view.nodes[i] || {};
+      var sources = Array.isArray(v.sources) ? v.sources.map(function (x) { return byIndex.get(x); }) : [];
+      if (!sources.length || sources.some(function (x) { return !x || x.pyRep; })) return null;
+      var parent = v.parent == null ? null : nodes[v.parent];
+      if (parent === undefined || (parent === null) !== (i === 0)) return null;
+      var first = sources[0];
+      var node = {
+        id: first.id, row: first.row, index: first.index, parent: parent, children: [],
+        depth: parent ? parent.depth + 1 : 0, size: 0, kind: first.kind, synthetic: first.synthetic,
+        short: first.short, place: first.place, hay: first.hay, v: first.v, python: first.python,
+        sources: sources, merged: sources.length, hidden: 0, noise: null, gone: false, rep: null
+      };
+      // The first row's own, unless the view gave it other counters or another caller.
+      var own = sources.length > 1 || (parent ? parent.id : null) !== (first.parent ? first.parent.id : null);
+      for (k in v) if (k !== 'parent' && k !== 'sources' && v[k] !== first.row[k]) own = true;
+      if (own) {
+        node.row = ownRow(node, full.root.size);
+        for (k in v) if (k !== 'parent' && k !== 'sources') node.row[k] = v[k];
+        node.row.percent_of_total = share(num(node.row.size_bytes), full.root.size);
+      }
+      node.size = num(node.row.size_bytes);
+      if (parent) parent.children.push(node);
+      if (node.depth > maxDepth) maxDepth = node.depth;
+      nodes.push(node);
+      for (k = 0; k < sources.length; k++) { sources[k].pyRep = node; sources[k].pyGone = false; }
+    }
+    if (nodes[0].sources[0] !== full.root) return null;
+    // Caller first: a folded-away row's bytes are its nearest kept caller's.
+    for (i = 0; i < full.nodes.length; i++) {
+      n = full.nodes[i];
+      if (n.pyRep) continue;
+      n.pyGone = true;
+      n.pyRep = n.parent ? n.parent.pyRep : null;
+    }
+    var byId = new Map();
+    nodes.forEach(function (x) {
+      x.children.sort(function (a, b) { return b.size - a.size || a.index - b.index; });
+      byId.set(x.id, x);
+    });
+    return { model: { root: nodes[0], byId: byId, nodes: nodes, maxDepth: maxDepth }, count: view.folded };
+  }
+
+  // The tree `base` (the rows' tree, or the Python view) with noise frames folded away,
+  // built beside it. Returns {model, count}: `model` has buildModel's shape, its nodes carry
+  // `sources` (the base nodes they stand for, largest first). `count` base frames were
+  // folded away. Each base node gets `noise` (its NOISE entry or null), `gone` (folded away)
+  // and `rep`: for a kept frame the node standing for it, for a gone one the node that took
+  // its self bytes (the node of its nearest kept ancestor).
+  function foldModel(base, diff) {
+    var nodes = base.nodes, count = 0, i, n;
     var sums = diff ? SUMS.concat(DIFF_SUMS) : SUMS, selfSums = diff ? SELF_SUMS.concat(DIFF_SELF_SUMS) : SELF_SUMS;
-    if (!full.root) return { model: full, count: 0 };
+    if (!base.root) return { model: base, count: 0 };
     for (i = 0; i < nodes.length; i++) {
       n = nodes[i];
       n.noise = n.kind === 'root' || n.synthetic ? null : noiseOf(n.row);
@@ -328,64 +381,52 @@
     // nonzero self), so memory always stays on a frame of the stack that allocated it.
     // Stack-capture frames (`torch::unwind::unwind()` ends nearly every C++ stack) go even
     // then: they record the stack, they do not allocate, so their bytes belong to the
-    // allocator frame that called them. In the Python view a native frame with a Python
-    // frame above or below it goes: the process entry above the first Python frame, the
-    // interpreter and dispatcher between them, the operator's C++ below the innermost one
-    // (whose bytes that Python frame then holds). `rep` is borrowed here as "something
-    // below is kept".
+    // allocator frame that called them. `rep` is borrowed here as "something below is kept".
     for (i = nodes.length - 1; i > 0; i--) {
       n = nodes[i];
       var keptBelow = n.rep === true;
       var capture = !!n.noise && n.noise.group === 'capture';
-      var noiseGone = !!view.noise && !!n.noise && (capture || !(holdsMemory(n) && !keptBelow));
-      var pyGone = !!view.python && n.native && (n.pyAbove || n.pyBelow);
-      n.gone = noiseGone || pyGone;
+      n.gone = !!n.noise && (capture || !(holdsMemory(n) && !keptBelow));
       if (!n.gone || keptBelow) n.parent.rep = true;
     }
     // Top-down: a gone frame's self bytes go to its nearest kept ancestor; if that is the
     // root they would belong to no frame at all, so such a frame stays. `rep` is borrowed
     // again, now as the nearest kept ancestor.
-    full.root.rep = null;
+    base.root.rep = null;
     for (i = 1; i < nodes.length; i++) {
       n = nodes[i];
       var up = n.parent.gone ? n.parent.rep : n.parent;
-      if (n.gone && up === full.root && holdsMemory(n)) n.gone = false;
+      if (n.gone && up === base.root && holdsMemory(n)) n.gone = false;
       n.rep = up;
       if (n.gone) count++;
     }
 
     // A folded node is described exactly like its first source (same label, so same text
     // and colour). It shares that source's row until its counters differ: merged frames or
-    // folded self bytes get a copy with the sums and the ids of the frames it stands for.
-    function make(sources, parent, hidden) {
+    // folded self bytes get a copy with the sums and the ids of the rows it stands for.
+    function make(sources, parent) {
       if (sources.length > 1) sources.sort(function (a, b) { return b.size - a.size || a.index - b.index; });
-      var first = sources[0], size = 0, k;
-      for (k = 0; k < sources.length; k++) size += sources[k].size;
+      var first = sources[0], size = 0, merged = 0, k;
+      for (k = 0; k < sources.length; k++) { size += sources[k].size; merged += sources[k].merged; }
       var node = {
         id: first.id, row: first.row, index: first.index, parent: parent, children: [],
         depth: parent ? parent.depth + 1 : 0, size: size, kind: first.kind, synthetic: first.synthetic,
-        short: first.short, place: first.place, hay: first.hay, v: first.v,
-        sources: sources, hidden: hidden, noise: first.noise, gone: false, rep: null
+        short: first.short, place: first.place, hay: first.hay, v: first.v, python: first.python,
+        sources: sources, merged: merged, hidden: 0, noise: first.noise, gone: false, rep: null
       };
       if (sources.length > 1) {
-        var row = ownRow(node);
+        var row = own(node);
         sums.forEach(function (f) { row[f] = sources.reduce(function (s, x) { return s + num(x.row[f]); }, 0); });
-        row.percent_of_total = share(row.size_bytes, full.root.size);
+        row.percent_of_total = share(row.size_bytes, base.root.size);
       }
       for (k = 0; k < sources.length; k++) sources[k].rep = node;
       return node;
     }
-    function ownRow(node) {
-      if (node.row !== node.sources[0].row) return node.row;
-      var row = {};
-      for (var k in node.row) row[k] = node.row[k];
-      row.parent_id = node.parent ? node.parent.id : null;
-      row.depth = node.depth;
-      row.source_node_ids = node.sources.map(function (x) { return x.id; });
-      return (node.row = row);
+    function own(node) {
+      return node.row !== node.sources[0].row ? node.row : (node.row = ownRow(node, base.root.size));
     }
 
-    var root = make([full.root], null, 0), out = [root], maxDepth = 0;
+    var root = make([base.root], null), out = [root], maxDepth = 0;
     var stack = [], groups = new Map();
     for (var q = 0; q < out.length; q++) {
       var f = out[q], absorbed = null, order = [];
@@ -394,14 +435,14 @@
       // node's children; the gone frames' self counters become its own.
       for (var si = 0; si < f.sources.length; si++) {
         var kids = f.sources[si].children;
-        for (var c = kids.length - 1; c >= 0; c--) stack.push(kids[c], 0);
+        for (var c = kids.length - 1; c >= 0; c--) stack.push(kids[c]);
       }
       while (stack.length) {
-        var above = stack.pop(), child = stack.pop();
+        var child = stack.pop();
         if (child.gone) {
           child.rep = f;
           if (holdsMemory(child) || num(child.row.self_requested_bytes)) (absorbed = absorbed || []).push(child);
-          for (var j = child.children.length - 1; j >= 0; j--) stack.push(child.children[j], above + 1);
+          for (var j = child.children.length - 1; j >= 0; j--) stack.push(child.children[j]);
           continue;
         }
         // Same label under one parent = the same frame reached through different folded
@@ -409,15 +450,14 @@
         var r = child.row, key = child.synthetic ? child
           : r.label != null ? String(r.label) : r.filename + '\u0000' + r.line + '\u0000' + r.name;
         var g = groups.get(key);
-        if (!g) { g = { members: [], hidden: 0 }; groups.set(key, g); order.push(g); }
-        g.members.push(child);
-        if (above > g.hidden) g.hidden = above;
+        if (!g) { g = []; groups.set(key, g); order.push(g); }
+        g.push(child);
       }
       if (absorbed) {
-        var own = ownRow(f);
-        absorbed.forEach(function (d) { selfSums.forEach(function (k) { own[k] = num(own[k]) + num(d.row[k]); }); });
+        var mine = own(f);
+        absorbed.forEach(function (d) { selfSums.forEach(function (k) { mine[k] = num(mine[k]) + num(d.row[k]); }); });
       }
-      for (var gi = 0; gi < order.length; gi++) f.children.push(make(order[gi].members, f, order[gi].hidden));
+      for (var gi = 0; gi < order.length; gi++) f.children.push(make(order[gi], f));
       f.children.sort(function (a, b) { return b.size - a.size || a.index - b.index; });
       for (c = 0; c < f.children.length; c++) out.push(f.children[c]);
       if (f.depth > maxDepth) maxDepth = f.depth;
@@ -427,10 +467,25 @@
     return { model: { root: root, byId: byId, nodes: out, maxDepth: maxDepth }, count: count };
   }
 
-  // The gone frames between a full node and its nearest kept ancestor, caller first.
+  // Marks every node of the rows' tree for `view` (one of Models' views): `vGone` (folded
+  // away), `vRep` (the node of the view standing for it; for a folded-away one, the node
+  // that took its self bytes) and `vAbove` (how many folded-away frames sit right above it).
+  function markView(full, view) {
+    var nodes = full.nodes;
+    for (var i = 0; i < nodes.length; i++) {
+      var n = nodes[i], b = view.python ? n.pyRep : n, gone = !!view.python && n.pyGone, rep = b;
+      if (view.noise) { gone = gone || b.gone; rep = b.rep; }
+      n.vGone = gone;
+      n.vRep = rep;
+      n.vAbove = n.parent && n.parent.vGone ? n.parent.vAbove + 1 : 0;
+    }
+  }
+
+  // The folded-away frames between a row's node and its nearest kept ancestor in the view
+  // last marked (markView), caller first.
   function foldedAbove(node) {
     var chain = [];
-    for (var p = node.parent; p && p.gone; p = p.parent) chain.unshift(p);
+    for (var p = node.parent; p && p.vGone; p = p.parent) chain.unshift(p);
     return chain;
   }
 
@@ -493,28 +548,42 @@
 
   // ---------------------------------------------------------------- component
 
-  // Trees over the same rows: the full one and the ones folded for the views (noise
-  // folded, the Python frames view, or both). Folding is cheap (one pass), and knowing up
-  // front what each fold removes decides whether its control is shown at all. This is half
-  // of a first render's work at a million events, so a page may do it in a task of its own
-  // (`prepare`), and draw in the next.
+  // Trees over the same rows, one per view: the rows' own (`full`), noise folded away
+  // (`noise`), the Python frames view the data carries (`python`), and that view with noise
+  // folded away (`both`). Folding is cheap (one pass), and knowing up front what each fold
+  // removes decides whether its control is shown at all. This is half of a first render's
+  // work at a million events, so a page may do it in a task of its own (`prepare`), and
+  // draw in the next.
   function Models(data) {
     this.data = data;
     this.full = buildModel(data);
     this.diff = data.mode === 'diff';
-    markPython(this.full);
-    var self = this, views = [{ noise: true }, { python: true }, { noise: true, python: true }];
-    var folded = views.map(function (v, i) {
-      var f = foldModel(self.full, self.diff, v);
-      // What each fold alone would do to a frame, for its details in any view.
-      self.full.nodes.forEach(function (n) { if (i === 0) n.noiseGone = n.gone; else if (i === 1) n.pyGone = n.gone; });
-      return f;
+    var noise = foldModel(this.full, this.diff);
+    // What the noise fold alone does to a frame, for its details in any view.
+    this.full.nodes.forEach(function (n) { n.noiseGone = n.gone; });
+    var python = pythonModel(this.full, data.python_view);
+    var both = python ? foldModel(python.model, this.diff) : null;
+    this.views = {
+      full: { model: this.full },
+      noise: { model: noise.model, noise: true },
+      python: python && { model: python.model, python: true },
+      both: both && { model: both.model, noise: true, python: true }
+    };
+    this.foldable = noise.count;
+    this.pythonFoldable = python ? python.count : 0;
+    var self = this, models = [this.full];
+    // Each folded node's `hidden`: how many folded-away frames sat between it and its
+    // caller, at most (over the rows it stands for).
+    ['noise', 'python', 'both'].forEach(function (key) {
+      var view = self.views[key];
+      if (!view) return;
+      markView(self.full, view);
+      view.model.nodes.forEach(function (n) {
+        n.hidden = fullSources(n).reduce(function (h, s) { return Math.max(h, s.vAbove); }, 0);
+      });
+      models.push(view.model);
     });
-    this.maxDelta = this.diff ? largestDelta([this.full].concat(folded.map(function (f) { return f.model; }))) : 0;
-    this.foldable = folded[0].count;
-    this.pythonFoldable = folded[1].count;
-    // The last fold made, whose marks the full tree's nodes carry: the view of both folds.
-    this.bothFolded = folded[2];
+    this.maxDelta = this.diff ? largestDelta(models) : 0;
   }
 
   function Flamegraph(container, data, options) {
@@ -528,20 +597,13 @@
     this.full = models.full;
     this.diff = models.diff;
     this.maxDelta = models.maxDelta;
+    this.views = models.views;
     this.foldable = models.foldable;
     this.pythonFoldable = models.pythonFoldable;
     this.foldNoise = this.foldable > 0 && this.opts.foldNoise !== false;
     var py = this.opts.pythonFrames != null ? this.opts.pythonFrames : data.python_frames;
     this.pythonFrames = this.pythonFoldable > 0 && py !== false;
-    this.folding = null;
-    if (this.foldNoise && this.pythonFrames && models.bothFolded) {
-      // Made already, and (being the last fold) what the full tree's marks describe.
-      this.folding = models.bothFolded;
-      this.model = this.folding.model;
-    } else {
-      this.model = this.viewModel();
-    }
-    models.bothFolded = null;
+    this.model = this.viewModel();
     this.uid = 'ptsnap-fg-' + (++uid);
     this.hideSynthetic = !!this.opts.hideSynthetic;
     this.zoom = this.model.root;
@@ -984,12 +1046,12 @@
     if (this.diff) {
       return node.short + (node.place ? ', ' + node.place : '') + ': A ' + human(num(r.bytes_a)) + ', B ' + human(num(r.bytes_b)) +
         ', change ' + changeText(num(r.bytes_a), num(r.bytes_b)) +
-        (node.sources && node.sources.length > 1 ? ', merged from ' + node.sources.length + ' frames' : '');
+        (node.merged > 1 ? ', merged from ' + node.merged + ' frames' : '');
     }
     return node.short + (node.place ? ', ' + node.place : '') + ': ' + human(node.size) + ' inclusive, ' +
       human(num(r.self_bytes)) + ' self, ' + exact(num(r.block_count)) + ' live blocks, ' +
       pct(this.percentOfTotal(node)) + ' of total' +
-      (node.sources && node.sources.length > 1 ? ', merged from ' + node.sources.length + ' frames' : '') +
+      (node.merged > 1 ? ', merged from ' + node.merged + ' frames' : '') +
       (node.hidden ? ', ' + node.hidden + ' folded frames above' : '');
   };
 
@@ -1049,7 +1111,7 @@
     if (node && (typeof nodeId === 'string' || node === nodeId)) return node;
     var real = this.full.byId.get(id);
     if (!real || this.model === this.full) return null;
-    if (!real.gone) return real.rep;
+    if (!real.vGone) return real.vRep;
     this.setView(false, false, true);
     return real;
   };
@@ -1088,12 +1150,13 @@
     if (!noDraw) this.refresh(false);
   };
 
-  // The tree of the view the switches ask for: the full one, or one folded for them (the
-  // full nodes' `gone` and `rep` then describe it).
+  // The tree of the view the switches ask for (the rows' nodes' `vGone`, `vRep` and
+  // `vAbove` then describe it).
   Flamegraph.prototype.viewModel = function () {
-    if (!this.foldNoise && !this.pythonFrames) { this.folding = null; return this.full; }
-    this.folding = foldModel(this.full, this.diff, { noise: this.foldNoise, python: this.pythonFrames });
-    return this.folding.model;
+    var v = this.views;
+    var view = this.pythonFrames ? (this.foldNoise ? v.both : v.python) : this.foldNoise ? v.noise : v.full;
+    markView(this.full, view);
+    return view.model;
   };
 
   Flamegraph.prototype.setFoldNoise = function (fold, noDraw) {
@@ -1114,13 +1177,13 @@
     if (this.foldToggle) this.foldToggle.checked = fold;
     if (this.pyToggle) this.pyToggle.checked = python;
     if (fold === this.foldNoise && python === this.pythonFrames) return;
-    var toFull = function (n) { return n && n.sources ? n.sources[0] : n; };
+    var toFull = function (n) { return n && fullSources(n)[0]; };
     var keep = this.graph.contains(document.activeElement);
     var zoom = toFull(this.zoom), current = toFull(this.current);
     this.foldNoise = fold;
     this.pythonFrames = python;
     this.model = this.viewModel();
-    var map = this.model === this.full ? function (n) { return n; } : function (n) { return n && n.rep; };
+    var map = function (n) { return n && n.vRep; };
     this.zoom = map(zoom);
     this.current = map(current);
     if (!this.zoom) this.zoom = this.model.root;
@@ -1178,7 +1241,7 @@
       for (var a = n.parent; a; a = a.parent) if (hitSet.has(a)) return;
       bytes += n.size;
     });
-    var shown = fold ? Array.from(new Set(hits.map(function (n) { return n.gone ? n : n.rep; }))) : hits;
+    var shown = fold ? Array.from(new Set(hits.map(function (n) { return n.vGone ? n : n.vRep; }))) : hits;
     shown.sort(function (a, b) { return b.size - a.size || a.depth - b.depth || a.index - b.index; });
     var model = this.model;
     this.matches = shown;
@@ -1203,14 +1266,14 @@
     }
     var self = this;
     this.matches.slice(0, max).forEach(function (n) {
-      var folded = !self.matchSet.has(n), merged = n.sources && n.sources.length > 1;
+      var folded = !self.matchSet.has(n), merged = n.merged > 1;
       var b = el('button', {
         type: 'button', class: 'fg-result' + (folded ? ' is-folded' : ''), 'data-node-id': n.id, 'data-folded': folded ? 'true' : null,
         title: (n.place || n.short) + (folded ? '\nFolded away: picking it turns folding off.' : '')
       }, [
         self.swatch(n),
         el('span', { class: 'fg-result-name', text: n.short }),
-        folded ? el('span', { class: 'fg-tag', text: '(folded)' }) : merged ? el('span', { class: 'fg-tag', text: '×' + n.sources.length }) : null,
+        folded ? el('span', { class: 'fg-tag', text: '(folded)' }) : merged ? el('span', { class: 'fg-tag', text: '×' + n.merged }) : null,
         el('span', { class: 'fg-num', text: human(n.size) + ' · depth ' + n.depth })
       ]);
       frag.appendChild(el('li', null, [b]));
@@ -1276,29 +1339,29 @@
       add('Requested', bytesBoth(num(r.requested_bytes)) + ' inclusive');
       add('Live blocks', exact(num(r.block_count)) + ' inclusive · ' + exact(num(r.self_block_count)) + ' self');
     }
-    if (node.sources && node.sources.length > 1) {
-      add('Merged', 'merged from ' + node.sources.length + ' frames (the same frame under different folded callers)');
+    if (node.merged > 1) {
+      add('Merged', 'merged from ' + node.merged + ' frames (the same frame under different folded callers)');
     }
     if (node.place) add('Location', node.place, 'fg-path');
     if (r.name != null) add('Function', String(r.name), 'fg-path');
+    // What the folds do to this frame (the row's node it is, or the first it stands for).
+    var src = fullSources(node)[0];
     if (node.hidden) {
-      var chain = foldedAbove(node.sources[0]);
-      add('Folded above', foldSummary(chain, node.sources.length > 1 ? 'up to ' + node.hidden : String(node.hidden)));
+      add('Folded above', foldSummary(foldedAbove(src), node.merged > 1 ? 'up to ' + node.hidden : String(node.hidden)));
     }
     var note = node.synthetic ? node.synthetic.text
       : node.kind === 'root' ? (this.diff ? 'Every block live at either side\'s peak' : 'Every block live after this event') +
         (this.hideSynthetic ? '; memory without a call stack is left out of the widths.' : '.')
         : null;
-    // What the folds do to this frame (the full node it is, or the first it stands for).
-    var src = node.sources ? node.sources[0] : node;
+    // `src.rep`: its node with noise folded (noiseGone: the node that took its bytes).
     var noise = !src.noise ? null
       : src.noiseGone ? 'A ' + src.noise.text + ' frame: hidden when “Fold interpreter & dispatcher frames” is on.'
         : 'A ' + src.noise.text + ' frame, kept even when folding: it holds memory itself, ' +
-          ((node.sources ? node : node.rep || node).children.length ? 'which no kept caller could take.' : 'as the innermost frame of its stack.');
-    var python = !src.native ? null
+          ((src.rep || node).children.length ? 'which no kept caller could take.' : 'as the innermost frame of its stack.');
+    var native = node.kind !== 'root' && !node.synthetic && !node.python;
+    var python = !native || !this.pythonFoldable ? null
       : src.pyGone ? 'A native frame: hidden when “Python frames only” is on, its bytes counted in the nearest Python frame that called it.'
-        : src.pyAbove || src.pyBelow ? 'A native frame, kept when “Python frames only” is on: it holds memory itself, which no Python frame could take.'
-          : 'A native frame of a stack without Python frames: kept when “Python frames only” is on.';
+        : 'A native frame, kept when “Python frames only” is on: its stack has no Python frame, or it holds memory itself that no Python frame could take.';
     box.replaceChildren.apply(box, [
       el('p', { class: 'fg-details-title' }, [
         this.swatch(node),
@@ -1307,7 +1370,7 @@
       ]),
       el('dl', null, rows),
       note ? el('p', { class: 'fg-note', text: note })
-        : el('p', { class: 'fg-id', text: 'depth ' + node.depth + ' · ' + node.id + (node.sources && node.sources.length > 1 ? ' + ' + (node.sources.length - 1) + ' more' : '') }),
+        : el('p', { class: 'fg-id', text: 'depth ' + node.depth + ' · ' + node.id + (node.merged > 1 ? ' + ' + (node.merged - 1) + ' more' : '') }),
       noise ? el('p', { class: 'fg-note', text: noise }) : null,
       python ? el('p', { class: 'fg-note', text: python }) : null
     ].filter(Boolean));
@@ -1402,7 +1465,7 @@
         node.place ? el('div', { class: 'fg-path', text: node.place }) : null,
         el('div', { text: 'A ' + human(num(r.bytes_a)) + ' · B ' + human(num(r.bytes_b)) + ' · change ' + changeText(num(r.bytes_a), num(r.bytes_b)) }),
         el('div', { text: 'blocks ' + exact(num(r.blocks_a)) + ' → ' + exact(num(r.blocks_b)) +
-          (node.sources && node.sources.length > 1 ? ' · merged from ' + node.sources.length + ' frames' : '') +
+          (node.merged > 1 ? ' · merged from ' + node.merged + ' frames' : '') +
           (node.hidden ? ' · ' + node.hidden + ' folded frames above' : '') })
       );
       tip.classList.add('is-on');
@@ -1413,7 +1476,7 @@
       node.place ? el('div', { class: 'fg-path', text: node.place }) : null,
       el('div', { text: human(node.size) + ' inclusive · ' + human(num(r.self_bytes)) + ' self · ' + pct(this.percentOfTotal(node)) + ' of total' }),
       el('div', { text: exact(num(r.block_count)) + ' live blocks' +
-        (node.sources && node.sources.length > 1 ? ' · merged from ' + node.sources.length + ' frames' : '') +
+        (node.merged > 1 ? ' · merged from ' + node.merged + ' frames' : '') +
         (node.hidden ? ' · ' + node.hidden + ' folded frames above' : '') })
     );
     tip.classList.add('is-on');
@@ -1476,8 +1539,8 @@
             size: n.size, self: num(r.self_bytes), blocks: num(r.block_count), selfBlocks: num(r.self_block_count),
             requested: num(r.requested_bytes), selfRequested: num(r.self_requested_bytes),
             children: n.children.map(function (c) { return c.id; }),
-            sources: (n.sources || [n]).map(function (s) { return s.id; }),
-            hidden: n.hidden || 0, noise: n.noise ? n.noise.group : null, python: isPython(r) && n.kind !== 'root' && !n.synthetic,
+            sources: fullSources(n).map(function (s) { return s.id; }),
+            hidden: n.hidden || 0, noise: n.noise ? n.noise.group : null, python: n.python,
             // Diff mode: both sides' counters (0 otherwise).
             bytesA: num(r.bytes_a), bytesB: num(r.bytes_b), selfA: num(r.self_bytes_a), selfB: num(r.self_bytes_b),
             blocksA: num(r.blocks_a), blocksB: num(r.blocks_b), selfBlocksA: num(r.self_blocks_a), selfBlocksB: num(r.self_blocks_b)
@@ -1488,8 +1551,8 @@
   }
 
   global.PtSnapFlamegraph = {
-    version: 1, render: render, prepare: prepare, classify: classify, formatBytes: human, formatChange: changeText,
-    noiseOf: function (row) { var n = noiseOf(row); return n ? n.group : null; },
-    isPython: isPython
+    version: 1, render: render, prepare: prepare,
+    formatBytes: human, formatSignedBytes: signedBytes, formatCount: exact, formatChange: changeText,
+    noiseOf: function (row) { var n = noiseOf(row); return n ? n.group : null; }
   };
 })(typeof globalThis !== 'undefined' ? globalThis : this);

@@ -88,21 +88,7 @@ pub fn absolute(path: &Path) -> CliResult<PathBuf> {
     } else {
         cwd()?.join(path)
     };
-    Ok(fs::canonicalize(&abs).unwrap_or_else(|_| normalize(&abs)))
-}
-
-fn normalize(path: &Path) -> PathBuf {
-    let mut out = PathBuf::new();
-    for c in path.components() {
-        match c {
-            std::path::Component::ParentDir => {
-                out.pop();
-            }
-            std::path::Component::CurDir => {}
-            c => out.push(c),
-        }
-    }
-    out
+    Ok(fs::canonicalize(&abs).unwrap_or_else(|_| pt_snap_store::snapshot::normalize(&abs)))
 }
 
 /// The nearest `.pt-snap/focus.json` at or above the current directory.

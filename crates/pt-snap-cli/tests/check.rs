@@ -287,11 +287,23 @@ fn a_ranks_directory_with_one_regressed_rank() {
 fn bad_baselines_and_runs_are_exit_2_and_lose_nothing() {
     let (_dir, root) = scratch();
     generate(&root.join("run.pickle"), 0, None, 1.0);
-    let missing = error_of(&check(
-        &root,
-        &["run.pickle", "--baseline", "none.json", "--json"],
-    ));
-    assert_eq!(missing["code"], "INVALID_PARAMETER");
+    // `check ARGS --json` is refused with exit 2, `code`, and a message saying `says`.
+    let refused = |args: &[&str], code: &str, says: &str| -> Value {
+        let mut all = args.to_vec();
+        all.push("--json");
+        let e = error_of(&check(&root, &all));
+        assert_eq!(e["code"], code, "{args:?}: {e}");
+        assert!(
+            e["message"].as_str().unwrap().contains(says),
+            "{args:?}: {e}"
+        );
+        e
+    };
+    let missing = refused(
+        &["run.pickle", "--baseline", "none.json"],
+        "INVALID_PARAMETER",
+        "cannot read the baseline",
+    );
     assert!(
         missing["hint"].as_str().unwrap().contains("--record"),
         "{missing}"
@@ -301,28 +313,16 @@ fn bad_baselines_and_runs_are_exit_2_and_lose_nothing() {
         "{\"format\": \"pt-snap-baseline-1\", \"entries\": [",
     )
     .unwrap();
-    let broken = error_of(&check(
-        &root,
-        &["run.pickle", "--baseline", "broken.json", "--json"],
-    ));
-    assert!(
-        broken["message"]
-            .as_str()
-            .unwrap()
-            .contains("is not a baseline pt-snap can judge with"),
-        "{broken}"
+    refused(
+        &["run.pickle", "--baseline", "broken.json"],
+        "INVALID_PARAMETER",
+        "is not a baseline pt-snap can judge with",
     );
     fs::write(root.join("other.json"), "{\"format\": \"something-else\"}").unwrap();
-    let other = error_of(&check(
-        &root,
-        &["run.pickle", "--baseline", "other.json", "--json"],
-    ));
-    assert!(
-        other["message"]
-            .as_str()
-            .unwrap()
-            .contains("is not a baseline"),
-        "{other}"
+    refused(
+        &["run.pickle", "--baseline", "other.json"],
+        "INVALID_PARAMETER",
+        "is not a baseline",
     );
 
     // A failed record leaves the existing baseline as it was.
@@ -331,31 +331,17 @@ fn bad_baselines_and_runs_are_exit_2_and_lose_nothing() {
         .success());
     let before = fs::read(root.join("base.json")).unwrap();
     fs::write(root.join("junk.pickle"), b"\x80\x04junk").unwrap();
-    let e = error_of(&check(
-        &root,
-        &["--record", "base.json", "junk.pickle", "--json"],
-    ));
-    assert_eq!(e["code"], "IMPORT_FAILED");
+    refused(
+        &["--record", "base.json", "junk.pickle"],
+        "IMPORT_FAILED",
+        "junk.pickle",
+    );
     assert_eq!(fs::read(root.join("base.json")).unwrap(), before);
-    // A baseline recorded for one device judges that device; another metric is the
-    // baseline's own.
-    let bad_tolerance = error_of(&check(
-        &root,
-        &[
-            "--record",
-            "b2.json",
-            "run.pickle",
-            "--tolerance",
-            "lots",
-            "--json",
-        ],
-    ));
-    assert!(
-        bad_tolerance["message"]
-            .as_str()
-            .unwrap()
-            .contains("invalid tolerance"),
-        "{bad_tolerance}"
+
+    refused(
+        &["--record", "b2.json", "run.pickle", "--tolerance", "lots"],
+        "INVALID_PARAMETER",
+        "invalid tolerance",
     );
     assert!(check(
         &root,
@@ -365,44 +351,33 @@ fn bad_baselines_and_runs_are_exit_2_and_lose_nothing() {
     .success());
     let b2: Value = serde_json::from_slice(&fs::read(root.join("b2.json")).unwrap()).unwrap();
     assert_eq!(b2["entries"][0]["tolerance"], 64 << 20);
-    let wrong_device = error_of(&check(
-        &root,
-        &["--record", "b3.json", "run.pickle", "-d", "3", "--json"],
-    ));
-    assert_eq!(wrong_device["code"], "DEVICE_NOT_FOUND");
+    refused(
+        &["--record", "b3.json", "run.pickle", "-d", "3"],
+        "DEVICE_NOT_FOUND",
+        "Device 3 not found",
+    );
     // Usage errors are exit 2 too.
-    assert_eq!(check(&root, &["run.pickle"]).status.code(), Some(2));
-    assert_eq!(
-        check(
-            &root,
-            &[
-                "run.pickle",
-                "--baseline",
-                "base.json",
-                "--metric",
-                "active"
-            ]
-        )
-        .status
-        .code(),
-        Some(2)
-    );
-    assert_eq!(
-        check(
-            &root,
-            &[
-                "run.pickle",
-                "--baseline",
-                "base.json",
-                "--json",
-                "--format",
-                "markdown"
-            ]
-        )
-        .status
-        .code(),
-        Some(2)
-    );
+    for args in [
+        &["run.pickle"][..],
+        &[
+            "run.pickle",
+            "--baseline",
+            "base.json",
+            "--metric",
+            "active",
+        ],
+        &[
+            "run.pickle",
+            "--baseline",
+            "base.json",
+            "--json",
+            "--format",
+            "markdown",
+        ],
+        &["--record", "b4.json", "run.pickle", "-o", "x.md"],
+    ] {
+        assert_eq!(check(&root, args).status.code(), Some(2), "{args:?}");
+    }
 }
 
 /// The pytest example of docs/ci.md (`examples/ci/test_memory_gate.py`), run by pytest from

@@ -416,7 +416,15 @@ fn templates_and_reports_answer_typed() {
     ) else {
         panic!("no tree");
     };
-    assert!(serde_json::from_str::<serde_json::Value>(&text).is_ok());
+    // The flamegraph's data: every frame row with its origin, and the Python frames view,
+    // both decided by pt-snap-report rather than by the page.
+    let tree: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let rows = tree["nodes"].as_array().unwrap();
+    for r in rows {
+        let frame = !r["frame_id"].is_null();
+        assert_eq!(r["origin"].is_string(), frame, "{r}");
+    }
+    assert!(tree["python_view"]["nodes"].is_array());
     let bad = engine
         .answer(
             &Query::Template {

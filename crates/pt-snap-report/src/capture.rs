@@ -197,15 +197,7 @@ fn run(
     if let Json::Object(p) = params {
         request.params = p;
     }
-    let outcome = source.run(&request)?;
-    Ok(outcome
-        .rows_json()
-        .into_iter()
-        .filter_map(|r| match r {
-            Json::Object(m) => Some(m),
-            _ => None,
-        })
-        .collect())
+    Ok(crate::peak::rows(&source.run(&request)?))
 }
 
 /// The capture of `device`: its real entries by callstack (`callstack_analysis`, every

@@ -26,7 +26,7 @@ use pt_snap_query::{NoTimes, QueryError, Source, TimeTimeline, Timeline};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value as Json};
 
-use crate::peak::{peak_memory, Grouping, Metric, PeakRequest, Peaks};
+use crate::peak::{peak_memory, Metric, PeakRequest, Peaks};
 pub use crate::stack::{normalize_path, normalize_stack, parse_line, Frame};
 use crate::units::{grouped, human_bytes, seconds, signed_human_bytes};
 pub use page::PageData;
@@ -246,21 +246,7 @@ pub fn measure(
     req: &DiffRequest,
     timelines: impl FnOnce(i64) -> Result<Timelines, QueryError>,
 ) -> Result<Side, QueryError> {
-    let report = peak_memory(
-        source,
-        &PeakRequest {
-            device: req.device,
-            metric: req.metric,
-            include_static: true,
-            limit: -1,
-            // Any budget turns on `stack_kind`, which tells a captured stack from the
-            // synthetic labels; this one never shortens a text.
-            stack_bytes: i64::MAX,
-            start_id: None,
-            end_id: None,
-            by: Grouping::Callstack,
-        },
-    )?;
+    let report = peak_memory(source, &PeakRequest::every_group(req.device, req.metric))?;
     if report.has_more || report.truncated {
         return Err(QueryError::Failed(
             "the attribution at the peak came back incomplete, so its groups cannot be compared"

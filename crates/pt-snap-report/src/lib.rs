@@ -19,6 +19,7 @@ pub mod commands;
 pub mod diff;
 pub mod oom;
 mod peak;
+mod python_view;
 pub mod ranks;
 pub mod segments;
 pub mod stack;
@@ -30,7 +31,8 @@ pub use peak::{
     peak_memory, AttributionParams, ByCategory, Group, Grouping, Metric, Peak, PeakReport,
     PeakRequest, Peaks,
 };
+pub use python_view::python_view;
 pub use stack::Stacks;
 pub use tree::{
-    flamegraph_page, memory_tree, python_view, IncompleteTree, MemoryTree, Node, TreeRequest,
+    flamegraph_data, flamegraph_page, memory_tree, IncompleteTree, MemoryTree, Node, TreeRequest,
 };

@@ -495,15 +495,7 @@ fn text(row: &Map<String, Json>, k: &str) -> String {
 }
 
 fn rows(source: &dyn Source, request: &QueryRequest) -> Result<Vec<Map<String, Json>>, QueryError> {
-    Ok(source
-        .run(request)?
-        .rows_json()
-        .into_iter()
-        .filter_map(|r| match r {
-            Json::Object(m) => Some(m),
-            _ => None,
-        })
-        .collect())
+    Ok(crate::peak::rows(&source.run(request)?))
 }
 
 /// The reserved ranges at `event_id`: every segment event up to it, in id order.

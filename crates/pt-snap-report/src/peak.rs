@@ -81,6 +81,23 @@ pub struct PeakRequest {
     pub by: Grouping,
 }
 
+impl PeakRequest {
+    /// Every block live at `metric`'s peak, static ones included, every group kept, each
+    /// with its full text and its `stack_kind` (which tells a captured stack from the
+    /// synthetic labels): what `diff` and `check` regroup.
+    pub fn every_group(device: Option<i64>, metric: Metric) -> PeakRequest {
+        PeakRequest {
+            device,
+            metric,
+            include_static: true,
+            limit: -1,
+            // Any budget turns on `stack_kind`; this one never shortens a text.
+            stack_bytes: i64::MAX,
+            ..PeakRequest::default()
+        }
+    }
+}
+
 impl Default for PeakRequest {
     fn default() -> Self {
         PeakRequest {
@@ -397,7 +414,7 @@ fn python_stack(group: Group<'_>) -> Vec<String> {
 }
 
 /// A template's rows as JSON objects, columns in SQL order.
-fn rows(outcome: &QueryOutcome) -> Vec<Map<String, Json>> {
+pub(crate) fn rows(outcome: &QueryOutcome) -> Vec<Map<String, Json>> {
     outcome
         .rows_json()
         .into_iter()

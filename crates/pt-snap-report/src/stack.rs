@@ -43,8 +43,32 @@ pub enum Origin {
     Package,
     /// The standard library, and CPython's pseudo-files (`<frozen runpy>`, `<string>`).
     Stdlib,
-    /// Not Python source: C++, CPython's C, unsymbolised `??` frames.
+    /// Not Python source, but CPython's own C running it: the eval loop, calls through the
+    /// C API, the process entry (`_PyEval_EvalFrameDefault`, `PyObject_Call`, `_start`,
+    /// `Py_BytesMain`: `is_interpreter`).
+    Interpreter,
+    /// Any other frame that is not Python source: C++ of torch and its kernels, other C,
+    /// unsymbolised `??` frames.
     Native,
+}
+
+impl Origin {
+    /// How the flamegraph's data names it (`origin` of a frame row).
+    pub fn name(self) -> &'static str {
+        match self {
+            Origin::User => "user",
+            Origin::Torch => "torch",
+            Origin::Package => "package",
+            Origin::Stdlib => "stdlib",
+            Origin::Interpreter => "interpreter",
+            Origin::Native => "native",
+        }
+    }
+
+    /// The code of a Python source file (or pseudo-file), not a native frame.
+    pub fn is_python(self) -> bool {
+        !matches!(self, Origin::Interpreter | Origin::Native)
+    }
 }
 
 /// Which frames a text report prints (`--stacks`): every frame, as the reference does, or
@@ -73,7 +97,7 @@ impl Frame {
         let (file, rule) = normalize(filename);
         Frame {
             function: function.to_owned(),
-            origin: origin(filename, &file, rule),
+            origin: origin(filename, &file, rule, function),
             file,
             line,
         }
@@ -90,7 +114,7 @@ impl Frame {
 
     /// Python source (the frames a user reads first in a long native stack).
     pub fn is_python(&self) -> bool {
-        self.origin != Origin::Native
+        self.origin.is_python()
     }
 
     /// Not the user's own code: an installed package, torch, the standard library.
@@ -103,8 +127,8 @@ impl Frame {
 }
 
 /// Whether a snapshot's frame `filename` is Python source (module documentation): the one
-/// test of the reports, the memory tree's Python view and, in JavaScript, the flamegraph's
-/// (`www/flamegraph/flamegraph.js`, `isPython`).
+/// test of the reports and of the memory tree's Python view, which the flamegraph reads
+/// from the data its page is given (each frame's `origin`, and the Python view itself).
 pub fn is_python_file(filename: &str) -> bool {
     let f = filename.trim();
     let lower = f.to_ascii_lowercase();
@@ -189,9 +213,15 @@ fn normalize(filename: &str) -> (String, Rule) {
     (file.to_owned(), Rule::FileName)
 }
 
-fn origin(raw: &str, key: &str, rule: Rule) -> Origin {
+/// The origin of a frame: the one classification of the reports, the web app and the
+/// flamegraph (whose pages carry it in each frame row, [`Origin::name`]).
+fn origin(raw: &str, key: &str, rule: Rule, function: &str) -> Origin {
     if !is_python_file(raw) {
-        return Origin::Native;
+        return if is_interpreter(function) {
+            Origin::Interpreter
+        } else {
+            Origin::Native
+        };
     }
     let raw = raw.trim();
     if raw.starts_with('<') {
@@ -210,6 +240,39 @@ fn origin(raw: &str, key: &str, rule: Rule) -> Origin {
             }
         }
     }
+}
+
+/// A native function of CPython itself: the eval loop and its calls through the C API
+/// (`_PyEval_EvalFrameDefault`, `PyObject_Call`, `_PyFunction_Vectorcall`,
+/// `method_vectorcall_O`, `cfunction_call`, `slot_tp_call`, `builtin_exec`), and the process
+/// entry that runs it (`_start`, `__libc_start_main`, `Py_BytesMain`, `pymain_run_python`,
+/// `run_mod`). Not the unwinder or torch's own C++.
+fn is_interpreter(f: &str) -> bool {
+    let unprefixed = f
+        .strip_prefix("__")
+        .or_else(|| f.strip_prefix('_'))
+        .unwrap_or(f);
+    let py_api = unprefixed
+        .strip_prefix("Py")
+        .and_then(|rest| rest.chars().next())
+        .is_some_and(|c| c.is_ascii_uppercase() || c == '_');
+    py_api
+        || f == "_start"
+        || f == "run_mod"
+        || ["__libc_", "_libc_"].iter().any(|p| f.starts_with(p))
+        || [
+            "pymain_",
+            "cfunction_",
+            "method_vectorcall",
+            "slot_tp_",
+            "vectorcall_",
+            "call_function",
+            "function_code_fastcall",
+            "builtin_",
+            "run_eval_code_obj",
+        ]
+        .iter()
+        .any(|p| f.starts_with(p))
 }
 
 /// `python3`, `python3.11`, `python2.7`.
@@ -736,6 +799,9 @@ mod tests {
         assert_eq!(o("/home/u/x/model.py"), Origin::User);
         assert_eq!(o("model.py"), Origin::User);
         assert_eq!(o("<stdin>"), Origin::User);
+        // IPython's cells are the user's code, everywhere: the flamegraph's pages carry this
+        // origin (tests/browser/flamegraph.test.mjs checks the page's colour of one).
+        assert_eq!(o("<ipython-input-3-1b2c3d4e5f60>"), Origin::User);
         assert_eq!(
             o("/opt/conda/lib/python3.11/site-packages/torch/nn/functional.py"),
             Origin::Torch
@@ -759,6 +825,29 @@ mod tests {
         ] {
             assert_eq!(o(native), Origin::Native, "{native}");
         }
+        // CPython's own C, symbolised or not, is the interpreter; torch's C++ is not.
+        let f = |file: &str, name: &str| Frame::new(file, Some(0), name).origin;
+        for (file, name) in [
+            ("??", "_PyEval_EvalFrameDefault"),
+            ("Python/ceval.c", "_PyEval_EvalFrameDefault"),
+            ("??", "PyObject_Call"),
+            ("??", "_start"),
+            ("??", "__libc_start_main"),
+            ("??", "method_vectorcall_O"),
+        ] {
+            assert_eq!(f(file, name), Origin::Interpreter, "{name}");
+            assert!(!Frame::new(file, Some(0), name).is_python());
+        }
+        for name in [
+            "torch::unwind::unwind()",
+            "Pybind11Thing",
+            "start_thread",
+            "_startup",
+        ] {
+            assert_eq!(f("??", name), Origin::Native, "{name}");
+        }
+        // A Python file is Python whatever its function is called.
+        assert_eq!(f("/home/u/x/PyObject.py", "PyObject_Call"), Origin::User);
         // An `at::_ops` frame names its aten op, without the overload the name appends.
         for (frame, op) in [
             ("at::_ops::div_Tensor::call(at::Tensor const&)", "aten::div"),

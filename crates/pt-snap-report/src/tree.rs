@@ -6,8 +6,10 @@ use std::collections::HashMap;
 
 use pt_snap_query::{QueryError, QueryOutcome, QueryRequest, Source, Value};
 
+use crate::python_view::python_view;
 pub use crate::stack::Stacks;
-use serde_json::{json, Value as Json};
+use crate::stack::{Frame, Origin};
+use serde_json::{json, Map, Value as Json};
 
 /// The flamegraph: one component for the HTML report and the web app.
 const PAGE: &str = include_str!("../../../www/flamegraph/report.html");
@@ -217,14 +219,15 @@ impl MemoryTree {
         Ok(out)
     }
 
-    /// The flamegraph data: `{title, event_id, device_id, nodes}`.
+    /// The flamegraph data: `{title, event_id, device_id, nodes, python_view}`, each frame
+    /// row with its `origin` ([`flamegraph_data`]).
     pub fn flamegraph_data(&self) -> Json {
-        json!({
+        flamegraph_data(json!({
             "title": self.title(),
             "event_id": self.event_id,
             "device_id": self.outcome.device_id,
             "nodes": self.outcome.rows_json(),
-        })
+        }))
     }
 
     /// One self-contained page: styles, script and data inline, no request of any kind.
@@ -240,140 +243,63 @@ impl MemoryTree {
     }
 }
 
-/// The memory tree in its Python view: every native frame (`filename` not Python source,
-/// [`crate::stack::is_python_file`]) with a Python frame above or below it in the tree —
-/// the process entry above the first Python frame, CPython's and the dispatcher's frames
-/// between Python frames, the operator's C++ and the allocator below the innermost one —
-/// folds away. Its callees move up to its nearest kept ancestor, which also takes its
-/// self counters; kept frames that then share a label under one caller merge (counters
-/// summed). A stack without any Python frame keeps all its frames, and a native frame
-/// holding memory itself whose nearest kept ancestor would be the root stays (its bytes
-/// would belong to no frame). Inclusive = self + Σ children still holds. The same rules
-/// as the flamegraph's "Python frames" view (`www/flamegraph/README.md`), without its
-/// separate fold of interpreter and dispatcher frames. Returns the nodes, caller first,
-/// and how many frames folded away.
-pub fn python_view(nodes: &[Node]) -> (Vec<Node>, usize) {
-    let index: HashMap<&str, usize> = nodes
-        .iter()
-        .enumerate()
-        .map(|(i, n)| (n.node_id.as_str(), i))
-        .collect();
-    let mut kids: Vec<Vec<usize>> = vec![Vec::new(); nodes.len()];
-    let mut parent: Vec<Option<usize>> = vec![None; nodes.len()];
-    for (i, n) in nodes.iter().enumerate() {
-        if let Some(p) = n.parent_id.as_deref().and_then(|p| index.get(p)) {
-            kids[*p].push(i);
-            parent[i] = Some(*p);
-        }
-    }
-    // Caller before callee: the order of a walk from the root.
-    let Some(root) = nodes.iter().position(|n| n.parent_id.is_none()) else {
-        return (nodes.to_vec(), 0);
+/// A flamegraph's data with what the component reads from here rather than deciding itself
+/// (`www/flamegraph/README.md`): each frame row's `origin` ([`Origin::name`]; a row with a
+/// `frame_id`, by its `filename`, `line` and `name`, as [`Frame::new`] classifies them), and
+/// `python_view`, the rows' Python frames view ([`crate::python_view`]). `data` holds the
+/// rows as `nodes`, or as `rows` as `--json` prints them (then `title` defaults to the
+/// report's); its other fields stay.
+pub fn flamegraph_data(data: Json) -> Json {
+    let Json::Object(mut data) = data else {
+        return data;
     };
-    let mut order = vec![root];
-    let mut q = 0;
-    while q < order.len() {
-        order.extend(kids[order[q]].iter().copied());
-        q += 1;
+    if !data.contains_key("nodes") {
+        if let Some(rows) = data.remove("rows") {
+            data.insert("nodes".into(), rows);
+        }
+        if !data.contains_key("title") {
+            let title = format!(
+                "Active memory after event {} · device {}",
+                data.get("event_id").unwrap_or(&Json::Null),
+                data.get("device_id").unwrap_or(&Json::Null)
+            );
+            data.insert("title".into(), json!(title));
+        }
     }
-    let python: Vec<bool> = nodes
-        .iter()
-        .map(|n| {
-            n.filename
-                .as_deref()
-                .is_some_and(crate::stack::is_python_file)
-        })
-        .collect();
-    let native: Vec<bool> = nodes
-        .iter()
-        .enumerate()
-        .map(|(i, n)| i != root && n.filename.is_some() && !python[i])
-        .collect();
-    let mut above = vec![false; nodes.len()];
-    for &i in &order[1..] {
-        let p = parent[i].expect("reached from the root");
-        above[i] = above[p] || python[p];
-    }
-    let mut below = vec![false; nodes.len()];
-    for &i in order.iter().rev() {
-        below[i] = kids[i].iter().any(|&c| python[c] || below[c]);
-    }
-    let holds = |i: usize| nodes[i].self_bytes != 0 || nodes[i].self_block_count != 0;
-    let mut gone = vec![false; nodes.len()];
-    // The nearest kept ancestor of each node, top-down.
-    let mut kept_up = vec![root; nodes.len()];
-    for &i in &order[1..] {
-        let p = parent[i].expect("reached from the root");
-        kept_up[i] = if gone[p] { kept_up[p] } else { p };
-        gone[i] = native[i] && (above[i] || below[i]) && !(kept_up[i] == root && holds(i));
-    }
-    let folded = gone.iter().filter(|g| **g).count();
+    let origins: Vec<Option<Origin>> = match data.get("nodes") {
+        Some(Json::Array(rows)) => rows
+            .iter()
+            .map(|row| {
+                let text = |k: &str| row.get(k).and_then(Json::as_str);
+                let frame = row.get("frame_id").is_some_and(|f| !f.is_null());
+                let filename = text("filename").filter(|_| frame)?;
+                let line = row.get("line").and_then(Json::as_i64);
+                Some(Frame::new(filename, line, text("name").unwrap_or("")).origin)
+            })
+            .collect(),
+        _ => Vec::new(),
+    };
+    set_origins_and_python_view(&mut data, &origins);
+    Json::Object(data)
+}
 
-    // The folded tree, merging same-label callees, from the root down.
-    let mut out: Vec<Node> = Vec::new();
-    let mut queue: Vec<(Vec<usize>, Option<String>, i64)> = vec![(vec![root], None, 0)];
-    let mut next = 0;
-    while next < queue.len() {
-        let (sources, parent_id, depth) = queue[next].clone();
-        next += 1;
-        let first = &nodes[sources[0]];
-        let mut node = Node {
-            parent_id,
-            depth,
-            size_bytes: 0,
-            self_bytes: 0,
-            requested_bytes: 0,
-            self_requested_bytes: 0,
-            block_count: 0,
-            self_block_count: 0,
-            ..first.clone()
-        };
-        let mut groups: Vec<(String, Vec<usize>)> = Vec::new();
-        let mut walk: Vec<usize> = Vec::new();
-        for &s in &sources {
-            let n = &nodes[s];
-            node.size_bytes += n.size_bytes;
-            node.requested_bytes += n.requested_bytes;
-            node.block_count += n.block_count;
-            walk.push(s);
+/// Sets each row of `data["nodes"]`'s `origin` (`null` for the root and memory without a
+/// stack) and `data["python_view"]`: the part of [`flamegraph_data`] that also serves rows
+/// whose origins were decided before (the diff's frames, classified by their raw paths).
+pub(crate) fn set_origins_and_python_view(
+    data: &mut Map<String, Json>,
+    origins: &[Option<Origin>],
+) {
+    let Some(Json::Array(nodes)) = data.get_mut("nodes") else {
+        return;
+    };
+    for (node, origin) in nodes.iter_mut().zip(origins) {
+        if let Json::Object(row) = node {
+            row.insert("origin".into(), json!(origin.map(Origin::name)));
         }
-        while let Some(s) = walk.pop() {
-            let n = &nodes[s];
-            node.self_bytes += n.self_bytes;
-            node.self_requested_bytes += n.self_requested_bytes;
-            node.self_block_count += n.self_block_count;
-            for &c in &kids[s] {
-                if gone[c] {
-                    walk.push(c);
-                    continue;
-                }
-                // Memory without a stack keeps its own key; frames merge by label.
-                let key = if nodes[c].filename.is_some() {
-                    format!("f\u{0}{}", nodes[c].label)
-                } else {
-                    format!("s\u{0}{}", nodes[c].node_id)
-                };
-                match groups.iter_mut().find(|g| g.0 == key) {
-                    Some(g) => g.1.push(c),
-                    None => groups.push((key, vec![c])),
-                }
-            }
-        }
-        // Largest first, as the template orders siblings; ties in row order.
-        let size = |g: &Vec<usize>| g.iter().map(|&i| nodes[i].size_bytes).sum::<i64>();
-        groups.sort_by(|a, b| size(&b.1).cmp(&size(&a.1)).then(a.1[0].cmp(&b.1[0])));
-        for (_, mut members) in groups {
-            members.sort_by(|&a, &b| {
-                nodes[b]
-                    .size_bytes
-                    .cmp(&nodes[a].size_bytes)
-                    .then(a.cmp(&b))
-            });
-            queue.push((members, Some(node.node_id.clone()), depth + 1));
-        }
-        out.push(node);
     }
-    (out, folded)
+    let view = crate::python_view::rows_view(nodes, origins);
+    data.insert("python_view".into(), view);
 }
 
 /// Fills the flamegraph page. Frame texts are untrusted: the data is escaped so no
@@ -478,80 +404,6 @@ mod tests {
         for key in ["{{TITLE}}", "{{STYLE}}", "{{SCRIPT}}", "{{DATA}}"] {
             assert_eq!(PAGE.matches(key).count(), 1, "{key}");
         }
-    }
-
-    /// `tests/browser/fixtures/fold_merge.json`'s rows as nodes.
-    fn fold_merge() -> Vec<Node> {
-        let data: Json = serde_json::from_str(include_str!(
-            "../../../tests/browser/fixtures/fold_merge.json"
-        ))
-        .unwrap();
-        let int = |r: &Json, k: &str| r[k].as_i64().unwrap();
-        data["nodes"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|r| Node {
-                node_id: r["node_id"].as_str().unwrap().into(),
-                parent_id: r["parent_id"].as_str().map(Into::into),
-                depth: int(r, "depth"),
-                label: r["label"].as_str().unwrap_or_default().into(),
-                size_bytes: int(r, "size_bytes"),
-                self_bytes: int(r, "self_bytes"),
-                requested_bytes: int(r, "requested_bytes"),
-                self_requested_bytes: int(r, "self_requested_bytes"),
-                block_count: int(r, "block_count"),
-                self_block_count: int(r, "self_block_count"),
-                filename: r["filename"].as_str().map(Into::into),
-            })
-            .collect()
-    }
-
-    /// The Python view of fold_merge.json, worked out by hand — the same tree the
-    /// flamegraph's "Python frames" view draws (tests/browser/flamegraph.test.mjs,
-    /// FOLD_MERGE_PYTHON): every native frame under `main` folds into it (PyObject_Call's
-    /// 512, PyMethod_New's 64 and the C extension's 16 self bytes), the two `forward`
-    /// frames merge and take all the native frames below them; `_start` stays, as its 32
-    /// self bytes would otherwise belong to no frame, and so does `app.py`'s `<module>`
-    /// below it.
-    #[test]
-    fn the_python_view_folds_native_frames_around_python_ones() {
-        let nodes = fold_merge();
-        check_complete(&nodes).unwrap();
-        let (view, folded) = python_view(&nodes);
-        check_complete(&view).unwrap();
-        assert_eq!(folded, 13);
-        type Row<'a> = (&'a str, Option<&'a str>, i64, i64, i64, i64);
-        let got: Vec<Row> = view
-            .iter()
-            .map(|n| {
-                let (id, parent) = (n.node_id.as_str(), n.parent_id.as_deref());
-                (
-                    id,
-                    parent,
-                    n.size_bytes,
-                    n.self_bytes,
-                    n.block_count,
-                    n.self_block_count,
-                )
-            })
-            .collect();
-        assert_eq!(
-            got,
-            [
-                ("root", None, 120400, 0, 17, 0),
-                ("static", Some("root"), 100000, 100000, 3, 3),
-                ("frame/1", Some("root"), 16368, 592, 12, 3),
-                ("frame/20", Some("root"), 4032, 32, 2, 1),
-                ("frame/1/3/5", Some("frame/1"), 15744, 15744, 8, 8),
-                ("frame/1/14", Some("frame/1"), 32, 32, 1, 1),
-                ("frame/20/21", Some("frame/20"), 4000, 4000, 1, 1),
-            ]
-        );
-        // The view of the view is itself: nothing more folds (`_start` still stays).
-        let (again, none) = python_view(&view);
-        assert_eq!(none, 0);
-        assert_eq!(again.len(), view.len());
     }
 
     #[test]

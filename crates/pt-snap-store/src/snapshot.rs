@@ -31,7 +31,9 @@ pub fn absolute(path: &Path) -> io::Result<PathBuf> {
     })
 }
 
-fn normalize(path: &Path) -> PathBuf {
+/// `path` with its `.` and `..` components resolved by name, not by the file system: for a
+/// path that does not exist (yet).
+pub fn normalize(path: &Path) -> PathBuf {
     let mut out = PathBuf::new();
     for c in path.components() {
         match c {

@@ -1,23 +1,9 @@
-//! Numbers for people: binary units with three significant digits, exact bytes on hover.
+//! Numbers for people, as the CLI's own commands and the HTML pages write them
+//! ([`pt_snap_report::units`]): binary units with two decimals, exact bytes on hover.
 
+/// `1.50 KiB`: [`pt_snap_report::units::human_bytes`] of a count.
 pub fn bytes(n: i64) -> String {
-    const UNITS: [&str; 6] = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"];
-    let mut v = n.unsigned_abs() as f64;
-    let mut unit = 0;
-    while v >= 1024.0 && unit + 1 < UNITS.len() {
-        v /= 1024.0;
-        unit += 1;
-    }
-    let sign = if n < 0 { "-" } else { "" };
-    if unit == 0 {
-        format!("{sign}{v} B")
-    } else if v >= 100.0 {
-        format!("{sign}{v:.0} {}", UNITS[unit])
-    } else if v >= 10.0 {
-        format!("{sign}{v:.1} {}", UNITS[unit])
-    } else {
-        format!("{sign}{v:.2} {}", UNITS[unit])
-    }
+    pt_snap_report::units::human_bytes(n as f64)
 }
 
 /// `605,360,992`: as the CLI's own commands write counts.
@@ -47,14 +33,15 @@ mod tests {
     use super::*;
 
     #[test]
-    fn bytes_read_in_binary_units_with_three_figures() {
+    fn bytes_read_as_the_reports_write_them() {
         assert_eq!(bytes(0), "0 B");
         assert_eq!(bytes(1023), "1023 B");
         assert_eq!(bytes(1024), "1.00 KiB");
-        assert_eq!(bytes(15 * 1024 * 1024 + 1), "15.0 MiB");
-        assert_eq!(bytes(150 << 30), "150 GiB");
+        assert_eq!(bytes(1_048_575), "1.00 MiB");
+        assert_eq!(bytes(15 * 1024 * 1024 + 1), "15.00 MiB");
+        assert_eq!(bytes(150 << 30), "150.00 GiB");
         assert_eq!(bytes(-2048), "-2.00 KiB");
-        assert_eq!(bytes(i64::MIN), "-8192 PiB");
+        assert_eq!(bytes(i64::MIN), "-8192.00 PiB");
     }
 
     #[test]

@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::capture::{capture_of, Capture};
 
-use crate::peak::{peak_memory, Grouping, Metric, PeakRequest, Peaks};
+use crate::peak::{peak_memory, Metric, PeakRequest, Peaks};
 use crate::stack;
 
 /// What a (rank, device) of a run holds at its peak.
@@ -126,21 +126,7 @@ pub fn measure_source(
     device: i64,
     metric: Metric,
 ) -> Result<Measured, QueryError> {
-    let report = peak_memory(
-        source,
-        &PeakRequest {
-            device: Some(device),
-            metric,
-            include_static: true,
-            limit: -1,
-            // Any budget turns on `stack_kind`, which tells a captured stack from the
-            // synthetic labels; this one never shortens a text.
-            stack_bytes: i64::MAX,
-            start_id: None,
-            end_id: None,
-            by: Grouping::Callstack,
-        },
-    )?;
+    let report = peak_memory(source, &PeakRequest::every_group(Some(device), metric))?;
     if report.has_more || report.truncated {
         return Err(QueryError::Failed(
             "the attribution at the peak came back incomplete, so its sites cannot be judged"

@@ -8,7 +8,11 @@ use std::collections::{BTreeMap, HashMap};
 use serde_json::{json, Map, Value as Json};
 
 use super::{Diff, Frame, GroupDiff, Live, StackKey};
-use crate::tree::{fill, html_text, script_json, SCRIPT as FG_SCRIPT, STYLE as FG_STYLE};
+use crate::stack::Origin;
+use crate::tree::{
+    fill, html_text, script_json, set_origins_and_python_view, SCRIPT as FG_SCRIPT,
+    STYLE as FG_STYLE,
+};
 
 const PAGE: &str = include_str!("../../../../www/diff/report.html");
 const SCRIPT: &str = include_str!("../../../../www/diff/diff.js");
@@ -216,7 +220,8 @@ impl Tree {
             .map(String::as_str)
     }
 
-    /// `{mode: "diff", title, a, b, nodes}`: the flamegraph's diff-mode input.
+    /// `{mode: "diff", title, metric, a, b, nodes, python_view}`: the flamegraph's diff-mode
+    /// input.
     fn data(&self, diff: &Diff, title: &str, labels: [&str; 2]) -> Json {
         let mut ids: Vec<&String> = self.nodes.keys().collect();
         // The template's row order: depth, parent, widest first.
@@ -230,8 +235,13 @@ impl Tree {
             ))
         });
         let rows: Vec<Json> = ids
-            .into_iter()
-            .map(|id| self.row(id, &self.nodes[id]))
+            .iter()
+            .map(|id| self.row(id, &self.nodes[*id]))
+            .collect();
+        // Each frame's origin as its raw path gave it (a row's `filename` is the key path).
+        let origins: Vec<Option<Origin>> = ids
+            .iter()
+            .map(|id| self.nodes[*id].frame.map(|i| self.frames[i].origin))
             .collect();
         let side = |label: &str, s: &super::Side| {
             json!({
@@ -242,14 +252,15 @@ impl Tree {
                 "blocks": s.blocks(),
             })
         };
-        json!({
-            "mode": "diff",
-            "title": title,
-            "metric": diff.metric.name(),
-            "a": side(labels[0], &diff.a),
-            "b": side(labels[1], &diff.b),
-            "nodes": rows,
-        })
+        let mut data = Map::new();
+        data.insert("mode".into(), json!("diff"));
+        data.insert("title".into(), json!(title));
+        data.insert("metric".into(), json!(diff.metric.name()));
+        data.insert("a".into(), side(labels[0], &diff.a));
+        data.insert("b".into(), side(labels[1], &diff.b));
+        data.insert("nodes".into(), Json::Array(rows));
+        set_origins_and_python_view(&mut data, &origins);
+        Json::Object(data)
     }
 
     fn row(&self, id: &str, n: &Node) -> Json {
