@@ -169,7 +169,7 @@ fn every_state_adds_up_and_the_last_is_the_dump() {
             let span = last - first;
             let spread: Vec<i64> = (0..=8).map(|k| first + span * k / 8).collect();
             // The segment timeline's bands add up to `reserved` too, checked every few events.
-            let bands = segment_lifetimes(&analyzer.segment_events(device as i64).unwrap());
+            let (bands, _) = segment_lifetimes(&analyzer.segment_events(device as i64).unwrap());
             let every = (span / 200).max(1);
             let mut sampled = Vec::new();
             replay

@@ -9,16 +9,13 @@ use pt_snap_query::{Lifetime, StateEvent};
 
 use crate::oom::{SEGMENT_ALLOC, SEGMENT_FREE, SEGMENT_MAP, SEGMENT_UNMAP};
 
-/// The bands of a device's segment events (by id; [`pt_snap_query::Analyzer::segment_events`]).
-/// At every event the bands live there add up to the reserved counter.
-pub fn segment_lifetimes(events: &[StateEvent]) -> Vec<Lifetime> {
-    let mut done: Vec<Lifetime> = Vec::new();
+/// The bands of a device's segment events (by id; [`pt_snap_query::Analyzer::segment_events`]),
+/// each band's `block` its index, and each band's stream. At every event the bands live
+/// there add up to the reserved counter.
+pub fn segment_lifetimes(events: &[StateEvent]) -> (Vec<Lifetime>, Vec<i64>) {
+    let mut out = Bands::default();
     // Live bands: (address, size, stream, start).
     let mut live: Vec<(i64, i64, i64, i64)> = Vec::new();
-    let end =
-        |done: &mut Vec<Lifetime>, (address, size, _, start): (i64, i64, i64, i64), at: i64| {
-            done.push(band(done.len() as i64, address, size, start, at));
-        };
     for e in events {
         let start = if e.id < 0 { -1 } else { e.id };
         match e.action {
@@ -26,12 +23,11 @@ pub fn segment_lifetimes(events: &[StateEvent]) -> Vec<Lifetime> {
                 live.push((e.address, e.size, e.stream, start))
             }
             Some(SEGMENT_FREE) => {
-                if let Some(i) = live
+                let at = live
                     .iter()
-                    .position(|l| l.0 == e.address && l.2 == e.stream)
-                {
-                    let l = live.swap_remove(i);
-                    end(&mut done, l, e.id);
+                    .position(|l| l.0 == e.address && l.2 == e.stream);
+                if let Some(i) = at {
+                    out.end(live.swap_remove(i), e.id);
                 }
             }
             Some(SEGMENT_UNMAP) => {
@@ -43,7 +39,7 @@ pub fn segment_lifetimes(events: &[StateEvent]) -> Vec<Lifetime> {
                         kept.push(l);
                         continue;
                     }
-                    end(&mut done, l, e.id);
+                    out.end(l, e.id);
                     if l.0 < cut_start {
                         kept.push((l.0, cut_start - l.0, l.2, e.id));
                     }
@@ -57,9 +53,24 @@ pub fn segment_lifetimes(events: &[StateEvent]) -> Vec<Lifetime> {
         }
     }
     for l in live {
-        done.push(band(done.len() as i64, l.0, l.1, l.3, -1));
+        out.end(l, -1);
     }
-    done
+    (out.lifetimes, out.streams)
+}
+
+#[derive(Default)]
+struct Bands {
+    lifetimes: Vec<Lifetime>,
+    streams: Vec<i64>,
+}
+
+impl Bands {
+    /// The band `(address, size, stream, start)` ends at `at` (-1: never).
+    fn end(&mut self, (address, size, stream, start): (i64, i64, i64, i64), at: i64) {
+        let id = self.lifetimes.len() as i64;
+        self.lifetimes.push(band(id, address, size, start, at));
+        self.streams.push(stream);
+    }
 }
 
 fn band(id: i64, address: i64, size: i64, alloc: i64, free: i64) -> Lifetime {
