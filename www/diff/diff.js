@@ -450,7 +450,7 @@
             return el('li', { text: frameLabel(f) });
           }))
         ])
-        : el('span', { class: 'pd-muted', text: g.site });
+        : el('span', { class: 'pd-muted', text: g.site + (g.largest_dynamic_site ? ' · largest allocated during the trace: ' + g.largest_dynamic_site : '') });
       var show = g.node_id ? el('button', { type: 'button', class: 'pd-show', 'data-node-id': g.node_id, title: 'Zoom the flamegraph below to this stack', text: 'Show' }) : null;
       return el('tr', { 'data-testid': 'pd-group', 'data-status': g.status, 'data-node-id': g.node_id }, [
         el('td', { class: 'pd-n pd-muted', text: String(i + 1) }),

@@ -339,6 +339,37 @@ pub enum ReportCommand {
     MemoryTree(MemoryTreeArgs),
     /// Explain each OOM event: the request, the free memory by pool and stream, a verdict.
     Oom(OomArgs),
+    /// The allocator's state right after an event: every segment with its blocks, and the
+    /// free space and fragmentation per pool and stream.
+    Segments(SegmentsArgs),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum SegmentsFormat {
+    Text,
+    Html,
+}
+
+#[derive(Debug, Args)]
+pub struct SegmentsArgs {
+    /// A SnapshotDB, or a snapshot (imported beside it through the reuse cache, as `import`
+    /// would); the focus when omitted.
+    pub path: Option<PathBuf>,
+    /// The state right after this event (a real event of the device).
+    #[arg(long, allow_negative_numbers = true)]
+    pub event_id: i64,
+    /// Device ID (default: the focus's, else the lowest).
+    #[arg(short = 'd', long, allow_negative_numbers = true)]
+    pub device: Option<i64>,
+    /// The text map, or one self-contained HTML page.
+    #[arg(long, value_enum, default_value = "text")]
+    pub format: SegmentsFormat,
+    /// Write the output to FILE (a temporary file renamed over it) instead of stdout.
+    #[arg(short = 'o', long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// Print the JSON envelope.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]
@@ -370,6 +401,7 @@ impl ReportCommand {
             ReportCommand::PeakMemory(a) => a.json,
             ReportCommand::MemoryTree(a) => a.json,
             ReportCommand::Oom(a) => a.json,
+            ReportCommand::Segments(a) => a.json,
         }
     }
 }

@@ -565,3 +565,46 @@ fn capabilities_list_the_contract_and_it_documents_every_field() {
         "documented but absent"
     );
 }
+
+/// Memory without a stack names the largest site allocated during the trace beside it,
+/// in JSON and text; every other group names none.
+#[test]
+fn memory_without_a_stack_names_the_largest_dynamic_site() {
+    let dir = tempfile::tempdir().unwrap();
+    let from = pt_snap_testkit::repo_root()
+        .join("fixtures/real/cuda_cs336_nothanmin__memory_snapshot.pickle");
+    let a = dir.path().join("a.pickle");
+    fs::copy(&from, &a).unwrap();
+    let run = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_pt-snap"))
+            .args(args)
+            .current_dir(dir.path())
+            .env("HOME", dir.path())
+            .env_remove("PT_SNAP_DB_PATH")
+            .output()
+            .unwrap()
+    };
+    let a = a.to_str().unwrap();
+    let out = run(&["diff", a, a, "--json", "-n", "0"]);
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    // Groups are matched by site: the largest site gathers every stack with its label.
+    let site = "forward (adapters.py:113) → torch/functional.py:einsum";
+    let mut stackless = 0;
+    for g in groups(&v) {
+        match g["kind"].as_str().unwrap() {
+            "static" | "preexisting_live_at_event" | "missing_callstack" => {
+                assert_eq!(g["largest_dynamic_site"], site, "{g}");
+                stackless += 1;
+            }
+            _ => assert!(g["largest_dynamic_site"].is_null(), "{g}"),
+        }
+    }
+    assert!(stackless > 0, "the capture has static memory");
+    let text = String::from_utf8(run(&["diff", a, a]).stdout).unwrap();
+    assert!(
+        text.contains(&format!(
+            "[static] · largest allocated during the trace: {site}"
+        )),
+        "{text}"
+    );
+}

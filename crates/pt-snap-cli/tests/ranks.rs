@@ -558,7 +558,15 @@ fn capabilities_list_the_command_contract_after_the_reference_keys() {
         .collect();
     assert_eq!(
         names,
-        ["check", "diff", "export", "ranks", "report oom", "sql"],
+        [
+            "check",
+            "diff",
+            "export",
+            "ranks",
+            "report oom",
+            "report segments",
+            "sql"
+        ],
         "sorted by name"
     );
     let ranks = &commands[3];
@@ -618,4 +626,30 @@ fn a_link_is_read_through_and_its_database_goes_beside_the_link() {
         "nothing written beside the target"
     );
     assert_peaks_are_memory_peak(&rows[1], &root);
+}
+
+/// A rank whose largest group is memory allocated before recording names, beside it, the
+/// largest group allocated during the trace: a row is never just "static".
+#[test]
+fn a_static_top_group_names_the_largest_dynamic_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let from = repo_root().join("fixtures/real/cuda_cs336_nothanmin__memory_snapshot.pickle");
+    let snap = dir.path().join("rank0.pickle");
+    fs::copy(&from, &snap).unwrap();
+    let document = json_of(&pt_snap(
+        dir.path(),
+        &["ranks", snap.to_str().unwrap(), "--json"],
+    ));
+    let group = &ranks_of(&document)[0]["top_callstack_group"];
+    assert_eq!(group["category"], "static");
+    let dynamic = &group["largest_dynamic_group"];
+    assert_eq!(dynamic["site"], "run_softmax (adapters.py:814) → torch.exp");
+    assert!(dynamic["size_bytes"].as_i64().unwrap() > 0);
+    assert!(dynamic["size_bytes"].as_i64() < group["size_bytes"].as_i64());
+    let text = pt_snap(dir.path(), &["ranks", snap.to_str().unwrap()]);
+    let text = String::from_utf8(text.stdout).unwrap();
+    assert!(
+        text.contains("static · largest dynamic: run_softmax (adapters.py:814) → torch.exp"),
+        "{text}"
+    );
 }

@@ -55,6 +55,7 @@ fn snapshot(source: &Value) -> Snapshot {
             allocated_size: int(&s["allocated_size"]),
             active_size: int(&s["active_size"]),
             is_expandable: s["is_expandable"].as_bool().unwrap(),
+            pool_id: None,
             frames: stack(&s["frames"]),
             blocks,
         });

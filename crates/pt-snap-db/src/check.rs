@@ -57,6 +57,8 @@ fn required_columns(name: &str) -> Option<&'static [&'static str]> {
         "pt_snap_metadata" => &[],
         "pt_snap_block_reference" => &["blockId", "stream", "allocCallstack", "freeCallstack"],
         _ if device("pt_snap_x_event_time_") => &crate::schema::EVENT_TIME_COLUMNS,
+        _ if device("pt_snap_x_pool_") => &crate::schema::POOL_COLUMNS,
+        "pt_snap_x_trace_buffer" => &["device", "overflowed", "max_entries"],
         // Our own extension tables (`pt_snap_x_replay_issues`, …): whatever their columns,
         // a reader that reads them must find plain tables too.
         _ if lower.starts_with("pt_snap_x_") => &[],

@@ -179,6 +179,37 @@ impl SnapshotDb {
         rows.collect::<rusqlite::Result<Vec<_>>>().map(Some)
     }
 
+    /// What the file said about `device`'s trace buffer (`pt_snap_x_trace_buffer`):
+    /// `(overflowed, max_entries)`; `None` without a row (the file said nothing, or the
+    /// database was made by the reference or an older pt-snap). Values that are no integer
+    /// (a hand-made file) are unknown.
+    pub fn trace_buffer(
+        &self,
+        device: i64,
+    ) -> rusqlite::Result<Option<(Option<bool>, Option<i64>)>> {
+        if !self.has_table(crate::schema::TRACE_BUFFER_TABLE)? {
+            return Ok(None);
+        }
+        let sql = format!(
+            "SELECT overflowed, max_entries FROM {} WHERE device = ?",
+            crate::schema::TRACE_BUFFER_TABLE
+        );
+        let mut stmt = self.conn.prepare(&sql)?;
+        let mut rows = stmt.query([device])?;
+        Ok(match rows.next()? {
+            Some(r) => Some((
+                r.get_ref(0)?.as_i64().ok().map(|v| v != 0),
+                r.get_ref(1)?.as_i64().ok(),
+            )),
+            None => None,
+        })
+    }
+
+    /// Whether `device` has our [`crate::schema::pool_table`].
+    pub fn has_pool_table(&self, device: i64) -> rusqlite::Result<bool> {
+        self.has_table(&format!("pt_snap_x_pool_{device}"))
+    }
+
     /// Whether `device` has event times, or why it has none: no
     /// [`schema::event_time_table`] (a database of the reference's, or of a pt-snap that did
     /// not keep times), or an empty one (the trace recorded no `time_us`).

@@ -187,3 +187,36 @@ pub fn create_event_time_table(device: usize) -> String {
 
 /// A `pt_snap_x_event_time_<d>` table's columns, in table order.
 pub const EVENT_TIME_COLUMNS: [&str; 2] = ["event_id", "time_us"];
+
+/// Our own table, one per imported device that has rows for it: the memory pool of trace
+/// events, by the id of their `trace_entry_<d>` row. `pool_owner`/`pool_id` are the entry's
+/// `pool_id` (pytorch#177717; `(0, 0)` is the default pool) or, for an event that reserved a
+/// segment (`segment_alloc`, `segment_map`, the synthetic events of segments from before
+/// the trace), that segment's `segment_pool_id` from the dump; `segment_type` (`large` or
+/// `small`) is the dump's for such an event's segment. NULL where the file does not say. A
+/// database without the table (the reference's, an older pt-snap's, or a file that says
+/// nothing of pools) has no pools but those the allocator's sizes imply.
+pub fn pool_table(device: usize) -> String {
+    format!("pt_snap_x_pool_{device}")
+}
+
+pub fn create_pool_table(device: usize) -> String {
+    format!(
+        "CREATE TABLE pt_snap_x_pool_{device} (event_id INTEGER PRIMARY KEY, \
+         segment_type TEXT, pool_owner INTEGER, pool_id INTEGER)"
+    )
+}
+
+/// A `pt_snap_x_pool_<d>` table's columns, in table order.
+pub const POOL_COLUMNS: [&str; 4] = ["event_id", "segment_type", "pool_owner", "pool_id"];
+
+/// Our own table: what `allocator_settings` says about each imported device's trace buffer
+/// (pytorch#179276): `overflowed` (1: the ring buffer wrapped, older entries are gone) and
+/// `max_entries` (its length), NULL where it does not say. Written only when the file says
+/// either for an imported device.
+pub const TRACE_BUFFER_TABLE: &str = "pt_snap_x_trace_buffer";
+pub const CREATE_TRACE_BUFFER_TABLE: &str = "CREATE TABLE pt_snap_x_trace_buffer (
+    device INTEGER PRIMARY KEY,
+    overflowed INTEGER,
+    max_entries INTEGER
+)";

@@ -331,6 +331,62 @@ impl<'c> Writer<'c> {
         Ok(())
     }
 
+    /// `(event_id, segment_type, pool)` rows of [`schema::pool_table`], in ascending ids;
+    /// the table is made only for a device with rows.
+    pub fn pools<'r>(
+        &mut self,
+        device: usize,
+        rows: impl IntoIterator<Item = (i64, Option<&'r str>, Option<(i64, i64)>)>,
+    ) -> rusqlite::Result<()> {
+        let mut rows = rows.into_iter().peekable();
+        if rows.peek().is_none() {
+            return Ok(());
+        }
+        self.conn
+            .execute_batch(&schema::create_pool_table(device))?;
+        let table = schema::pool_table(device);
+        let row = "(?, ?, ?, ?)";
+        let mut batch = self.conn.prepare(&format!(
+            "INSERT INTO {table} VALUES {}",
+            vec![row; BATCH].join(", ")
+        ))?;
+        let mut one = self
+            .conn
+            .prepare(&format!("INSERT INTO {table} VALUES {row}"))?;
+        insert_batched(
+            &mut batch,
+            &mut one,
+            4,
+            rows,
+            |st, after, (id, kind, pool)| {
+                st.raw_bind_parameter(after + 1, id)?;
+                st.raw_bind_parameter(after + 2, kind)?;
+                st.raw_bind_parameter(after + 3, pool.map(|p| p.0))?;
+                st.raw_bind_parameter(after + 4, pool.map(|p| p.1))
+            },
+        )
+    }
+
+    /// `(device, overflowed, max_entries)` rows of [`schema::TRACE_BUFFER_TABLE`]; the table
+    /// is made only when there are rows.
+    pub fn trace_buffers(
+        &mut self,
+        rows: &[(usize, Option<bool>, Option<i64>)],
+    ) -> rusqlite::Result<()> {
+        if rows.is_empty() {
+            return Ok(());
+        }
+        self.conn.execute_batch(schema::CREATE_TRACE_BUFFER_TABLE)?;
+        let mut insert = self.conn.prepare(&format!(
+            "INSERT INTO {} VALUES (?, ?, ?)",
+            schema::TRACE_BUFFER_TABLE
+        ))?;
+        for (device, overflowed, max_entries) in rows {
+            insert.execute(rusqlite::params![*device as i64, overflowed, max_entries])?;
+        }
+        Ok(())
+    }
+
     /// Writes the dictionary and the metadata row and commits; with [`Indexes::WithRows`]
     /// the indexes first, in the same transaction.
     pub fn finish(mut self, metadata: &Metadata, indexes: Indexes) -> rusqlite::Result<()> {

@@ -15,8 +15,8 @@ use pt_snap_db::{
     ActionValue, BlockRecord, Metadata, TraceRecord, Writer, IMPORT_FORMAT_VERSION,
     METADATA_SCHEMA_VERSION,
 };
-use pt_snap_model::{Action, Snapshot, StackId};
-use pt_snap_replay::{BlockRow, Issue, ReplayError, RowSink, TraceRow};
+use pt_snap_model::{Action, PoolId, Snapshot, StackId};
+use pt_snap_replay::{BlockRow, Issue, ReplayError, RowSink, SegmentClass, TraceRow};
 
 pub use pt_snap_db::Indexes;
 pub use pt_snap_replay::Mode as ReplayMode;
@@ -229,6 +229,14 @@ pub fn import_snapshot_observed(
     if !ooms.is_empty() {
         writer.oom_events(ooms)?;
     }
+    let buffers: Vec<(usize, Option<bool>, Option<i64>)> = (devices.iter())
+        .map(|&d| {
+            let b = &snapshot.trace_buffer;
+            (d, b.overflowed(d), b.max_entries(d))
+        })
+        .filter(|(_, o, m)| o.is_some() || m.is_some())
+        .collect();
+    writer.trace_buffers(&buffers)?;
     writer.finish(&metadata, request.indexes)?;
     Ok(ImportSummary {
         metadata,
@@ -238,6 +246,32 @@ pub fn import_snapshot_observed(
         frames,
         warnings,
         issues,
+    })
+}
+
+/// The rows of `pt_snap_x_pool_<d>` in ascending ids: the segment classes `classes` (by
+/// id) merged with the entries' own pool ids `real` (by id); an entry's own pool id wins
+/// over its segment's.
+fn pool_rows<'a>(
+    classes: &'a [(i64, SegmentClass)],
+    mut real: std::iter::Peekable<impl Iterator<Item = (i64, PoolId)> + 'a>,
+) -> impl Iterator<Item = (i64, Option<&'static str>, Option<PoolId>)> + 'a {
+    let mut classes = classes.iter().peekable();
+    std::iter::from_fn(move || {
+        let next_class = classes.peek().map(|(id, _)| *id);
+        let next_real = real.peek().map(|(id, _)| *id);
+        let id = match (next_class, next_real) {
+            (None, None) => return None,
+            (Some(c), Some(r)) => c.min(r),
+            (Some(c), None) => c,
+            (None, Some(r)) => r,
+        };
+        let class = (next_class == Some(id)).then(|| classes.next().expect("peeked").1);
+        let own = (next_real == Some(id)).then(|| real.next().expect("peeked").1);
+        let kind = class
+            .and_then(|c| c.large)
+            .map(|l| if l { "large" } else { "small" });
+        Some((id, kind, own.or(class.and_then(|c| c.pool_id))))
     })
 }
 
@@ -339,6 +373,8 @@ struct DbSink {
     /// vector was written at the replay's start, beside the compiler's transient memory.
     totals: Vec<Totals>,
     synthetic: Vec<(TraceRow, i64)>,
+    /// What the file says of the pools of the segments real events reserved, by event id.
+    classes: Vec<(i64, SegmentClass)>,
     blocks: Vec<BlockRow>,
     /// Trace positions in id order when explicit ids are out of order; empty when they are not.
     order: Vec<usize>,
@@ -432,6 +468,13 @@ impl DbSink {
             Some(code) => ActionValue::Code(code),
             None => ActionValue::Text(a.name(&snapshot.other_actions)),
         };
+        // The pools of the synthetic segment events, before `synthetic` is drained.
+        let mut classes: Vec<(i64, SegmentClass)> = (self.synthetic.iter())
+            .filter_map(|(r, _)| r.segment.map(|c| (r.id, c)))
+            .filter(|(_, c)| *c != SegmentClass::default())
+            .collect();
+        classes.append(&mut self.classes);
+        classes.sort_unstable_by_key(|(id, _)| *id);
         let synthetic = self
             .synthetic
             .drain(..)
@@ -470,6 +513,11 @@ impl DbSink {
                 .filter_map(|pos| Some((id(pos), times.get(pos, &events[pos])?)));
             writer.event_times(device, rows)?;
         }
+        let pools = snapshot.pools(device);
+        let real = (self.positions(events.len()))
+            .filter_map(|pos| Some((id(pos), pools.get(pos)?)))
+            .peekable();
+        writer.pools(device, pool_rows(&classes, real))?;
         // Freed before the blocks are written, whose pages can then take its room.
         self.totals = Vec::new();
         // Blocks arrive by descending allocation id, then the pre-trace ones -1, -2, …
@@ -517,6 +565,11 @@ impl RowSink for DbSink {
                 }
             }
             None => self.synthetic.push((*r, callstack_id)),
+        }
+        if let (Some(class), Some(_)) = (r.segment, r.position) {
+            if class != SegmentClass::default() {
+                self.classes.push((r.id, class));
+            }
         }
         Ok(())
     }
@@ -567,6 +620,7 @@ mod tests {
                 allocated_size: 0,
                 active_size: 0,
                 is_expandable: false,
+                pool_id: None,
                 frames: StackId::EMPTY,
                 blocks: vec![Block {
                     address: 4096,
@@ -607,5 +661,92 @@ mod tests {
         let conn = Connection::open_in_memory().unwrap();
         import_snapshot(&snapshot, &conn, &request, &mut |_| {}).unwrap();
         assert_eq!(time_rows(&conn), []);
+    }
+
+    /// What the file says of pools (segment types and pool ids, pytorch#177717) and of its
+    /// trace buffer (pytorch#179276) lands in our tables, by event id.
+    #[test]
+    fn pools_and_the_trace_buffer_are_kept() {
+        let mib = 1 << 20;
+        // With `say`, the file says what pools and buffer were; without, nothing.
+        let make = |say: bool| {
+            let (kind_small, kind_large, pool_small, pool_large, own_large, own_alloc, buffer) =
+                if say {
+                    (
+                        r#""segment_type": "small","#,
+                        r#""segment_type": "large","#,
+                        r#""segment_pool_id": [0, 0],"#,
+                        r#""segment_pool_id": [1, 5],"#,
+                        r#", "pool_id": [1, 5]"#,
+                        r#", "pool_id": [0, 0]"#,
+                        r#""trace_alloc_overflowed": true, "trace_alloc_max_entries": 4"#,
+                    )
+                } else {
+                    ("", "", "", "", "", "", "")
+                };
+            format!(
+                r#"{{"segments": [
+              {{"device": 0, "address": 0, "total_size": {small}, "stream": 0, {kind_small}
+                {pool_small} "allocated_size": 512, "active_size": 512, "blocks": [
+                {{"address": 0, "size": 512, "requested_size": 512, "state": "active_allocated"}},
+                {{"address": 512, "size": {rest}, "requested_size": 0, "state": "inactive"}}]}},
+              {{"device": 0, "address": {big_at}, "total_size": {big}, "stream": 0, {kind_large}
+                {pool_large} "allocated_size": 0, "active_size": 0, "blocks": [
+                {{"address": {big_at}, "size": {big}, "requested_size": 0, "state": "inactive"}}]}}],
+             "device_traces": [[
+              {{"action": "segment_alloc", "addr": {big_at}, "size": {big}, "stream": 0{own_large}}},
+              {{"action": "alloc", "addr": 0, "size": 512, "stream": 0{own_alloc}}},
+              {{"action": "segment_alloc", "addr": {gone}, "size": {small}, "stream": 0}},
+              {{"action": "segment_free", "addr": {gone}, "size": {small}, "stream": 0}}]],
+             "allocator_settings": {{{buffer}}}}}"#,
+                small = 2 * mib,
+                rest = 2 * mib - 512,
+                big = 20 * mib,
+                big_at = 1i64 << 30,
+                gone = 1i64 << 40,
+            )
+        };
+        let json = make(true);
+        let plain_json = make(false);
+        let snapshot = pt_snap_model::decode_slice(json.as_bytes()).unwrap();
+        let conn = Connection::open_in_memory().unwrap();
+        let request = ImportRequest::new("x.json", "0".repeat(64), 1, "2026-12-02T00:00:00+00:00");
+        import_snapshot(&snapshot, &conn, &request, &mut |_| {}).unwrap();
+        type Row = (i64, Option<String>, Option<i64>, Option<i64>);
+        let rows: Vec<Row> = conn
+            .prepare("SELECT * FROM pt_snap_x_pool_0 ORDER BY rowid")
+            .unwrap()
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect();
+        let large = Some("large".to_owned());
+        assert_eq!(
+            rows,
+            [
+                (-1, Some("small".to_owned()), Some(0), Some(0)),
+                (0, large, Some(1), Some(5)),
+                (1, None, Some(0), Some(0)),
+            ]
+        );
+        let buffer: (i64, i64, i64) = conn
+            .query_row("SELECT * FROM pt_snap_x_trace_buffer", [], |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+            })
+            .unwrap();
+        assert_eq!(buffer, (0, 1, 4));
+        // A file that says nothing of either writes neither table.
+        let plain = plain_json;
+        let snapshot = pt_snap_model::decode_slice(plain.as_bytes()).unwrap();
+        let conn = Connection::open_in_memory().unwrap();
+        import_snapshot(&snapshot, &conn, &request, &mut |_| {}).unwrap();
+        let ours: i64 = conn
+            .query_row(
+                "SELECT count(*) FROM sqlite_master WHERE name IN ('pt_snap_x_pool_0', 'pt_snap_x_trace_buffer')",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(ours, 0);
     }
 }

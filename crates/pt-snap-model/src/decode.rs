@@ -15,6 +15,9 @@
 //!   [`Action::Other`](crate::Action::Other), named once in
 //!   [`Snapshot::other_actions`](crate::Snapshot::other_actions).
 //! - Frame: `filename` str, `line` int (not bool), `name` str.
+//! - `segment_pool_id` of a segment and `pool_id` of a trace entry: a pair of ints, else
+//!   none; `allocator_settings`' `trace_alloc_overflowed` and `trace_alloc_max_entries`
+//!   ([`TraceBuffer`]): read where usable, never a reason to refuse a file.
 //! - Every segment must be one an allocator can hold (see `check.rs`): sizes never
 //!   negative, blocks inside it in address order, a listing with free blocks tiling it,
 //!   `allocated_size`/`active_size` the sums of its blocks.
@@ -38,12 +41,13 @@ use std::rc::Rc;
 pub use pt_snap_pickle::Limits;
 use pt_snap_pickle::{Node, Val};
 
-use crate::{OomFree, Snapshot, TopLevel};
+use crate::{OomFree, Snapshot, TopLevel, TraceBuffer};
 
 mod check;
 mod input;
 mod prune;
 mod schema;
+mod settings;
 mod sink;
 mod streams;
 mod tables;
@@ -252,9 +256,13 @@ fn decode_plain<R: Read>(
         t: &mut sink.t,
     };
     let root = Path::Root;
+    let mut trace_buffer = TraceBuffer::default();
     let (layout, segments, device_traces) = match pickle.root {
         Val::Ref(id) => match &arena[id] {
             Node::Dict(items) => {
+                if let Some(settings) = find(arena, items, "allocator_settings") {
+                    trace_buffer = settings::trace_buffer(arena, settings);
+                }
                 let segments = match find(arena, items, "segments") {
                     Some(v) => d.segments(v, &root.key("segments"))?,
                     None => Vec::new(),
@@ -293,6 +301,7 @@ fn decode_plain<R: Read>(
     let t = sink.t;
     let mut oom_device_free = Vec::new();
     let mut event_times = Vec::with_capacity(device_traces.len());
+    let mut event_pools = Vec::with_capacity(device_traces.len());
     let device_traces =
         (device_traces.into_iter().enumerate())
             .map(|(device, list)| {
@@ -304,6 +313,7 @@ fn decode_plain<R: Read>(
                     }
                 }));
                 event_times.push(list.times);
+                event_pools.push(list.pools);
                 list.events
             })
             .collect();
@@ -312,6 +322,8 @@ fn decode_plain<R: Read>(
         device_traces,
         oom_device_free,
         event_times,
+        event_pools,
+        trace_buffer,
         stacks: t.stacks,
         other_actions: t.other_actions,
         layout,

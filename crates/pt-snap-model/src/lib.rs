@@ -14,11 +14,13 @@
 
 pub mod decode;
 pub mod names;
+mod pools;
 mod slices;
 mod stacks;
 mod times;
 
 pub use decode::{decode, decode_sized, decode_slice, DecodeError, Progress};
+pub use pools::{EventPools, EventPoolsBuilder, PerDevice, PoolId, TraceBuffer};
 pub use slices::{Slices, SLICE};
 pub use stacks::{Frame, FrameId, StackId, Stacks};
 pub use times::{EventTimes, EventTimesBuilder};
@@ -45,6 +47,11 @@ pub struct Snapshot {
     /// [`Snapshot::device_traces`] (a device past its end has no times); read them through
     /// [`Snapshot::event_time`] or [`EventTimes::iter`].
     pub event_times: Vec<EventTimes>,
+    /// Which entries of each device's trace name their memory pool (`pool_id`), and which;
+    /// indexed like [`Snapshot::device_traces`]. Read them through [`Snapshot::event_pool`].
+    pub event_pools: Vec<EventPools>,
+    /// What `allocator_settings` says about the trace's ring buffer.
+    pub trace_buffer: TraceBuffer,
 }
 
 /// The free device memory an `oom` trace entry recorded (`cudaMemGetInfo`/`aclrtGetMemInfo`
@@ -81,6 +88,9 @@ pub struct Segment {
     pub allocated_size: i64,
     pub active_size: i64,
     pub is_expandable: bool,
+    /// `segment_pool_id`: the memory pool holding the segment (`(0, 0)`: the default
+    /// pool); `None` where the file has none (torch 2.0).
+    pub pool_id: Option<PoolId>,
     pub frames: StackId,
     /// Blocks in file order (ascending address).
     pub blocks: Vec<Block>,
@@ -239,6 +249,17 @@ impl Snapshot {
     pub fn event_time(&self, device: usize, position: usize) -> Option<i64> {
         let event = self.device_traces.get(device)?.get(position)?;
         self.times(device).get(position, event)
+    }
+
+    /// The pools of `device`'s trace entries (none for a device without any).
+    pub fn pools(&self, device: usize) -> &EventPools {
+        static NONE: EventPools = EventPools::NONE;
+        self.event_pools.get(device).unwrap_or(&NONE)
+    }
+
+    /// The `pool_id` of the entry at `position` of `device`'s trace, if it has one.
+    pub fn event_pool(&self, device: usize, position: usize) -> Option<PoolId> {
+        self.pools(device).get(position)
     }
 
     /// Devices whose trace list is non-empty, ascending: the devices an import writes.

@@ -213,6 +213,8 @@ impl Values {
             block_count: self.int("top_group_block_count").unwrap_or_default(),
             callstack: self.text("top_group_callstack").unwrap_or_default(),
             frames: self.get("top_group_frames").and_then(frames),
+            // The summary table keeps the top group only (its columns are `ranks`' first).
+            largest_dynamic: None,
         });
         DeviceSummary {
             device: self.int("device").unwrap_or_default(),

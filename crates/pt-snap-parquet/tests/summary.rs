@@ -39,6 +39,7 @@ fn device(device: i64, active: i64) -> DeviceSummary {
                 filename: "a.py".into(),
                 line: 1,
             }]),
+            largest_dynamic: None,
         }),
         peak_times: PeakTimes {
             allocated: Some(30),

@@ -30,6 +30,7 @@
 
 #![forbid(unsafe_code)]
 
+mod allocator;
 pub mod category;
 pub mod contract;
 mod engine;
@@ -49,6 +50,7 @@ mod templates;
 mod timeline;
 mod value;
 
+pub use allocator::{BlocksBy, EventStacks, StateBlock, StateEvent};
 pub use contract::{Contract, OutputColumn, ParamType, Parameter, WorkLimits, CATEGORIES};
 pub use engine::{Analyzer, Interrupt, QueryOutcome, QueryRequest};
 pub use error::QueryError;
@@ -57,7 +59,7 @@ pub use params::{ParamValue, Params};
 pub use pt_snap_db::{rusqlite, CallstackLayout, DeviceBounds, Metadata, NoTimes, OpenError};
 pub use registry::Template;
 pub use rows::{Action, CallstackRow, EventRow, FrameRow};
-pub use source::{metadata_json, ImportMetadata, MetadataStatus, Source, Times};
+pub use source::{metadata_json, ImportMetadata, MetadataStatus, Source, Times, TraceBuffer};
 pub use timeline::{
     bucket_index, Downsampler, Extent, TimeBucket, TimeDownsampler, TimeExtent, TimeTimeline,
     Timeline, TimelineBucket, TimelineRequest,

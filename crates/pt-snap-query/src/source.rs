@@ -29,7 +29,17 @@ pub trait Source {
     /// has no times for that device at all. SnapshotDB format 3 has no time column: a
     /// database keeps them in our `pt_snap_x_event_time_<d>`.
     fn event_times(&self, device: i64, ids: &[i64]) -> Result<Times, QueryError>;
+
+    /// What the file said about `device`'s trace buffer (pytorch#179276): whether it
+    /// overflowed, and its length; `None` where the source keeps nothing of it (our
+    /// `pt_snap_x_trace_buffer`; datasets keep none).
+    fn trace_buffer(&self, _device: i64) -> Result<Option<TraceBuffer>, QueryError> {
+        Ok(None)
+    }
 }
+
+/// `(overflowed, max_entries)` of a device's trace buffer, each where the file says it.
+pub type TraceBuffer = (Option<bool>, Option<i64>);
 
 /// What [`Source::event_times`] answers: one time per id asked, or why there are none.
 pub type Times = Result<Vec<Option<i64>>, NoTimes>;
@@ -58,6 +68,11 @@ impl Source for Analyzer {
     fn event_times(&self, device: i64, ids: &[i64]) -> Result<Times, QueryError> {
         let device = self.resolve_device(Some(device))?;
         (self.db().event_times(device, ids)).map_err(|e| self.execution_error(e))
+    }
+
+    fn trace_buffer(&self, device: i64) -> Result<Option<TraceBuffer>, QueryError> {
+        let device = self.resolve_device(Some(device))?;
+        self.db().trace_buffer(device).map_err(read_failed)
     }
 }
 

@@ -18,7 +18,7 @@ mod state;
 mod stepwise;
 
 pub use lenient::{Issue, IssueKind, Mode};
-use pt_snap_model::{Action, BlockState, Snapshot, StackId, TraceEvent};
+use pt_snap_model::{Action, BlockState, PoolId, Snapshot, StackId, TraceEvent};
 use state::{DeviceState, LiveBlock, SegState};
 pub use stepwise::{BlockChange, BlockView, Replayer, SegmentView, Step};
 
@@ -38,6 +38,21 @@ pub struct TraceRow {
     pub stack: StackId,
     /// The event's position in the device trace; `None` for synthetic events.
     pub position: Option<usize>,
+    /// For an event that reserved a segment (`segment_alloc`, `segment_map`, and the
+    /// synthetic events of segments from before the trace): what the file says of that
+    /// segment's pool. `None` for every other event.
+    pub segment: Option<SegmentClass>,
+}
+
+/// What a file says of a segment's pool, where it says it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SegmentClass {
+    /// The dump's `segment_type`: the large pool (`true`) or the small one; `None` where
+    /// the dump does not describe the segment (one freed before the dump).
+    pub large: Option<bool>,
+    /// The dump's `segment_pool_id`, or the `pool_id` of the trace entry that re-created
+    /// it (pytorch#177717); `(0, 0)` is the default pool.
+    pub pool_id: Option<PoolId>,
 }
 
 /// One row of `block_<device>`: a block lifetime.
@@ -239,6 +254,7 @@ pub fn replay_device<S: RowSink>(
             reserved,
             stack: seg.frames,
             position: None,
+            segment: Some(seg.class),
         })
         .map_err(ReplayError::Sink)?;
         next_event_id -= 1;
@@ -254,14 +270,18 @@ pub(crate) enum Undone {
     Detached(LiveBlock),
     /// A `free_completed`/`free` undo put this block back.
     Created(LiveBlock),
+    /// A `segment_alloc`/`segment_map` undo took out (part of) a segment of this class.
+    Unreserved(SegmentClass),
 }
 
 impl DeviceState {
-    /// Undoes one event, and says which block it took out or put back.
+    /// Undoes one event (whose entry names the memory pool `pool`, if it does), and says
+    /// which block it took out or put back.
     pub(crate) fn undo(
         &mut self,
         e: &TraceEvent,
         id: i64,
+        pool: Option<PoolId>,
         workspace: bool,
         warnings: &mut Vec<String>,
     ) -> Result<Undone, String> {
@@ -342,9 +362,9 @@ impl DeviceState {
                     ));
                 }
                 let reserved = state::sub(self.reserved, e.size)?;
-                self.segments.remove(s);
+                let removed = self.segments.remove(s);
                 self.reserved = reserved;
-                Ok(Undone::None)
+                Ok(Undone::Unreserved(removed.class))
             }
             Action::SegmentFree => {
                 // Its range must end below 2^63, as every segment of the dump does.
@@ -356,6 +376,10 @@ impl DeviceState {
                     stream: e.stream,
                     is_expandable: false,
                     frames: e.frames,
+                    class: SegmentClass {
+                        large: None,
+                        pool_id: pool,
+                    },
                     active: 0,
                     allocated: 0,
                     blocks: Vec::new(),
@@ -365,13 +389,13 @@ impl DeviceState {
             }
             Action::SegmentMap => {
                 let reserved = state::sub(self.reserved, e.size)?;
-                self.unmap_range(e)?;
+                let class = self.unmap_range(e)?;
                 self.reserved = reserved;
-                Ok(Undone::None)
+                Ok(Undone::Unreserved(class))
             }
             Action::SegmentUnmap => {
                 let reserved = state::add(self.reserved, e.size)?;
-                self.map_range(e)?;
+                self.map_range(e, pool)?;
                 self.reserved = reserved;
                 Ok(Undone::None)
             }

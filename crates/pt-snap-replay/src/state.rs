@@ -1,6 +1,8 @@
 //! The allocator state of one device during the backward replay.
 
-use pt_snap_model::{Action, BlockState, Snapshot, StackId, TraceEvent};
+use pt_snap_model::{Action, BlockState, PoolId, Snapshot, StackId, TraceEvent};
+
+use crate::SegmentClass;
 
 /// `a + b`, or why the replay must stop. The reference's Python integers never wrap; SQLite's
 /// INTEGER columns hold 64 bits, so a count past that is a file no allocator wrote, and must
@@ -75,6 +77,9 @@ pub(crate) struct SegState {
     pub stream: i64,
     pub is_expandable: bool,
     pub frames: StackId,
+    /// What the file says of its pool: the dump's `segment_type` and `segment_pool_id`, or
+    /// the `pool_id` of the trace entry that re-created it.
+    pub class: SegmentClass,
     /// Bytes of live blocks; starts from the dump's `active_size`, like the reference.
     pub active: i64,
     /// The dump's `allocated_size`; only the workspace adaptation reads it.
@@ -124,6 +129,14 @@ impl DeviceState {
                 stream: s.stream,
                 is_expandable: s.is_expandable,
                 frames: s.frames,
+                class: SegmentClass {
+                    large: match &*s.segment_type {
+                        "large" => Some(true),
+                        "small" => Some(false),
+                        _ => None,
+                    },
+                    pool_id: s.pool_id,
+                },
                 active: s.active_size,
                 allocated: s.allocated_size,
                 blocks: s
@@ -295,7 +308,8 @@ impl DeviceState {
 
     /// Undo of `segment_map`: the range was not mapped before, so cut it out of the segment
     /// that holds it (shrinking an edge, removing the segment, or splitting it in two).
-    pub fn unmap_range(&mut self, e: &TraceEvent) -> Result<(), String> {
+    /// Returns that segment's class: the map's.
+    pub fn unmap_range(&mut self, e: &TraceEvent) -> Result<SegmentClass, String> {
         let (start, end) = (e.addr, add(e.addr, e.size)?);
         let s = self
             .find_segment(start, e.stream)
@@ -320,6 +334,7 @@ impl DeviceState {
                 b.address, b.size
             ));
         }
+        let class = seg.class;
         let at_left = start == seg.address;
         let at_right = i128::from(end) == seg.end();
         match (at_left, at_right) {
@@ -342,6 +357,7 @@ impl DeviceState {
                     stream: seg.stream,
                     is_expandable: seg.is_expandable,
                     frames: seg.frames,
+                    class: seg.class,
                     active: 0,
                     allocated: 0,
                     blocks: Vec::new(),
@@ -361,12 +377,13 @@ impl DeviceState {
                 self.insert_segment(right);
             }
         }
-        Ok(())
+        Ok(class)
     }
 
     /// Undo of `segment_unmap`: the range was mapped before, so re-create it, merged with the
-    /// mapped runs it touches on the same stream.
-    pub fn map_range(&mut self, e: &TraceEvent) -> Result<(), String> {
+    /// mapped runs it touches on the same stream (a run of its own has the class of `pool`,
+    /// the unmap's pool id).
+    pub fn map_range(&mut self, e: &TraceEvent, pool: Option<PoolId>) -> Result<(), String> {
         let (start, end) = (e.addr, add(e.addr, e.size)?);
         if self
             .segments
@@ -410,6 +427,10 @@ impl DeviceState {
                 stream: e.stream,
                 is_expandable: true,
                 frames: e.frames,
+                class: SegmentClass {
+                    large: None,
+                    pool_id: pool,
+                },
                 active: 0,
                 allocated: 0,
                 blocks: Vec::new(),

@@ -11,7 +11,7 @@ use pt_snap_model::{BlockState, Snapshot, StackId, TraceEvent};
 
 use crate::lenient::{Issue, Leniency, Missing, Mode};
 use crate::state::{DeviceState, LiveBlock};
-use crate::{Inconsistency, ReplayError, TraceRow, Undone};
+use crate::{Inconsistency, ReplayError, SegmentClass, TraceRow, Undone};
 
 /// A live block as the replay holds it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -48,6 +48,7 @@ pub struct SegmentView<'r> {
     pub stream: i64,
     pub is_expandable: bool,
     pub frames: StackId,
+    pub class: SegmentClass,
     blocks: &'r [LiveBlock],
 }
 
@@ -149,6 +150,7 @@ impl<'s> Replayer<'s> {
             stream: s.stream,
             is_expandable: s.is_expandable,
             frames: s.frames,
+            class: s.class,
             blocks: &s.blocks,
         })
     }
@@ -210,10 +212,12 @@ impl<'s> Replayer<'s> {
             reserved,
             stack: event.frames,
             position: Some(pos),
+            segment: None,
         };
+        let pool = self.snapshot.event_pool(self.device, pos);
         let undone = self
             .state
-            .undo(event, id, self.workspace, &mut self.warnings);
+            .undo(event, id, pool, self.workspace, &mut self.warnings);
         let inconsistent = |reason| {
             Some(Err(ReplayError::Inconsistent(Inconsistency {
                 device: self.device,
@@ -225,8 +229,13 @@ impl<'s> Replayer<'s> {
                 reason,
             })))
         };
+        let mut row = row;
         let change = match undone {
             Ok(Undone::None) => BlockChange::None,
+            Ok(Undone::Unreserved(class)) => {
+                row.segment = Some(class);
+                BlockChange::None
+            }
             Ok(Undone::Detached(block)) => BlockChange::Detached(BlockView::from(&block)),
             Ok(Undone::Created(block)) => BlockChange::Created(BlockView::from(&block)),
             Err(reason) => match &mut self.leniency {

@@ -74,6 +74,7 @@ pub(crate) fn segment(address: i64, total_size: i64, blocks: Vec<Block>) -> Segm
         allocated_size: live(BlockState::ActiveAllocated),
         active_size: live(BlockState::Inactive),
         is_expandable: false,
+        pool_id: None,
         frames: StackId::EMPTY,
         blocks,
     }

@@ -18,6 +18,7 @@ const SOURCES: &[&str] = &[
     include_str!("../contracts/commands/check.json"),
     include_str!("../contracts/commands/diff.json"),
     include_str!("../contracts/commands/oom.json"),
+    include_str!("../contracts/commands/segments.json"),
     include_str!("../contracts/commands/export.json"),
     include_str!("../contracts/commands/sql.json"),
 ];

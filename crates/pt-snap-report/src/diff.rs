@@ -115,6 +115,14 @@ impl StackKey {
         crate::stack::label(self.frames()).unwrap_or_else(|| self.text())
     }
 
+    /// Memory without a stack: static, preexisting or with its stack missing.
+    pub fn is_stackless(&self) -> bool {
+        matches!(
+            self,
+            StackKey::Static | StackKey::Preexisting | StackKey::Missing
+        )
+    }
+
     /// The key a group of this stack is matched by under `by`.
     pub fn matched_by(&self, by: By) -> StackKey {
         match (by, self) {
@@ -396,6 +404,15 @@ impl Diff {
         self.b.total()
     }
 
+    /// The site of the largest group (on either side) allocated during the trace with a
+    /// stack: named beside memory without one, so a row is never just `[static]`.
+    pub fn largest_dynamic_site(&self) -> Option<String> {
+        (self.groups.iter())
+            .filter(|g| !g.key.is_stackless())
+            .max_by_key(|g| (g.a.bytes.max(g.b.bytes), std::cmp::Reverse(g.key.clone())))
+            .map(|g| g.key.site())
+    }
+
     fn count(&self, status: Status) -> usize {
         self.groups.iter().filter(|g| g.status() == status).count()
     }
@@ -427,7 +444,10 @@ impl Diff {
             }
             json!({"a": of(&self.a), "b": of(&self.b), "delta": delta, "delta_percent": percent})
         };
-        let groups: Vec<Json> = self.shown(limit).iter().map(group_json).collect();
+        let dynamic = self.largest_dynamic_site();
+        let groups: Vec<Json> = (self.shown(limit).iter())
+            .map(|g| group_json(g, dynamic.as_deref()))
+            .collect();
         let (ta, tb) = (self.total_a(), self.total_b());
         vec![
             ("metric", json!(self.metric.name())),
@@ -697,7 +717,15 @@ impl Diff {
                 "  {:>4}  {:<7}  {:>12} {:<10}  {:>11}  {:>11}  {:>13}  where allocated (your code → torch call)",
                 "#", "status", "change", "", "A", "B", "blocks A→B"
             ));
+            let dynamic = self.largest_dynamic_site();
             for (i, g) in shown.iter().enumerate() {
+                let site = match (g.key.frames().len(), &dynamic) {
+                    (0, Some(d)) if g.key.is_stackless() => {
+                        format!("{} · largest allocated during the trace: {d}", g.key.site())
+                    }
+                    (0, _) => g.key.site(),
+                    (n, _) => format!("{}  [{n} frames]", g.key.site()),
+                };
                 out.push(format!(
                     "  {:>4}  {:<7}  {:>12} {:<10}  {:>11}  {:>11}  {:>13}  {}",
                     i + 1,
@@ -707,10 +735,7 @@ impl Diff {
                     human_bytes(g.a.bytes as f64),
                     human_bytes(g.b.bytes as f64),
                     format!("{}→{}", g.a.blocks, g.b.blocks),
-                    match g.key.frames().len() {
-                        0 => g.key.site(),
-                        n => format!("{}  [{n} frames]", g.key.site()),
-                    }
+                    site
                 ));
             }
         }
@@ -799,7 +824,7 @@ fn extent(b: &pt_snap_query::TimelineBucket, metric: Metric) -> pt_snap_query::E
     }
 }
 
-fn group_json(g: &GroupDiff) -> Json {
+fn group_json(g: &GroupDiff, largest_dynamic: Option<&str>) -> Json {
     let frames: Vec<Json> = g
         .key
         .frames()
@@ -816,6 +841,7 @@ fn group_json(g: &GroupDiff) -> Json {
         "count_b": g.b.blocks,
         "kind": g.key.kind(),
         "site": g.key.site(),
+        "largest_dynamic_site": if g.key.is_stackless() { largest_dynamic } else { None },
         "frames": frames,
     })
 }

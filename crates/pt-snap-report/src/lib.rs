@@ -2,7 +2,8 @@
 //! snapshot for — what was live at the peak ([`peak_memory`], by callstack or by memory
 //! [`categories`]), which code paths hold the memory at an event ([`memory_tree`], as text,
 //! JSON or an interactive flamegraph), why an allocation failed ([`oom`]), and what changed
-//! between two runs ([`diff`]).
+//! between two runs ([`diff`]), the allocator's segments and blocks at an event
+//! ([`segments`]), and how a file was captured ([`capture`]).
 //!
 //! Reports ask a [`pt_snap_query::Source`] like any query, so they answer the same on a
 //! database and on a sharded dataset, on the command line and in the browser; the deadline
@@ -11,6 +12,7 @@
 #![forbid(unsafe_code)]
 
 pub mod allocations;
+pub mod capture;
 pub mod categories;
 pub mod check;
 pub mod commands;
@@ -19,6 +21,7 @@ pub mod oom;
 mod peak;
 mod python_view;
 pub mod ranks;
+pub mod segments;
 pub mod stack;
 mod tree;
 pub mod units;

@@ -24,6 +24,7 @@ use std::collections::BTreeMap;
 
 use crate::stack::Stacks;
 use pt_snap_query::{QueryError, QueryRequest, Source};
+pub use pt_snap_replay::SegmentClass;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value as Json};
 
@@ -101,25 +102,29 @@ pub struct Segment {
     pub size: i64,
     pub stream: i64,
     pub expandable: bool,
+    /// What the file says of its pool (our import's `pt_snap_x_pool_<d>`), where it says it.
+    pub class: SegmentClass,
 }
 
 /// Segment action codes of SnapshotDB format 3 (`segment_map`, `segment_unmap`,
 /// `segment_alloc`, `segment_free`).
-const SEGMENT_MAP: i64 = 0;
-const SEGMENT_UNMAP: i64 = 1;
-const SEGMENT_ALLOC: i64 = 2;
-const SEGMENT_FREE: i64 = 3;
+pub(crate) const SEGMENT_MAP: i64 = 0;
+pub(crate) const SEGMENT_UNMAP: i64 = 1;
+pub(crate) const SEGMENT_ALLOC: i64 = 2;
+pub(crate) const SEGMENT_FREE: i64 = 3;
 const OOM: i64 = 8;
 
-/// Applies one segment event (in id order) to the reserved ranges. Sums saturate: a
-/// lenient replay's database keeps the sizes of segment events it could not apply, absurd
-/// ones included, and the report must still read it.
+/// Applies one segment event (in id order) to the reserved ranges; `class` is what the
+/// file says of the pool of the segment a `segment_alloc` or `segment_map` reserves. Sums
+/// saturate: a lenient replay's database keeps the sizes of segment events it could not
+/// apply, absurd ones included, and the report must still read it.
 pub fn apply_segment_event(
     segments: &mut Vec<Segment>,
     action: i64,
     address: i64,
     size: i64,
     stream: i64,
+    class: SegmentClass,
 ) {
     let end = address.saturating_add(size);
     match action {
@@ -128,6 +133,7 @@ pub fn apply_segment_event(
             size,
             stream,
             expandable: false,
+            class,
         }),
         SEGMENT_FREE => segments.retain(|s| s.address != address),
         // Pages mapped next to a mapped run of the same stream extend that run: an
@@ -138,6 +144,7 @@ pub fn apply_segment_event(
                 size,
                 stream,
                 expandable: true,
+                class,
             };
             segments.retain(|s| {
                 let touches = s.expandable
@@ -148,6 +155,9 @@ pub fn apply_segment_event(
                     let start = s.address.min(new.address);
                     new.size = new.size.saturating_add(s.size);
                     new.address = start;
+                    // One run, one pool: what the file says of either part.
+                    new.class.large = new.class.large.or(s.class.large);
+                    new.class.pool_id = new.class.pool_id.or(s.class.pool_id);
                 }
                 !touches
             });
@@ -186,15 +196,22 @@ pub fn apply_segment_event(
 pub struct SegmentFree {
     pub segment: Segment,
     pub pool: Pool,
-    /// Sizes of the maximal free address runs inside the segment (the allocator merges
-    /// free neighbours, so each is one cached free block).
-    pub free_blocks: Vec<i64>,
+    /// The maximal free address runs inside the segment, `(address, size)` in address
+    /// order (the allocator merges free neighbours, so each is one cached free block).
+    pub free_runs: Vec<(i64, i64)>,
+}
+
+impl SegmentFree {
+    pub fn free_blocks(&self) -> impl Iterator<Item = i64> + '_ {
+        self.free_runs.iter().map(|r| r.1)
+    }
 }
 
 /// The free runs of every segment given the live blocks `(address, size)`, and each
-/// segment's pool: the pool of a live block inside it (a block above `kSmallSize` is a
-/// large-pool block), else by its size (`kSmallBuffer` is a small-pool segment; an
-/// expandable run of the large pool is a multiple of `kLargeBuffer`).
+/// segment's pool: the dump's `segment_type` where the database kept it, else the pool of
+/// a live block inside it (a block above `kSmallSize` is a large-pool block), else by its
+/// size (`kSmallBuffer` is a small-pool segment; an expandable run of the large pool is a
+/// multiple of `kLargeBuffer`).
 pub fn free_space(segments: &[Segment], live: &[(i64, i64)]) -> Vec<SegmentFree> {
     let mut live: Vec<(i64, i64)> = live.to_vec();
     live.sort_unstable();
@@ -205,19 +222,23 @@ pub fn free_space(segments: &[Segment], live: &[(i64, i64)]) -> Vec<SegmentFree>
         let end = s.address.saturating_add(s.size);
         let first = live.partition_point(|b| b.0 < s.address);
         let mut cursor = s.address;
-        let mut free_blocks = Vec::new();
+        let mut free_runs = Vec::new();
         let mut block_pool = None;
         for &(a, size) in live[first..].iter().take_while(|b| b.0 < end) {
             if a > cursor {
-                free_blocks.push(a - cursor);
+                free_runs.push((cursor, a - cursor));
             }
             cursor = cursor.max(a.saturating_add(size));
             block_pool.get_or_insert(Pool::of_request(size));
         }
         if end > cursor {
-            free_blocks.push(end - cursor);
+            free_runs.push((cursor, end - cursor));
         }
-        let pool = block_pool.unwrap_or(if s.expandable {
+        let known = s
+            .class
+            .large
+            .map(|l| if l { Pool::Large } else { Pool::Small });
+        let pool = known.or(block_pool).unwrap_or(if s.expandable {
             if s.size % LARGE_BUFFER == 0 {
                 Pool::Large
             } else {
@@ -231,7 +252,7 @@ pub fn free_space(segments: &[Segment], live: &[(i64, i64)]) -> Vec<SegmentFree>
         out.push(SegmentFree {
             segment: s.clone(),
             pool,
-            free_blocks,
+            free_runs,
         });
     }
     out
@@ -255,7 +276,7 @@ pub fn by_pool_and_stream(
     let mut out: BTreeMap<(Pool, i64), FreeSummary> = BTreeMap::new();
     for s in segments {
         let f = out.entry((s.pool, s.segment.stream)).or_default();
-        for &b in &s.free_blocks {
+        for b in s.free_blocks() {
             f.total_bytes = f.total_bytes.saturating_add(b);
             f.largest_block_bytes = f.largest_block_bytes.max(b);
             f.blocks += 1;
@@ -504,7 +525,8 @@ pub fn segments_at(
     events.sort_unstable_by_key(|e| e.0);
     let mut segments = Vec::new();
     for (_, action, address, size, stream) in events {
-        apply_segment_event(&mut segments, action, address, size, stream);
+        let class = SegmentClass::default();
+        apply_segment_event(&mut segments, action, address, size, stream, class);
     }
     Ok(segments)
 }
@@ -878,24 +900,34 @@ mod tests {
     #[test]
     fn free_runs_are_segments_minus_live_blocks() {
         let mut segs = Vec::new();
-        apply_segment_event(&mut segs, SEGMENT_ALLOC, 0, SMALL_BUFFER, 7);
-        apply_segment_event(&mut segs, SEGMENT_ALLOC, 1 << 30, LARGE_BUFFER, 7);
-        apply_segment_event(&mut segs, SEGMENT_MAP, 1 << 40, LARGE_BUFFER, 0);
+        let none = SegmentClass::default();
+        let pooled = SegmentClass {
+            large: None,
+            pool_id: Some((1, 2)),
+        };
+        apply_segment_event(&mut segs, SEGMENT_ALLOC, 0, SMALL_BUFFER, 7, none);
+        apply_segment_event(&mut segs, SEGMENT_ALLOC, 1 << 30, LARGE_BUFFER, 7, none);
+        apply_segment_event(&mut segs, SEGMENT_MAP, 1 << 40, LARGE_BUFFER, 0, pooled);
         apply_segment_event(
             &mut segs,
             SEGMENT_MAP,
             (1 << 40) + LARGE_BUFFER,
             LARGE_BUFFER,
             0,
+            none,
         );
         assert_eq!(segs.len(), 3, "two adjacent maps are one run");
-        apply_segment_event(&mut segs, SEGMENT_UNMAP, 1 << 40, LARGE_BUFFER, 0);
+        assert_eq!(segs[2].class, pooled, "the run keeps the pool of its parts");
+        apply_segment_event(&mut segs, SEGMENT_UNMAP, 1 << 40, LARGE_BUFFER, 0, none);
         assert_eq!(segs[2].address, (1 << 40) + LARGE_BUFFER);
         let live = [(512, 512), (1 << 30, 4 << 20)];
         let spaces = free_space(&segs, &live);
-        assert_eq!(spaces[0].free_blocks, [512, SMALL_BUFFER - 1024]);
+        assert_eq!(spaces[0].free_runs, [(0, 512), (1024, SMALL_BUFFER - 1024)]);
         assert_eq!(spaces[0].pool, Pool::Small);
-        assert_eq!(spaces[1].free_blocks, [LARGE_BUFFER - (4 << 20)]);
+        assert_eq!(
+            spaces[1].free_blocks().collect::<Vec<_>>(),
+            [LARGE_BUFFER - (4 << 20)]
+        );
         assert_eq!(spaces[1].pool, Pool::Large);
         let by = by_pool_and_stream(&spaces, 16 << 20);
         assert_eq!(by[&(Pool::Large, 7)].blocks_fitting, 1);

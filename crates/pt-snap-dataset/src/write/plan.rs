@@ -369,6 +369,7 @@ mod tests {
             allocated_size: 1024,
             active_size: 1024,
             is_expandable: false,
+            pool_id: None,
             frames: StackId::EMPTY,
             blocks: vec![Block {
                 address: 1024,

@@ -147,6 +147,7 @@ mod tests {
             allocated_size: sum(|b| b.state == BlockState::ActiveAllocated),
             active_size: sum(|b| b.state != BlockState::Inactive),
             is_expandable: false,
+            pool_id: None,
             frames: StackId::EMPTY,
             blocks,
         }

@@ -11,7 +11,10 @@ use pt_snap_pickle::{Arena, Node, NodeId, Val};
 use super::tables::{EventList, Kind, PendingBlock, Tables, Word};
 use super::DecodeError;
 use crate::times::{join, split};
-use crate::{Action, Block, BlockState, EventTimesBuilder, FrameId, Segment, StackId, TraceEvent};
+use crate::{
+    Action, Block, BlockState, EventPoolsBuilder, EventTimesBuilder, FrameId, PoolId, Segment,
+    StackId, TraceEvent,
+};
 
 /// Where a value sits, rendered only when an error needs it.
 #[derive(Clone, Copy)]
@@ -238,6 +241,23 @@ impl<'a> Decoder<'a> {
         Ok(id)
     }
 
+    /// A pool id: a pair of ints (a tuple in a pickle, a list in JSON); anything else is
+    /// none. PyTorch writes `(0, 0)` for the default pool.
+    pub fn pool_id(&self, v: Val) -> Option<PoolId> {
+        let items: &[Val] = match self.arena.resolve(v) {
+            Val::Ref(id) => match &self.arena[id] {
+                Node::Tuple(items) => &items[..],
+                Node::List(items) => &items[..],
+                _ => return None,
+            },
+            _ => return None,
+        };
+        match items {
+            [Val::Int(owner), Val::Int(id)] => Some((*owner, *id)),
+            _ => None,
+        }
+    }
+
     fn action(&mut self, name: &str) -> Action {
         Action::from_name(name).unwrap_or_else(|| {
             let next = self.t.other_actions.len() as u32;
@@ -255,10 +275,12 @@ impl<'a> Decoder<'a> {
     pub fn event(&mut self, v: Val, path: &Path<'_>) -> Result<TraceEvent> {
         self.t.device_free = None;
         self.t.time = None;
+        self.t.pool = None;
         if let Some((Kind::Event, i)) = Kind::of(self.arena, v) {
             let ev = self.t.events.get(i).copied().ok_or_else(|| shared(path))?;
             self.t.device_free = self.t.oom_free.get(&i).copied();
-            self.t.time = (self.t.time_runs.high_at(i)).map(|high| join(high, ev.time_low));
+            self.t.time = (self.t.time_runs.at(i)).map(|high| join(high, ev.time_low));
+            self.t.pool = self.t.pool_runs.at(i);
             return Ok(ev);
         }
         let mut device_free = None;
@@ -289,6 +311,9 @@ impl<'a> Decoder<'a> {
                 Word::Id => ev.id = Some(self.int(x, &path.key("id"), IntKind::Plain)?),
                 Word::DeviceFree => device_free = Some(x),
                 Word::TimeUs => time = Some(x),
+                // Like `time_us`, a value that is no pair of ints is no pool id, never a
+                // reason to refuse the file.
+                Word::PoolId => self.t.pool = self.pool_id(x),
                 _ => {}
             }
         }
@@ -340,15 +365,19 @@ impl<'a> Decoder<'a> {
                 }
             }
             let mut times = EventTimesBuilder::default();
+            let mut pools = EventPoolsBuilder::default();
             for &i in &idx {
-                times.push_high(self.t.time_runs.high_at(i));
+                times.push_high(self.t.time_runs.at(i));
+                pools.push(self.t.pool_runs.at(i));
             }
             let events = self.t.events.claim(&idx).ok_or_else(|| shared(path))?;
             self.t.time_runs.drop_below(self.t.events.first_index());
+            self.t.pool_runs.drop_below(self.t.events.first_index());
             return Ok(EventList {
                 events,
                 ooms,
                 times: times.finish(),
+                pools: pools.finish(),
             });
         }
         let mut list = EventList {
@@ -356,15 +385,18 @@ impl<'a> Decoder<'a> {
             ..EventList::default()
         };
         let mut times = EventTimesBuilder::default();
+        let mut pools = EventPoolsBuilder::default();
         for (i, &e) in items.iter().enumerate() {
             let mut ev = self.event(e, &path.index(i))?;
             ev.time_low = times.push(self.t.time);
+            pools.push(self.t.pool);
             list.events.push(ev);
             if let Some(free) = self.t.device_free.take() {
                 list.ooms.push((i, free));
             }
         }
         list.times = times.finish();
+        list.pools = pools.finish();
         Ok(list)
     }
 
@@ -475,6 +507,7 @@ impl<'a> Decoder<'a> {
             allocated_size: 0,
             active_size: 0,
             is_expandable: false,
+            pool_id: None,
             frames: StackId::EMPTY,
             blocks: Vec::new(),
         };
@@ -508,6 +541,7 @@ impl<'a> Decoder<'a> {
                     }
                 }
                 "frames" => seg.frames = self.stack(x, &p)?,
+                "segment_pool_id" => seg.pool_id = self.pool_id(x),
                 "blocks" => blocks = Some(x),
                 _ => continue,
             }

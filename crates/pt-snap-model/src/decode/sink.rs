@@ -144,6 +144,8 @@ impl SnapshotSink<'_> {
                 }
                 let high = self.t.time.take().map(|t| split(t).0);
                 self.t.time_runs.push(index as u32, high);
+                let pool = self.t.pool.take();
+                self.t.pool_runs.push(index as u32, pool);
                 self.t.events.push(e);
                 self.plan_trace();
                 Some(h)

@@ -7,7 +7,7 @@ use foldhash::HashMap;
 
 use pt_snap_pickle::{Arena, Handle, NodeId, Val};
 
-use crate::{Action, Block, EventTimes, FrameId, Segment, Stacks, TraceEvent};
+use crate::{Action, Block, EventPools, EventTimes, FrameId, PoolId, Segment, Stacks, TraceEvent};
 
 /// What a compacted container turned out to be. Packed into the top bits of a [`Handle`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -89,6 +89,8 @@ pub(super) enum Word {
     DeviceFree,
     /// `time_us`, when the entry was recorded.
     TimeUs,
+    /// `pool_id`, the memory pool of the entry (pytorch#177717).
+    PoolId,
     /// A known action name.
     ActionName(Action),
 }
@@ -110,6 +112,7 @@ impl Word {
             "name" => Word::Name,
             "device_free" => Word::DeviceFree,
             "time_us" => Word::TimeUs,
+            "pool_id" => Word::PoolId,
             s => Action::from_name(s).map_or(Word::Other, Word::ActionName),
         }
     }
@@ -354,32 +357,42 @@ mod pending_tests {
     }
 }
 
-/// A decoded trace, the `device_free` of its `oom` entries by trace position, and its times.
+/// A decoded trace, the `device_free` of its `oom` entries by trace position, its times and
+/// its entries' pool ids.
 #[derive(Default)]
 pub(super) struct EventList {
     pub events: Vec<TraceEvent>,
     pub ooms: Vec<(usize, i64)>,
     pub times: EventTimes,
+    pub pools: EventPools,
 }
 
-/// The high 32 bits of the times of the compacted trace entries (their low bits are in the
-/// events), as runs over their indices in [`Tables::events`]: `(first index, high bits or
-/// no time)`, each differing from the one before; indices before the first run have no
-/// time. Runs below the events still pending are dropped as lists claim them.
-#[derive(Default)]
-pub(super) struct TimeRuns {
-    runs: VecDeque<(u32, Option<i32>)>,
+/// A value of the compacted trace entries kept beside them rather than in them: the high 32
+/// bits of their times (their low bits are in the events), or their pool ids. Runs over
+/// their indices in [`Tables::events`]: `(first index, value or none)`, each differing from
+/// the one before; indices before the first run have none. Runs below the events still
+/// pending are dropped as lists claim them.
+pub(super) struct Runs<T> {
+    runs: VecDeque<(u32, Option<T>)>,
 }
 
-impl TimeRuns {
-    /// The entry compacted at `index` (the next one) has a time with these high bits, or none.
-    pub fn push(&mut self, index: u32, high: Option<i32>) {
-        if high != self.runs.back().and_then(|r| r.1) {
-            self.runs.push_back((index, high));
+impl<T> Default for Runs<T> {
+    fn default() -> Self {
+        Runs {
+            runs: VecDeque::new(),
+        }
+    }
+}
+
+impl<T: Copy + PartialEq> Runs<T> {
+    /// The entry compacted at `index` (the next one) has this value, or none.
+    pub fn push(&mut self, index: u32, value: Option<T>) {
+        if value != self.runs.back().and_then(|r| r.1) {
+            self.runs.push_back((index, value));
         }
     }
 
-    pub fn high_at(&self, index: u32) -> Option<i32> {
+    pub fn at(&self, index: u32) -> Option<T> {
         let k = self.runs.partition_point(|r| r.0 <= index);
         k.checked_sub(1).and_then(|k| self.runs[k].1)
     }
@@ -411,8 +424,12 @@ pub(super) struct Tables {
     /// The `device_free` of the `oom` entry [`Decoder::event`](super::schema::Decoder)
     /// decoded last (`None` for any other entry).
     pub device_free: Option<i64>,
-    /// The high bits of the times of the compacted entries (see [`TimeRuns`]).
-    pub time_runs: TimeRuns,
+    /// The high bits of the times of the compacted entries (see [`Runs`]).
+    pub time_runs: Runs<i32>,
+    /// The pool ids of the compacted entries.
+    pub pool_runs: Runs<PoolId>,
+    /// The `pool_id` of the entry [`Decoder::event`](super::schema::Decoder) decoded last.
+    pub pool: Option<PoolId>,
     /// The `time_us` of the entry [`Decoder::event`](super::schema::Decoder) decoded last.
     pub time: Option<i64>,
     pub blocks: Pending<PendingBlock>,

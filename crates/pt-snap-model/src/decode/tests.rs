@@ -20,6 +20,8 @@ enum P {
     F(f64),
     /// These opcodes (leaving the stack as it was), then the value.
     Ops(Vec<u8>, Box<P>),
+    /// A 2-tuple (TUPLE2).
+    T2(Box<P>, Box<P>),
 }
 
 impl P {
@@ -68,6 +70,11 @@ impl P {
             P::Ops(ops, x) => {
                 out.extend_from_slice(ops);
                 x.write(out);
+            }
+            P::T2(a, b) => {
+                a.write(out);
+                b.write(out);
+                out.push(0x86);
             }
         }
     }
@@ -816,4 +823,155 @@ fn a_trace_of_known_length_is_stored_as_planned_and_claimed_without_a_copy() {
     );
     assert_eq!(planned.device_traces, unplanned.device_traces);
     assert_eq!(planned.device_traces[0].len(), 4096);
+}
+
+fn pooled(action: &'static str, pool: P) -> P {
+    P::D(vec![
+        ("action", P::S(action)),
+        ("addr", P::I(4096)),
+        ("size", P::I(512)),
+        ("pool_id", pool),
+    ])
+}
+
+fn pair(a: i64, b: i64) -> P {
+    P::T2(Box::new(P::I(a)), Box::new(P::I(b)))
+}
+
+/// pytorch#177717's `pool_id` of trace entries and the segments' `segment_pool_id` are
+/// kept; a value that is no pair of ints is none, never a reason to refuse the file.
+#[test]
+fn pool_ids_are_kept_and_a_value_that_is_no_pair_is_none() {
+    let mut seg = segment(0, vec![block(0, 512, P::L(vec![]))]);
+    if let P::D(items) = &mut seg {
+        items.push(("segment_pool_id", pair(1, 2)));
+    }
+    let p = snapshot(
+        vec![seg],
+        vec![
+            vec![
+                pooled("segment_alloc", pair(0, 0)),
+                pooled("alloc", pair(1, 2)),
+                event("free_requested", 4096, P::L(vec![])),
+                pooled("free_completed", P::S("(1, 2)")),
+                pooled("alloc", P::L(vec![P::I(3), P::I(4)])),
+                pooled("alloc", P::T2(Box::new(P::I(3)), Box::new(P::S("x")))),
+            ],
+            vec![event("alloc", 4096, P::L(vec![]))],
+        ],
+    );
+    let s = decode(&p.bytes()[..], &mut |_| {}).unwrap();
+    let pools: Vec<_> = s.pools(0).iter(6).collect();
+    assert_eq!(
+        pools,
+        [Some((0, 0)), Some((1, 2)), None, None, Some((3, 4)), None]
+    );
+    assert_eq!(s.event_pool(0, 1), Some((1, 2)));
+    assert!(s.pools(1).is_empty() && s.pools(9).is_empty());
+    assert_eq!(s.segments[0].pool_id, Some((1, 2)));
+    let json = br#"{"segments": [], "device_traces": [[{"action": "alloc", "addr": 1, "size": 512, "pool_id": [0, 7]}]]}"#;
+    assert_eq!(decode_slice(json).unwrap().event_pool(0, 0), Some((0, 7)));
+}
+
+/// `allocator_settings`' ring-buffer fields (pytorch#179276), one value for every device or
+/// one per device; anything else says nothing.
+#[test]
+fn the_trace_buffer_settings_are_read_for_every_device_or_each() {
+    let with = |settings: P| {
+        let p = P::D(vec![
+            ("segments", P::L(vec![])),
+            (
+                "device_traces",
+                P::L(vec![P::L(vec![event("alloc", 1, P::L(vec![]))])]),
+            ),
+            ("allocator_settings", settings),
+        ]);
+        decode(&p.bytes()[..], &mut |_| {}).unwrap().trace_buffer
+    };
+    let all = with(P::D(vec![
+        ("expandable_segments", P::B(false)),
+        ("trace_alloc_overflowed", P::B(true)),
+        ("trace_alloc_max_entries", P::I(100_000)),
+    ]));
+    assert_eq!(
+        (all.overflowed(0), all.overflowed(3)),
+        (Some(true), Some(true))
+    );
+    assert_eq!(all.max_entries(5), Some(100_000));
+    let each = with(P::D(vec![
+        (
+            "trace_alloc_overflowed",
+            P::L(vec![P::B(false), P::B(true)]),
+        ),
+        ("trace_alloc_max_entries", P::S("lots")),
+    ]));
+    assert_eq!(
+        (each.overflowed(0), each.overflowed(1), each.overflowed(2)),
+        (Some(false), Some(true), None)
+    );
+    assert_eq!(each.max_entries(0), None);
+    assert_eq!(with(P::D(vec![])), crate::TraceBuffer::default());
+    assert_eq!(with(P::I(3)), crate::TraceBuffer::default());
+    let json = br#"{"device_traces": [[]], "allocator_settings": {"trace_alloc_overflowed": {"1": true}}}"#;
+    // JSON object keys are strings: not a device ordinal this reads.
+    assert_eq!(decode_slice(json).unwrap().trace_buffer.overflowed(1), None);
+}
+
+/// The pinned host allocator's `host_segments` and `host_traces` (torch ≥ 2.14 with
+/// `record_pinned_host_memory=True`, pytorch#182407) are not read: their layout is not
+/// published where we could check it. Segment- and entry-shaped dicts under them stream
+/// through the same compaction as the device's; the device's data decodes the same.
+#[test]
+fn host_memory_keys_leave_the_device_data_as_it_was() {
+    let device = || {
+        (
+            vec![segment(
+                0,
+                vec![block(0, 512, P::L(vec![frame("a.py", 1)]))],
+            )],
+            vec![vec![
+                event("segment_alloc", 0, P::L(vec![])),
+                event("alloc", 0, P::L(vec![frame("a.py", 1)])),
+            ]],
+        )
+    };
+    let (segments, traces) = device();
+    let plain = decode(&snapshot(segments, traces).bytes()[..], &mut |_| {}).unwrap();
+    for host_first in [true, false] {
+        let (segments, traces) = device();
+        let host = vec![
+            (
+                "host_segments",
+                P::L(vec![segment(
+                    1 << 20,
+                    vec![block(1 << 20, 512, P::L(vec![]))],
+                )]),
+            ),
+            (
+                "host_traces",
+                P::L(vec![
+                    event("segment_alloc", 1 << 20, P::L(vec![])),
+                    event("alloc", 1 << 20, P::L(vec![frame("b.py", 2)])),
+                ]),
+            ),
+        ];
+        let device_keys = vec![
+            ("segments", P::L(segments)),
+            (
+                "device_traces",
+                P::L(traces.into_iter().map(P::L).collect()),
+            ),
+        ];
+        let items = if host_first {
+            host.into_iter().chain(device_keys).collect()
+        } else {
+            device_keys.into_iter().chain(host).collect()
+        };
+        let s = decode(&P::D(items).bytes()[..], &mut |_| {}).unwrap();
+        assert_eq!(s.segments, plain.segments, "host first: {host_first}");
+        assert_eq!(
+            s.device_traces, plain.device_traces,
+            "host first: {host_first}"
+        );
+    }
 }

@@ -6,7 +6,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::measure::{Capture, Measured, SiteBytes};
+use super::measure::{Measured, SiteBytes};
+use crate::capture::Capture;
 use crate::peak::Metric;
 
 /// The `format` of the files this version writes and reads.

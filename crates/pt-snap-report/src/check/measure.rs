@@ -4,11 +4,12 @@
 use std::collections::BTreeMap;
 
 use pt_snap_query::category::{CategoryRules, MEMORY_CATEGORIES};
-use pt_snap_query::{QueryError, QueryRequest, Source};
+use pt_snap_query::{QueryError, Source};
 use serde::{Deserialize, Serialize};
-use serde_json::{json, Value as Json};
 
-use crate::peak::{peak_memory, rows, Metric, PeakRequest, Peaks};
+use crate::capture::{capture_of, Capture};
+
+use crate::peak::{peak_memory, Metric, PeakRequest, Peaks};
 use crate::stack;
 
 /// What a (rank, device) of a run holds at its peak.
@@ -40,32 +41,6 @@ pub struct SiteBytes {
     pub blocks: i64,
 }
 
-/// What kind of stacks a capture recorded.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum StackCapture {
-    /// Python frames only (`stacks="python"`, the default).
-    Python,
-    /// C++ frames too (`stacks="all"`).
-    All,
-    /// No entry recorded a frame.
-    None,
-}
-
-/// How a device's history was captured, and what that limits.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Capture {
-    /// Real trace entries (every action).
-    pub trace_entries: i64,
-    /// Of them, those with at least one frame.
-    pub entries_with_frames: i64,
-    pub stacks: StackCapture,
-    pub has_time_us: bool,
-    /// Bytes live at the active peak that were allocated before the trace began: no stack
-    /// can say where they came from.
-    pub static_bytes_at_peak: i64,
-}
-
 /// A site's bytes gathered group by group: its total, and its bytes by category.
 #[derive(Default)]
 pub(super) struct SiteFold {
@@ -73,7 +48,7 @@ pub(super) struct SiteFold {
 }
 
 /// The label of memory without a stack, by the attribution's category of a block.
-pub(super) fn stackless_label(category: &str) -> &'static str {
+pub(crate) fn stackless_label(category: &str) -> &'static str {
     match category {
         "static" => "[static]",
         "preexisting_live_at_event" => "[preexisting live]",
@@ -174,7 +149,8 @@ pub fn measure_source(
     }
     let (sites, categories) = fold.finish();
     let peaks = report.peak.unwrap_or_default();
-    let capture = capture_of(source, report.device_id, peaks.active.event_id)?;
+    let active = peaks.active.event_id.zip(peaks.active.bytes);
+    let capture = capture_of(source, report.device_id, active)?;
     Ok(Measured {
         device: report.device_id,
         metric,
@@ -184,76 +160,4 @@ pub fn measure_source(
         categories,
         capture,
     })
-}
-
-fn run(
-    source: &dyn Source,
-    device: i64,
-    template: &str,
-    params: Json,
-) -> Result<Vec<serde_json::Map<String, Json>>, QueryError> {
-    let mut request = QueryRequest::new(template);
-    request.device = Some(device);
-    request.max_rows = Some(-1);
-    if let Json::Object(p) = params {
-        request.params = p;
-    }
-    Ok(rows(&source.run(&request)?))
-}
-
-/// The capture of `device`: its real entries by callstack (`callstack_analysis`, every
-/// group), whether it kept times, and the memory without a stack at the active peak.
-fn capture_of(
-    source: &dyn Source,
-    device: i64,
-    active_peak: Option<i64>,
-) -> Result<Capture, QueryError> {
-    let groups = run(
-        source,
-        device,
-        "callstack_analysis",
-        json!({"min_count": 1, "min_size": 0, "limit": -1}),
-    )?;
-    let mut capture = Capture {
-        trace_entries: 0,
-        entries_with_frames: 0,
-        stacks: StackCapture::None,
-        has_time_us: false,
-        static_bytes_at_peak: 0,
-    };
-    let mut native = false;
-    for g in &groups {
-        let count = g.get("alloc_count").and_then(Json::as_i64).unwrap_or(0);
-        let text = g.get("callstack").and_then(Json::as_str).unwrap_or("");
-        capture.trace_entries += count;
-        if !text.is_empty() && !text.starts_with('[') {
-            capture.entries_with_frames += count;
-            native |= stack::normalize_stack(text).iter().any(|f| !f.is_python());
-        }
-    }
-    capture.stacks = match (capture.entries_with_frames, native) {
-        (0, _) => StackCapture::None,
-        (_, true) => StackCapture::All,
-        (_, false) => StackCapture::Python,
-    };
-    if let Some(event) = active_peak {
-        capture.has_time_us = matches!(source.event_times(device, &[event])?, Ok(t) if t.first().copied().flatten().is_some());
-        let stackless = run(
-            source,
-            device,
-            "active_memory_callstack_at_event",
-            json!({"event_id": event, "include_static": true, "min_size": 0, "top_n": 0}),
-        )?;
-        capture.static_bytes_at_peak = stackless
-            .iter()
-            .filter(|g| {
-                matches!(
-                    g.get("category").and_then(Json::as_str),
-                    Some("static" | "preexisting_live_at_event")
-                )
-            })
-            .filter_map(|g| g.get("size_bytes").and_then(Json::as_i64))
-            .sum();
-    }
-    Ok(capture)
 }

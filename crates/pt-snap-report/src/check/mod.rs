@@ -17,9 +17,11 @@ mod format;
 mod measure;
 mod stream;
 
+pub use crate::capture::{Capture, StackCapture};
 pub use baseline::{Baseline, Entry, LimitRule, PeakStat, Tolerance, BASELINE_FORMAT};
 pub use format::Format;
-pub use measure::{measure_source, Capture, Measured, SiteBytes, StackCapture};
+pub(crate) use measure::stackless_label;
+pub use measure::{measure_source, Measured, SiteBytes};
 pub use stream::measure_snapshot;
 
 use serde::Serialize;

@@ -11,7 +11,8 @@ use std::collections::HashMap;
 use pt_snap_model::{Action, Snapshot, StackId};
 use pt_snap_replay::{BlockRow, Mode, ReplayError, RowSink, TraceRow};
 
-use super::measure::{category_of, stackless_label, Capture, Measured, SiteFold, StackCapture};
+use super::measure::{category_of, stackless_label, Measured, SiteFold};
+use crate::capture::{Capture, StackCapture};
 use crate::peak::{Metric, Peak, Peaks};
 use crate::stack;
 
@@ -71,6 +72,9 @@ pub fn measure_snapshot(
                 .map(|b| b.size)
                 .sum()
         }),
+        peak_active_bytes: peaks.active.bytes,
+        trace_overflowed: snapshot.trace_buffer.overflowed(device),
+        trace_max_entries: snapshot.trace_buffer.max_entries(device),
     };
     Ok(Measured {
         device: device as i64,
@@ -164,11 +168,14 @@ impl RowSink for Rows<'_> {
     }
 }
 
+/// One counter's peak so far: (bytes, event id, the active counter there, its position).
+type Best = (i64, i64, i64, Option<usize>);
+
 /// Each counter's peak as `memory_peak` finds it, with the active counter at that event.
 #[derive(Default)]
 struct PeakFold {
-    /// Per metric (allocated, active, reserved): (bytes, event id, active there, position).
-    best: [Option<(i64, i64, i64, Option<usize>)>; 3],
+    /// Per metric (allocated, active, reserved).
+    best: [Option<Best>; 3],
 }
 
 impl PeakFold {

@@ -92,6 +92,12 @@ impl RanksReport {
                 .iter()
                 .map(|f| json!({"name": f.name, "filename": f.filename, "line": f.line}))
                 .collect::<Vec<_>>()),
+            "largest_dynamic_group": g.largest_dynamic.as_ref().map(|d| json!({
+                "site": d.site,
+                "size_bytes": d.size_bytes,
+                "block_count": d.block_count,
+                "callstack": d.callstack,
+            })),
         })
     }
 

@@ -29,7 +29,7 @@ mod text;
 pub use naming::{assign_ranks, natural_cmp, rank_from_name, RankAssignment, RankSource};
 use outliers::median;
 pub use outliers::{Medians, OutlierRule, Verdict};
-pub use summary::{site, summarize, DeviceSummary, Frame, PeakTimes, TopGroup};
+pub use summary::{site, summarize, DeviceSummary, DynamicGroup, Frame, PeakTimes, TopGroup};
 
 /// What a file was given as.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -272,6 +272,12 @@ mod tests {
                 filename: "train.py".into(),
                 line: 3,
             }]),
+            largest_dynamic: Some(DynamicGroup {
+                size_bytes: 1024,
+                block_count: 1,
+                callstack: "train.py:4 step".into(),
+                site: "step (train.py:4)".into(),
+            }),
         };
         let mut with_group = summary(0, 1000);
         with_group.top_group = Some(group);

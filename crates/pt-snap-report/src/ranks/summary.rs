@@ -31,6 +31,22 @@ pub struct TopGroup {
     /// the snapshot's order, innermost call first; empty for a group without a captured
     /// callstack; `None` where the database has no structured frames (layout v1).
     pub frames: Option<Vec<Frame>>,
+    /// When this group is memory without a stack (`static` or `preexisting_live_at_event`):
+    /// the largest group allocated during the trace, so the row still names a site; `None`
+    /// when this group is one, or there is none.
+    #[serde(default)]
+    pub largest_dynamic: Option<DynamicGroup>,
+}
+
+/// The largest callstack group allocated during the trace (`dynamic_live_at_event`).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct DynamicGroup {
+    pub size_bytes: i64,
+    pub block_count: i64,
+    /// The template's callstack text.
+    pub callstack: String,
+    /// Its label ([`crate::stack::label`]).
+    pub site: String,
 }
 
 /// One device of one file.
@@ -228,13 +244,50 @@ fn top_group(
             }
         }
     };
+    let category = text("category");
+    let largest_dynamic = match category.as_str() {
+        "dynamic_live_at_event" => None,
+        _ => largest_dynamic(source, device, event_id)?,
+    };
     Ok(Some(TopGroup {
         event_id,
-        category: text("category"),
+        category,
         size_bytes: int("size_bytes").unwrap_or(0),
         block_count: int("block_count").unwrap_or(0),
         callstack: text("callstack"),
         frames,
+        largest_dynamic,
+    }))
+}
+
+/// The largest group allocated during the trace live at `event_id`: the first row of
+/// `active_memory_callstack_at_event` without static and preexisting memory.
+fn largest_dynamic(
+    source: &dyn Source,
+    device: i64,
+    event_id: i64,
+) -> Result<Option<DynamicGroup>, QueryError> {
+    let groups = source.run(
+        &QueryRequest::new("active_memory_callstack_at_event")
+            .device(device)
+            .param("event_id", event_id)
+            .param("include_static", false)
+            .param("top_n", 1)
+            .param("stack_bytes", i64::MAX),
+    )?;
+    let Some(row) = first_row(&groups) else {
+        return Ok(None);
+    };
+    let int = |k: &str| row.get(k).and_then(Json::as_i64).unwrap_or(0);
+    let callstack = (row.get("callstack").and_then(Json::as_str))
+        .unwrap_or("")
+        .to_owned();
+    let site = crate::stack::label_text(&callstack).unwrap_or_else(|| "[missing callstack]".into());
+    Ok(Some(DynamicGroup {
+        size_bytes: int("size_bytes"),
+        block_count: int("block_count"),
+        callstack,
+        site,
     }))
 }
 
@@ -275,6 +328,13 @@ pub fn site(g: &TopGroup) -> String {
         })
         .unwrap_or_else(|| match g.category.as_str() {
             "dynamic_live_at_event" => "[missing callstack]".to_owned(),
-            other => other.to_owned(),
+            other => match &g.largest_dynamic {
+                Some(d) => format!(
+                    "{other} · largest dynamic: {} ({})",
+                    d.site,
+                    crate::units::human_bytes(d.size_bytes as f64)
+                ),
+                None => other.to_owned(),
+            },
         })
 }

@@ -183,6 +183,15 @@ impl RanksReport {
                     for line in stack_lines(g) {
                         let _ = writeln!(out, "      {line}");
                     }
+                    if let Some(d) = &g.largest_dynamic {
+                        let _ = writeln!(
+                            out,
+                            "    largest group allocated during the trace: {} in {} block(s), at {}",
+                            human_bytes(d.size_bytes as f64),
+                            d.block_count,
+                            d.site
+                        );
+                    }
                 }
             }
         }

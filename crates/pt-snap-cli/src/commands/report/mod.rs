@@ -1,8 +1,9 @@
-//! `pt-snap report peak-memory`, `pt-snap report memory-tree` and `pt-snap report oom`: one
-//! file each; here what they share.
+//! `pt-snap report peak-memory`, `memory-tree`, `oom` and `segments`: one file each; here
+//! what they share.
 
 mod oom;
 mod peak;
+mod segments;
 mod tree;
 
 use std::path::Path;
@@ -21,6 +22,7 @@ pub fn run(command: &ReportCommand) -> CliResult {
         ReportCommand::PeakMemory(a) => peak::run(a),
         ReportCommand::MemoryTree(a) => tree::run(a),
         ReportCommand::Oom(a) => oom::run(a),
+        ReportCommand::Segments(a) => segments::run(a),
     }
 }
 
