@@ -7,8 +7,9 @@ cd "$(dirname "$0")/../.."
 root=$PWD
 [ -f dist/index.html ] || { echo "tests/web: dist/ missing; run scripts/web-build" >&2; exit 1; }
 [ -d tests/browser/node_modules/playwright-core ] || tests/browser/setup.sh
-# The CLI's answers are the expected values: the current CLI's, not a stale binary's.
-cargo build -q -p pt-snap-cli
+# The CLI's answers are the expected values: the current CLI's, not a stale binary's. With
+# this dist/ built in, for `pt-snap view` (tests/web/view.test.mjs).
+PT_SNAP_WEB_DIST="$root/dist" cargo build -q -p pt-snap-cli
 out=target/web
 mkdir -p "$out"
 
@@ -127,3 +128,5 @@ for _ in $(seq 50); do curl -sf "http://127.0.0.1:$port/" >/dev/null && break; s
 # The read-ahead helper's hashing and shared slots, in node (no browser needed).
 node tests/web/read-worker.test.mjs
 node tests/web/app.test.mjs "http://127.0.0.1:$port/" "$root"
+# `pt-snap view`: its URL, a wrong token, a directory, loopback only, Ctrl+C.
+node tests/web/view.test.mjs "$root"

@@ -54,8 +54,36 @@ pub enum Command {
     /// (DIR/<table>/job=<J>/rank=<R>/part-0.parquet) for Spark, DuckDB, DataFusion.
     Export(ExportArgs),
     /// Run SQL (DataFusion) over a dataset `export` wrote, or one of the named queries.
-    #[cfg(feature = "sql")]
+    #[cfg_attr(
+        not(feature = "sql"),
+        command(
+            about = "Run SQL (DataFusion) over a dataset `export` wrote: not in this build \
+                     (`pt-snap sql` says how to get it)."
+        )
+    )]
     Sql(SqlArgs),
+    /// Open a snapshot, a database or a directory of a job's files in the browser app, served
+    /// from this machine: prints the URL (with its token) and opens a browser where there is
+    /// a display; over SSH, forward the port.
+    View(ViewArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ViewArgs {
+    /// A snapshot, a SnapshotDB, an exported Parquet part, or a directory (its files open as
+    /// a dropped folder's: the ranks of a job, or an exported summary table). Default: the
+    /// focused database; without one, the app alone.
+    #[arg(value_name = "SNAPSHOT|DB|DIR")]
+    pub path: Option<PathBuf>,
+    /// The port to listen on; 0 takes any free one.
+    #[arg(long, default_value_t = 8765)]
+    pub port: u16,
+    /// The address to listen on. Anything but a loopback address lets other machines connect.
+    #[arg(long, default_value = "127.0.0.1")]
+    pub host: String,
+    /// Print the URL without starting a browser.
+    #[arg(long)]
+    pub no_open: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -131,6 +159,27 @@ pub struct ExportArgs {
     /// Emit machine-readable JSON.
     #[arg(long)]
     pub json: bool,
+}
+
+/// `pt-snap sql` in a build without it: whatever follows is taken, so that the answer is
+/// always the error saying how to get it (`--json` still asks for an envelope).
+#[cfg(not(feature = "sql"))]
+#[derive(Debug, Args)]
+pub struct SqlArgs {
+    #[arg(
+        value_name = "ARGS",
+        trailing_var_arg = true,
+        allow_hyphen_values = true,
+        hide = true
+    )]
+    pub args: Vec<String>,
+}
+
+#[cfg(not(feature = "sql"))]
+impl SqlArgs {
+    pub fn json(&self) -> bool {
+        self.args.iter().any(|a| a == "--json")
+    }
 }
 
 #[cfg(feature = "sql")]
@@ -605,6 +654,9 @@ impl Command {
             Command::Export(a) => a.json,
             #[cfg(feature = "sql")]
             Command::Sql(a) => a.json,
+            #[cfg(not(feature = "sql"))]
+            Command::Sql(a) => a.json(),
+            Command::View(_) => false,
         }
     }
 }

@@ -74,6 +74,9 @@ fn run(command: &Command) -> CliResult<ExitCode> {
         }),
         #[cfg(feature = "sql")]
         Command::Sql(a) => done(commands::sql::run(a)),
+        #[cfg(not(feature = "sql"))]
+        Command::Sql(_) => Err(commands::without_sql()),
+        Command::View(a) => done(commands::view::run(a)),
     }
 }
 
