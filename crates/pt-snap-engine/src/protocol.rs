@@ -4,7 +4,8 @@
 //! precision past 2^53, as BigInts every consumer must special-case them, while JSON text
 //! keeps every integer exact and is the same bytes natively, where these tests run. The
 //! only things that cross as JS objects are those JSON cannot carry: the dropped `File`,
-//! the cancel flag's `SharedArrayBuffer` and the downloaded `Blob`.
+//! the cancel flag's `SharedArrayBuffer`, the downloaded `Blob`, and a read helper's job
+//! and message port ([`FromWorker::StartReader`]).
 
 pub use pt_snap_query::{Extent, Timeline, TimelineBucket};
 use serde::{Deserialize, Serialize};
@@ -344,6 +345,17 @@ pub enum FromWorker {
     /// (posted again after each is built), and the database's size once none is; or why one
     /// could not be built (the views still answer, more slowly).
     Indexes(Result<IndexesLeft, Failure>),
+    /// Start a read helper (`www/read-worker.js`) for this worker: the attached `job` is
+    /// posted to it, and what it posts goes to the attached `port`. The page starts it, not
+    /// the worker: in Chromium a worker ended soon after its own worker started or ended
+    /// sometimes never finishes ending (see pt-snap-web's `file_worker`).
+    StartReader {
+        reader: u32,
+    },
+    /// End that read helper: the file is read, or no longer wanted.
+    EndReader {
+        reader: u32,
+    },
 }
 
 /// See [`FromWorker::Indexes`].

@@ -378,14 +378,13 @@ pub fn App() -> impl IntoView {
                 open_files(state, found, true);
                 // What was read is shown; what was not is said, not passed over.
                 if !unreadable.is_empty() {
-                    state.status.set(Status::Failed(
-                        pt_snap_import::failure::backend(format!(
+                    state
+                        .status
+                        .set(Status::Failed(pt_snap_import::failure::backend(format!(
                             "the browser would not read {} of the dropped entries, left out: {}",
                             unreadable.len(),
                             unreadable.join(", ")
-                        ))
-                        .into(),
-                    ));
+                        ))));
                 }
             }),
             None => {

@@ -24,13 +24,13 @@ use js_sys::{Int32Array, Object, Reflect, SharedArrayBuffer};
 use leptos::prelude::*;
 use pt_snap_engine::{Answer, ErrorCode, Failure, FromWorker, IndexesLeft, Query, ToWorker};
 use wasm_bindgen::prelude::*;
-use web_sys::{File, MessageEvent, Worker};
+use web_sys::File;
 
-pub(crate) const WORKER_SCRIPT: &str = "./pt-snap-worker_loader.js";
+use crate::file_worker::FileWorker;
 
 /// Where the worker's messages go: the page's handlers for progress, preview, ready,
 /// failure and downloads (answers are routed here).
-pub type Listener = std::rc::Rc<dyn Fn(FromWorker, JsValue)>;
+pub use crate::file_worker::Listener;
 
 /// Where a question's answer goes.
 type Done = Box<dyn FnOnce(Result<Answer, Failure>)>;
@@ -45,15 +45,11 @@ struct Asked {
 struct Client {
     /// Tells this worker's messages from another's.
     serial: u64,
-    worker: Worker,
-    /// The worker has said `Ready` (messages sent earlier are lost).
-    started: bool,
+    worker: FileWorker,
     /// The database is open: questions may be sent.
     ready: bool,
     /// Its indexes are built (or failed to be): the worker is idle between questions.
     indexed: bool,
-    /// Messages for the worker before it started.
-    outbox: Vec<Object>,
     queue: VecDeque<Asked>,
     running: Option<Asked>,
     cancel: Option<Int32Array>,
@@ -61,16 +57,6 @@ struct Client {
     /// Reopens the file on screen (its import stored it): the questions waiting for that
     /// import's worker move to this one.
     handover: bool,
-    _on_message: Closure<dyn FnMut(MessageEvent)>,
-    _on_error: Closure<dyn FnMut(web_sys::ErrorEvent)>,
-}
-
-/// A worker started ahead, and whether it has said `Ready` yet (said before the page
-/// takes it, the message would otherwise go to no one).
-struct Spare {
-    worker: Worker,
-    started: std::rc::Rc<Cell<bool>>,
-    _on_message: Closure<dyn FnMut(MessageEvent)>,
 }
 
 thread_local! {
@@ -78,7 +64,8 @@ thread_local! {
     static SHOWN: RefCell<Option<Client>> = const { RefCell::new(None) };
     /// A file being opened, not shown yet.
     static INCOMING: RefCell<Option<Client>> = const { RefCell::new(None) };
-    static SPARE: RefCell<Option<Spare>> = const { RefCell::new(None) };
+    /// A worker started ahead.
+    static SPARE: RefCell<Option<FileWorker>> = const { RefCell::new(None) };
     static NEXT_ID: Cell<u64> = const { Cell::new(1) };
 }
 
@@ -106,20 +93,7 @@ fn warm_up() {
         if s.borrow().is_some() {
             return;
         }
-        let Ok(worker) = Worker::new(WORKER_SCRIPT) else {
-            return;
-        };
-        let started = std::rc::Rc::new(Cell::new(false));
-        let seen = started.clone();
-        // The only message a worker sends before it is given work is `Ready`.
-        let on_message =
-            Closure::<dyn FnMut(MessageEvent)>::new(move |_: MessageEvent| seen.set(true));
-        worker.set_onmessage(Some(on_message.as_ref().unchecked_ref()));
-        *s.borrow_mut() = Some(Spare {
-            worker,
-            started,
-            _on_message: on_message,
-        });
+        *s.borrow_mut() = FileWorker::start().ok();
     });
 }
 
@@ -158,36 +132,13 @@ fn open_worker(
     handover: bool,
 ) -> Result<(), Failure> {
     let serial = next_id();
-    let (worker, started) = match SPARE.with(|s| s.borrow_mut().take()) {
-        Some(spare) => (spare.worker, spare.started.get()),
-        None => (
-            Worker::new(WORKER_SCRIPT).map_err(|e| {
-                Failure::new(
-                    ErrorCode::Internal,
-                    format!("The worker could not start: {e:?}"),
-                )
-            })?,
-            false,
-        ),
+    let worker = match SPARE.with(|s| s.borrow_mut().take()) {
+        Some(spare) => spare,
+        None => FileWorker::start()?,
     };
-    let on_message = Closure::<dyn FnMut(MessageEvent)>::new(move |ev: MessageEvent| {
-        let data = ev.data();
-        let text = Reflect::get(&data, &"msg".into())
-            .ok()
-            .and_then(|m| m.as_string())
-            .unwrap_or_default();
-        let attachment = Reflect::get(&data, &"blob".into()).unwrap_or(JsValue::UNDEFINED);
-        match pt_snap_engine::protocol::decode::<FromWorker>(&text) {
-            Ok(message) => received(serial, message, attachment),
-            Err(f) => received(serial, FromWorker::Failed(f), JsValue::UNDEFINED),
-        }
-    });
-    worker.set_onmessage(Some(on_message.as_ref().unchecked_ref()));
-    let on_error =
-        Closure::<dyn FnMut(web_sys::ErrorEvent)>::new(move |ev: web_sys::ErrorEvent| {
-            received(serial, FromWorker::Failed(died(&ev)), JsValue::UNDEFINED);
-        });
-    worker.set_onerror(Some(on_error.as_ref().unchecked_ref()));
+    worker.listen(std::rc::Rc::new(move |message, attachment| {
+        received(serial, message, attachment)
+    }));
     let cancel = cancel_cell();
     let (message, file) = match job {
         Job::Import {
@@ -222,24 +173,18 @@ fn open_worker(
     if let Some(cell) = &cancel {
         let _ = Reflect::set(&first, &"cancel".into(), &cell.buffer());
     }
-    if started {
-        post(&worker, &first);
-    }
+    worker.post(&first);
     INCOMING.with(|c| {
         *c.borrow_mut() = Some(Client {
             serial,
             worker,
-            started,
             ready: false,
             indexed: false,
-            outbox: if started { Vec::new() } else { vec![first] },
             queue: VecDeque::new(),
             running: None,
             cancel,
             listener,
             handover,
-            _on_message: on_message,
-            _on_error: on_error,
         })
     });
     Ok(())
@@ -248,7 +193,7 @@ fn open_worker(
 /// Ends the worker of a file being opened (Cancel); the file on screen stays.
 pub fn cancel_open() {
     if let Some(old) = INCOMING.with(|c| c.borrow_mut().take()) {
-        old.worker.terminate();
+        old.worker.end();
     }
 }
 
@@ -261,7 +206,7 @@ pub fn close_shown() {
 
 /// Ends a worker, telling every question still waiting for it.
 fn end(client: Client) {
-    client.worker.terminate();
+    client.worker.end();
     let Client { queue, running, .. } = client;
     for asked in running.into_iter().chain(queue) {
         (asked.done)(Err(pt_snap_engine::protocol::replaced()));
@@ -308,7 +253,7 @@ fn promote() {
         SHOWN.with(|c| *c.borrow_mut() = Some(incoming));
         return;
     };
-    old.worker.terminate();
+    old.worker.end();
     let Client { queue, running, .. } = old;
     let waiting: Vec<Asked> = running.into_iter().chain(queue).collect();
     if handover {
@@ -321,9 +266,6 @@ fn promote() {
     SHOWN.with(|c| *c.borrow_mut() = Some(incoming));
 }
 
-/// The cancel cell, where `SharedArrayBuffer` exists (a cross-origin isolated page).
-/// What a worker that died says: it posts nothing (its wasm trapped, e.g. out of memory on a
-/// huge file), so its error event is turned into the failure shown.
 /// A thrown JS value as text: a string as it is, an `Error`'s message, else its debug form.
 pub fn js_text(e: &JsValue) -> String {
     e.as_string()
@@ -334,14 +276,7 @@ pub fn js_text(e: &JsValue) -> String {
         .unwrap_or_else(|| format!("{e:?}"))
 }
 
-pub fn died(ev: &web_sys::ErrorEvent) -> Failure {
-    ev.prevent_default();
-    pt_snap_import::failure::backend(format!(
-        "the worker stopped ({}); the file may be too large for this browser tab",
-        ev.message()
-    ))
-}
-
+/// The cancel cell, where `SharedArrayBuffer` exists (a cross-origin isolated page).
 fn cancel_cell() -> Option<Int32Array> {
     let isolated = Reflect::get(&js_sys::global(), &"crossOriginIsolated".into())
         .ok()
@@ -360,12 +295,6 @@ pub(crate) fn envelope(message: &ToWorker) -> Object {
     o
 }
 
-fn post(worker: &Worker, o: &Object) {
-    if let Err(e) = worker.post_message(o) {
-        web_sys::console::error_1(&e);
-    }
-}
-
 /// Hands a message to its worker's listener (outside the client's borrow: it may call back).
 fn listen(slot: Slot, message: FromWorker, attachment: JsValue) {
     if let Some(listener) = with_client(slot, |c| c.listener.clone()) {
@@ -378,14 +307,6 @@ fn received(serial: u64, message: FromWorker, attachment: JsValue) {
         return; // An ended worker's last words.
     };
     match message {
-        FromWorker::Ready => {
-            with_client(slot, |c| {
-                c.started = true;
-                for o in c.outbox.drain(..) {
-                    post(&c.worker, &o);
-                }
-            });
-        }
         FromWorker::Answer { id, answer } => {
             let done = with_client(slot, |c| match c.running.take() {
                 Some(asked) if asked.id == id => Some(asked.done),
@@ -417,7 +338,7 @@ fn received(serial: u64, message: FromWorker, attachment: JsValue) {
             with_client(slot, |c| {
                 c.ready = true;
                 // The file shown is kept open: its deferred indexes are worth building.
-                post(&c.worker, &envelope(&ToWorker::BuildIndexes));
+                c.worker.post(&envelope(&ToWorker::BuildIndexes));
             });
             listen(slot, FromWorker::Opened(overview), attachment);
             send_next();
@@ -444,7 +365,7 @@ fn received(serial: u64, message: FromWorker, attachment: JsValue) {
             match slot {
                 Slot::Incoming => cancel_open(), // Done, and replaced by the reopen below.
                 Slot::Shown => {
-                    with_client(slot, |c| c.worker.terminate());
+                    with_client(slot, |c| c.worker.end());
                 }
             }
             if let Err(f) = open_worker(job, warnings, listener.clone(), slot == Slot::Shown) {
@@ -492,7 +413,7 @@ fn send_next() {
         }
         let o = Object::new();
         let _ = Reflect::set(&o, &"msg".into(), &asked.message.as_str().into());
-        post(&c.worker, &o);
+        c.worker.post(&o);
         c.running = Some(asked);
     });
 }
@@ -595,7 +516,7 @@ pub fn request_download() {
     SHOWN.with(|c| {
         if let Some(c) = c.borrow().as_ref() {
             if c.ready {
-                post(&c.worker, &envelope(&ToWorker::Download));
+                c.worker.post(&envelope(&ToWorker::Download));
             }
         }
     });

@@ -112,9 +112,11 @@ pub fn load(state: AppState, file: File) {
         let head = match read_head(&file).await {
             Ok(head) => head,
             Err(e) => {
-                state.status.set(Status::Failed(
-                    pt_snap_import::failure::backend(format!("cannot read {name}: {e}")).into(),
-                ));
+                state
+                    .status
+                    .set(Status::Failed(pt_snap_import::failure::backend(format!(
+                        "cannot read {name}: {e}"
+                    ))));
                 return;
             }
         };
@@ -132,7 +134,7 @@ pub fn load(state: AppState, file: File) {
                 // page also opens SQLite databases).
                 let mut failure = pt_snap_import::failure::bad_suffix(&suffix);
                 failure.message = sniff::refusal(&failure.message, &content);
-                state.status.set(Status::Failed(failure.into()));
+                state.status.set(Status::Failed(failure));
             }
         }
     });
@@ -333,11 +335,13 @@ fn on_message(
             Ok(file_name) => save(&file_name, attachment),
             Err(f) => state.status.set(Status::Failed(f)),
         },
-        // The client handles these itself; summary tables are read by workers of the Ranks
-        // view's, never this one.
+        // The client and the worker's owner (`file_worker`) handle these themselves;
+        // summary tables are read by workers of the Ranks view's, never this one.
         FromWorker::Ready
         | FromWorker::Answer { .. }
         | FromWorker::Stored { .. }
+        | FromWorker::StartReader { .. }
+        | FromWorker::EndReader { .. }
         | FromWorker::Summaries(_) => {}
     }
 }

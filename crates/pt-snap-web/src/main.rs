@@ -13,6 +13,8 @@ mod client;
 #[cfg(target_arch = "wasm32")]
 mod compare;
 #[cfg(target_arch = "wasm32")]
+mod file_worker;
+#[cfg(target_arch = "wasm32")]
 mod lists;
 #[cfg(target_arch = "wasm32")]
 mod loader;

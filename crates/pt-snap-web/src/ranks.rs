@@ -22,10 +22,11 @@ use web_sys::File;
 use crate::app::{AppState, Screen};
 use crate::client::envelope;
 use crate::compare;
+use crate::file_worker::FileWorker;
 use crate::fmt;
 use crate::job::{order, Job, Member, Pick, SummaryTable};
 use crate::loader;
-use crate::oneshot::{self, Asking, Running};
+use crate::oneshot::{self, Asking};
 
 thread_local! {
     /// The job's files, in the job's order (the page's signal holds only their names).
@@ -37,7 +38,7 @@ thread_local! {
     /// The summary table being read, or read.
     static TABLE: RefCell<SummaryTable<File>> = RefCell::new(SummaryTable::new(Vec::new()));
     /// The worker reading it.
-    static READING: RefCell<Option<Running>> = const { RefCell::new(None) };
+    static READING: RefCell<Option<FileWorker>> = const { RefCell::new(None) };
     /// When the table read so far was last shown (`Date.now()`).
     static LAST_SHOWN: Cell<f64> = const { Cell::new(0.0) };
 }

@@ -48,7 +48,9 @@ mod imp {
     use pt_snap_opfs::{Access, Entry, Pool};
     use wasm_bindgen::prelude::*;
     use wasm_bindgen_futures::JsFuture;
-    use web_sys::{DedicatedWorkerGlobalScope, File, FileReaderSync, MessageEvent, Worker};
+    use web_sys::{
+        DedicatedWorkerGlobalScope, File, FileReaderSync, MessageChannel, MessageEvent, MessagePort,
+    };
 
     // Linked for its host hooks (clock, randomness) that SQLite needs in a browser.
     use sqlite_wasm_rs as _;
@@ -811,19 +813,25 @@ mod imp {
     }
 
     /// The helper worker (`www/read-worker.js`) reading one file: into a [`Ring`] if given
-    /// one, through its SHA-256 if asked to. It ends with this value.
+    /// one, through its SHA-256 if asked to. The page starts it ([`FromWorker::StartReader`]:
+    /// a worker's own workers make its end racy in Chromium) and passes on what it posts
+    /// through a port of this worker's; it ends with this value.
     struct Helper {
-        worker: Worker,
-        /// Settles with the helper's last answer: `{hex}`, `{done}` or `{error}` (or
-        /// `null` where the helper failed to run).
+        id: u32,
+        port: MessagePort,
+        /// Settles with the helper's last answer: `{hex}`, `{done}` or `{error}`.
         answer: Promise,
         _on_message: Closure<dyn FnMut(MessageEvent)>,
-        _on_error: Closure<dyn FnMut(JsValue)>,
+    }
+
+    thread_local! {
+        static NEXT_HELPER: std::cell::Cell<u32> = const { std::cell::Cell::new(1) };
     }
 
     impl Helper {
-        /// Starts the helper on `file` and waits until it runs (until then a wait on a slot
-        /// might never end). `progress`: the file's size, to post how much is hashed.
+        /// Has the page start the helper on `file` and waits until it runs (until then a
+        /// wait on a slot might never end). `progress`: the file's size, to post how much
+        /// is hashed.
         async fn start(
             file: &File,
             ring: Option<&Ring>,
@@ -840,7 +848,8 @@ mod imp {
                     format!("The browser could not start the worker that reads the file ({why})."),
                 )
             };
-            let worker = Worker::new("./read-worker.js").map_err(cannot)?;
+            let channel = MessageChannel::new().map_err(cannot)?;
+            let id = NEXT_HELPER.with(|n| n.replace(n.get() + 1));
             let (mut started_to, mut answer_to) = (None, None);
             let started = Promise::new(&mut |resolve, _| started_to = Some(resolve));
             let answer = Promise::new(&mut |resolve, _| answer_to = Some(resolve));
@@ -848,13 +857,13 @@ mod imp {
             let settle = |to: &js_sys::Function, value: &JsValue| {
                 let _ = to.call1(&JsValue::NULL, value);
             };
-            let (started_on_error, answer_on_error) = (started_to.clone(), answer_to.clone());
             let on_message = Closure::<dyn FnMut(MessageEvent)>::new(move |ev: MessageEvent| {
                 let data = ev.data();
                 if get(&data, "started").is_truthy() {
                     settle(&started_to, &JsValue::TRUE);
                 } else if get(&data, "error").is_string() {
-                    // Before it started (the job could not be received), or while it read.
+                    // Before it started (it could not start, or the job could not be
+                    // received), or while it read.
                     settle(&started_to, &JsValue::FALSE);
                     settle(&answer_to, &data);
                 } else if let Some(bytes) = get(&data, "hashed").as_f64() {
@@ -868,17 +877,13 @@ mod imp {
                     settle(&answer_to, &data);
                 }
             });
-            let on_error = Closure::<dyn FnMut(JsValue)>::new(move |_: JsValue| {
-                settle(&started_on_error, &JsValue::FALSE);
-                settle(&answer_on_error, &JsValue::NULL);
-            });
-            worker.set_onmessage(Some(on_message.as_ref().unchecked_ref()));
-            worker.set_onerror(Some(on_error.as_ref().unchecked_ref()));
+            let port = channel.port1();
+            port.set_onmessage(Some(on_message.as_ref().unchecked_ref()));
             let helper = Helper {
-                worker,
+                id,
+                port,
                 answer,
                 _on_message: on_message,
-                _on_error: on_error,
             };
             let job = Object::new();
             let mut fields = vec![
@@ -894,7 +899,19 @@ mod imp {
             for (key, value) in fields {
                 let _ = Reflect::set(&job, &key.into(), &value);
             }
-            helper.worker.post_message(&job).map_err(cannot)?;
+            let o = Object::new();
+            let _ = Reflect::set(
+                &o,
+                &"msg".into(),
+                &encode(&FromWorker::StartReader { reader: id }).into(),
+            );
+            let _ = Reflect::set(&o, &"job".into(), &job);
+            let remote = channel.port2();
+            let _ = Reflect::set(&o, &"port".into(), &remote);
+            let scope: DedicatedWorkerGlobalScope = js_sys::global().unchecked_into();
+            scope
+                .post_message_with_transfer(&o, &js_sys::Array::of1(&remote))
+                .map_err(cannot)?;
             match JsFuture::from(started).await {
                 Ok(v) if v.is_truthy() => Ok(helper),
                 _ => Err(cannot(JsValue::from_str("it failed to load"))),
@@ -920,10 +937,10 @@ mod imp {
 
     impl Drop for Helper {
         fn drop(&mut self) {
-            // An answer already queued must not reach the closures dropped with this.
-            self.worker.set_onmessage(None);
-            self.worker.set_onerror(None);
-            self.worker.terminate();
+            // An answer already queued must not reach the closure dropped with this.
+            self.port.set_onmessage(None);
+            self.port.close();
+            post(&FromWorker::EndReader { reader: self.id });
         }
     }
 
