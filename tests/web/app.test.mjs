@@ -103,6 +103,15 @@ const tab = async (key) => { await page.click(`[data-testid=tab-${key}]`); await
 const hashOf = (p = page) => Object.fromEntries(new URL(p.url()).hash.slice(1).split('&').filter(Boolean).map((kv) => kv.split('=')));
 const fgText = () => page.textContent('.ptsnap-fg');
 const timelineWindow = async () => (await page.getAttribute('[data-testid=timeline]', 'data-window')).split('-').map(Number);
+/** A new watched page with `file` (in target/web) dropped on it and its database ready. */
+async function pageShowing(file, timeout) {
+  const p = await ctx.newPage();
+  watch(p);
+  await p.goto(url);
+  await p.setInputFiles('[data-testid=file-input]', path.join(out, file));
+  await p.waitForSelector('[data-testid=engine-state][data-value=ready]', { timeout });
+  return p;
+}
 /**
  * The workers the page runs, told apart by script: the wasm workers that hold files (`kept`:
  * those of the set `before`, `added`: the others) and the read helpers the page starts for
@@ -444,6 +453,10 @@ await check('bad and hostile files: the CLI code and message, page still works',
     eq(await page.textContent('[data-testid=error-message]'), err.message, `${what} message`);
   };
   await expectError('hostile.pkl', cliErrors.hostile, 'hostile pickle');
+  // Under it, what to do, in the page's words: the CLI's hint names a flag the page has not.
+  ok(/--[a-z]/.test(cliErrors.hostile.hint), `the CLI's hint names no flag: ${cliErrors.hostile.hint}`);
+  const hint = await page.textContent('[data-testid=error] [data-testid=error-hint]');
+  ok(hint.length > 0 && !hint.includes('--'), `the hint on the page: ${hint}`);
   await shot('13-hostile');
   await page.click('[data-testid=dismiss-error]');
   await expectError('truncated.pkl', cliErrors.truncated, 'truncated pickle');
@@ -462,11 +475,7 @@ await check('failed files leave no worker behind: after 16 refused drops, the sh
   // Each refused file is imported by the spare, which fails fast, is ended, and is replaced.
   // A worker ended within milliseconds of its read helper's start or end could outlive its
   // end in Chromium, thread, heap and all (issue 34); the page starts the helpers itself.
-  const p = await ctx.newPage();
-  watch(p);
-  await p.goto(url);
-  await p.setInputFiles('[data-testid=file-input]', path.join(out, 'fixture.pkl'));
-  await p.waitForSelector('[data-testid=engine-state][data-value=ready]', { timeout: 120000 });
+  const p = await pageShowing('fixture.pkl', 120000);
   await p.waitForSelector('[data-testid=engine-indexes][data-value=done]', { state: 'attached', timeout: 120000 });
   // Shown from the cache by its name, size and time, it is hashed after: by then, once.
   await p.waitForFunction(() => document.querySelector('[data-testid=cache-hit]')?.dataset.value !== 'checking', null, { timeout: 60000 });
@@ -532,6 +541,7 @@ await check('strict replay refuses a trace: the lenient offer imports it, and th
   eq(await p.textContent('[data-testid=error-code]'), cliErrors.overlapStrict.code, 'strict failure code');
   await p.waitForSelector('[data-testid=lenient-offer]');
   ok((await p.textContent('[data-testid=lenient-offer]')).includes('applied from the trace alone'), 'the offer says what lenient means');
+  eq(await p.$('[data-testid=error-hint]'), null, 'the offer in place of the hint, which says the same');
   await shot('19-lenient-offer', p);
   await p.click('[data-testid=import-lenient]');
   await p.waitForFunction(() => document.querySelector('.opened strong')?.textContent === 'overlap.json', null, { timeout: 120000 });
@@ -565,8 +575,9 @@ await check('a CLI-made .db opens with the same peaks', async () => {
 });
 
 await check('cancel stops a running import; the open file and its worker stay', async () => {
-  // The open file's worker and the spare that will take the import.
-  const before = new Set(page.workers());
+  // The open file's worker and the spare that will take the import (not a read helper of
+  // theirs, which the page starts too).
+  const before = new Set(workerCensus(page).wasm);
   ok(before.size >= 2, `expected the open file's worker and a spare, found ${before.size}`);
   const t0 = Date.now();
   await page.setInputFiles('[data-testid=file-input]', path.join(out, 'bench-1m.pickle'));
@@ -679,11 +690,7 @@ async function engineStates(p, file, shotName = null) {
 }
 
 await check('allocation timeline: blocks stacked on the timeline\'s axis; hover names a block, click selects it in every view; zoom moves both', async () => {
-  const p = await ctx.newPage();
-  watch(p);
-  await p.goto(url);
-  await p.setInputFiles('[data-testid=file-input]', path.join(out, 'fixture.pkl'));
-  await p.waitForSelector('[data-testid=engine-state][data-value=ready]', { timeout: 60000 });
+  const p = await pageShowing('fixture.pkl', 60000);
   const chart = '[data-testid=allocations-chart]';
   await p.waitForSelector(`${chart}[data-bands]`, { timeout: 60000 });
   // By category first (the default): the legend, and the top band's category and rule.
@@ -994,6 +1001,8 @@ await check('a superseded question is interrupted in the worker; Esc stops one; 
   await page.waitForSelector('[data-testid=view-error] code:text("QUERY_TIMEOUT")', { timeout: 10000 });
   const message = await page.textContent('[data-testid=view-error]');
   ok(/0\.5/.test(message), `timeout message names the budget: ${message}`);
+  const hint = await page.textContent('[data-testid=view-error] [data-testid=error-hint]');
+  ok(hint.includes('time limit') && !hint.includes('--'), `the hint names the page's time limit: ${hint}`);
   await shot('18-query-timeout');
   // The page is still usable.
   await page.fill('[data-testid=budget-input]', '60');

@@ -16,13 +16,18 @@
 //!   the page is cross-origin isolated; elsewhere the worker finishes it, and its answer is
 //!   dropped).
 //! * Questions asked before the database is ready wait here until it is.
+//! * A question is a `pt_snap_engine::Question` ([`Asker::ask`], [`watch`]): what it is handed
+//!   back is that question's answer type, so no view reads another question's answer. The
+//!   wire's `Answer` is turned into it here, once.
 
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
 
 use js_sys::{Int32Array, Object, Reflect, SharedArrayBuffer};
 use leptos::prelude::*;
-use pt_snap_engine::{Answer, ErrorCode, Failure, FromWorker, IndexesLeft, Query, ToWorker};
+use pt_snap_engine::{
+    answer_of, Answer, ErrorCode, Failure, FromWorker, IndexesLeft, Question, ToWorker,
+};
 use wasm_bindgen::prelude::*;
 use web_sys::File;
 
@@ -431,22 +436,22 @@ impl Asker {
         asker
     }
 
-    /// Asks `query` within `budget_s` seconds; `done` gets the answer unless a newer
+    /// Asks `question` within `budget_s` seconds; `done` gets its answer unless a newer
     /// question from this asker, a cancel or another file came first.
-    pub fn ask(
+    pub fn ask<Q: Question>(
         self,
-        query: Query,
+        question: Q,
         budget_s: f64,
-        done: impl FnOnce(Result<Answer, Failure>) + 'static,
+        done: impl FnOnce(Result<Q::Answer, Failure>) + 'static,
     ) {
         self.cancel();
         let id = next_id();
         let message = pt_snap_engine::protocol::encode(&ToWorker::Ask {
             id,
             budget_s,
-            query,
+            query: question.into(),
         });
-        let mut orphan: Option<Done> = Some(Box::new(done));
+        let mut orphan: Option<Done> = Some(Box::new(move |answer| done(answer_of::<Q>(answer))));
         let queued = SHOWN.with(|c| {
             let mut c = c.borrow_mut();
             let Some(c) = c.as_mut() else { return false };
@@ -522,44 +527,26 @@ pub fn request_download() {
     });
 }
 
-/// The answer as the variant `pick` takes; another variant would be a protocol slip.
-pub fn expect<T>(
-    answer: Result<Answer, Failure>,
-    pick: fn(Answer) -> Option<T>,
-) -> Result<T, Failure> {
-    answer.and_then(|a| {
-        pick(a).ok_or_else(|| {
-            Failure::new(ErrorCode::Internal, "The worker answered another question.")
-        })
-    })
-}
-
-/// A table answer.
-pub fn table(a: Answer) -> Option<pt_snap_engine::Table> {
-    match a {
-        Answer::Table(t) => Some(t),
-        _ => None,
-    }
-}
-
 /// A question's state as a view shows it: `None` while it is being answered.
 pub type Reply<T> = Option<Result<T, Failure>>;
 
-/// Asks `query()` again whenever what it reads changes (a `None` query asks nothing) and
-/// keeps the latest answer, turned into `T` by `pick`.
-pub fn watch<T: Send + Sync + Clone + 'static>(
+/// Asks `question()` again whenever what it reads changes (`None` asks nothing) and keeps
+/// the latest answer.
+pub fn watch<Q: Question>(
     budget_s: Signal<f64>,
-    query: impl Fn() -> Option<Query> + 'static,
-    pick: fn(Answer) -> Option<T>,
-) -> RwSignal<Reply<T>> {
+    question: impl Fn() -> Option<Q> + 'static,
+) -> RwSignal<Reply<Q::Answer>>
+where
+    Q::Answer: Send + Sync + Clone,
+{
     let out = RwSignal::new(None);
     let asker = Asker::new();
-    Effect::new(move |_| match query() {
+    Effect::new(move |_| match question() {
         None => asker.cancel(),
         Some(q) => {
             out.set(None);
             asker.ask(q, budget_s.get_untracked(), move |answer| {
-                out.set(Some(expect(answer, pick)));
+                out.set(Some(answer));
             });
         }
     });

@@ -209,14 +209,18 @@ impl Shared {
             });
         worker.set_onmessage(Some(relay.as_ref().unchecked_ref()));
         worker.set_onerror(Some(on_error.as_ref().unchecked_ref()));
-        post(&worker, job.unchecked_ref());
-        self.readers.borrow_mut().push(Reader {
+        let reader = Reader {
             id,
             worker,
             port,
             _relay: relay,
             _on_error: on_error,
-        });
+        };
+        match reader.worker.post_message(job.unchecked_ref()) {
+            Ok(()) => self.readers.borrow_mut().push(reader),
+            // Ended with `reader`.
+            Err(e) => failed(&reader.port, crate::client::js_text(&e)),
+        }
     }
 }
 
@@ -228,7 +232,7 @@ fn post(worker: &Worker, o: &Object) {
 
 /// What a worker that died says: it posts nothing (its wasm trapped, e.g. out of memory on a
 /// huge file), so its error event is turned into the failure shown.
-pub fn died(ev: &web_sys::ErrorEvent) -> Failure {
+fn died(ev: &web_sys::ErrorEvent) -> Failure {
     ev.prevent_default();
     pt_snap_import::failure::backend(format!(
         "the worker stopped ({}); the file may be too large for this browser tab",

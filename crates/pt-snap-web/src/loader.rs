@@ -13,10 +13,10 @@ use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::JsFuture;
 use web_sys::{Blob, File, FilePropertyBag, Response};
 
-use crate::app::{AppState, Indexing, Status};
 use crate::client::{self, Job};
 use crate::opened::Opened;
 use crate::sniff::{self, Route};
+use crate::state::{AppState, Indexing, Status};
 
 thread_local! {
     /// The last import sent, so a strict one the replay refused can be run again leniently,
@@ -273,7 +273,7 @@ fn on_message(
             };
             if previewed.is_some() {
                 // Same file: the views keep their generation and now get their answers.
-                crate::app::apply_link(state, &opened, false);
+                crate::location::apply_link(state, &opened, false);
                 state.opened.set(Some(opened));
             } else {
                 show(state, opened);
@@ -349,7 +349,7 @@ fn on_message(
 /// Shows a newly opened file: a new generation, so every view asks again.
 fn show(state: AppState, opened: Opened) {
     let generation = state.generation.get_untracked() + 1;
-    crate::app::apply_link(state, &opened, generation == 1);
+    crate::location::apply_link(state, &opened, generation == 1);
     state.opened.set(Some(opened));
     state.generation.set(generation);
 }

@@ -7,7 +7,7 @@ use std::cell::RefCell;
 use std::rc::{Rc, Weak};
 
 use js_sys::{Object, Reflect};
-use pt_snap_engine::{Answer, Failure, FromWorker, Progress, Query, ToWorker};
+use pt_snap_engine::{answer_of, Answer, Failure, FromWorker, Progress, Query, Question, ToWorker};
 use web_sys::File;
 
 use crate::client::envelope;
@@ -30,16 +30,16 @@ struct Shared {
     running: Option<FileWorker>,
 }
 
-/// Asks `query` of `file`: imported strictly (as `pt-snap ranks` and `diff` import) when it
-/// is a snapshot, opened when its name says `.db`. `on_stage` hears what the worker is
-/// doing; `on_done` the answer, once, never from inside a worker's handler (so it may drop
-/// this [`Asking`] or start another).
-pub fn ask(
+/// Asks `question` of `file`: imported strictly (as `pt-snap ranks` and `diff` import)
+/// when it is a snapshot, opened when its name says `.db`. `on_stage` hears what the worker
+/// is doing; `on_done` the answer, once, never from inside a worker's handler (so it may
+/// drop this [`Asking`] or start another).
+pub fn ask<Q: Question>(
     file: &File,
-    query: Query,
+    question: Q,
     budget_s: f64,
     on_stage: impl Fn(String) + 'static,
-    on_done: impl FnOnce(Result<Answer, Failure>) + 'static,
+    on_done: impl FnOnce(Result<Q::Answer, Failure>) + 'static,
 ) -> Asking {
     let first = if file.name().to_ascii_lowercase().ends_with(".db") {
         ToWorker::Open
@@ -53,10 +53,10 @@ pub fn ask(
         }
     };
     let shared = Rc::new(RefCell::new(Shared {
-        query,
+        query: question.into(),
         budget_s,
         on_stage: Rc::new(on_stage),
-        on_done: Some(Box::new(on_done)),
+        on_done: Some(Box::new(move |answer| on_done(answer_of::<Q>(answer)))),
         running: None,
     }));
     let message = envelope(&first);
