@@ -1,5 +1,7 @@
 // The helper of the worker that holds a file: it reads the file once, as a stream, and
-// hashes it (SHA-256) and/or hands it to that worker through memory the two share.
+// hashes it (SHA-256) and/or hands it to that worker through memory the two share. The page
+// starts it when that worker asks, and passes what it posts on to the worker (a worker's
+// own workers make its end racy in Chromium: crates/pt-snap-web/src/file_worker.rs).
 //
 // Reading (on a cross-origin isolated page; elsewhere the worker reads the file itself with
 // `FileReaderSync`, and this helper only hashes it): the decoder reads synchronously.

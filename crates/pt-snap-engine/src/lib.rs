@@ -181,6 +181,151 @@ fn category_index(name: &str) -> u16 {
         .unwrap_or(unknown) as u16
 }
 
+/// How the engine answers one kind of question: with that question's answer type, so
+/// [`Engine::dispatch`] cannot give a question another's answer.
+trait Answers: Question {
+    fn answer(&self, engine: &Engine) -> Result<Self::Answer, Refusal>;
+}
+
+impl Answers for question::Peaks {
+    fn answer(&self, engine: &Engine) -> Result<Peaks, Refusal> {
+        engine.peaks(self.device)
+    }
+}
+
+impl Answers for question::Timeline {
+    fn answer(&self, engine: &Engine) -> Result<Timeline, Refusal> {
+        Ok(engine.analyzer.timeline(&TimelineRequest {
+            device: Some(self.device),
+            start_id: self.window.map(|w| w.0),
+            end_id: self.window.map(|w| w.1),
+            buckets: self.buckets,
+        })?)
+    }
+}
+
+impl Answers for question::Event {
+    fn answer(&self, engine: &Engine) -> Result<Option<EventInfo>, Refusal> {
+        engine.event(self.device, self.id)
+    }
+}
+
+impl Answers for question::PeakReport {
+    fn answer(&self, engine: &Engine) -> Result<PeakReport, Refusal> {
+        engine.peak_report(self.device, self.metric, self.include_static)
+    }
+}
+
+impl Answers for question::Tree {
+    fn answer(&self, engine: &Engine) -> Result<String, Refusal> {
+        let req = TreeRequest {
+            device: Some(self.device),
+            event_id: self.event_id,
+            include_static: self.include_static,
+            min_size: 0,
+        };
+        Ok(memory_tree(&engine.analyzer, &req)?
+            .flamegraph_data()
+            .to_string())
+    }
+}
+
+impl Answers for question::Template {
+    fn answer(&self, engine: &Engine) -> Result<Table, Refusal> {
+        let mut req = QueryRequest::new(&self.template)
+            .device(self.device)
+            .max_rows(self.max_rows)
+            .exact_total(self.exact_total);
+        req.params = self.params.clone();
+        let out = engine.analyzer.run(&req)?;
+        let rows = out
+            .rows_json()
+            .into_iter()
+            .map(|r| {
+                out.columns
+                    .iter()
+                    .map(|c| r.get(c).cloned().unwrap_or(Json::Null))
+                    .collect()
+            })
+            .collect();
+        Ok(Table {
+            columns: out.columns.clone(),
+            rows,
+            total: out.total,
+            has_more: out.has_more,
+            truncated: out.truncated,
+            total_is_exact: out.total_is_exact,
+            note: None,
+        })
+    }
+}
+
+impl Answers for question::Sql {
+    fn answer(&self, engine: &Engine) -> Result<Table, Refusal> {
+        engine.sql(&self.sql, self.cap)
+    }
+}
+
+impl Answers for question::RankSummary {
+    fn answer(
+        &self,
+        engine: &Engine,
+    ) -> Result<Vec<pt_snap_report::ranks::DeviceSummary>, Refusal> {
+        Ok(pt_snap_report::ranks::summarize(
+            &engine.analyzer,
+            None,
+            self.metric,
+        )?)
+    }
+}
+
+impl Answers for question::Allocations {
+    fn answer(&self, engine: &Engine) -> Result<AllocationView, Refusal> {
+        engine.allocations(
+            self.device,
+            self.window,
+            (self.columns, self.top),
+            self.colour,
+            self.rules.as_deref(),
+        )
+    }
+}
+
+impl Answers for question::Oom {
+    fn answer(&self, engine: &Engine) -> Result<pt_snap_report::OomReport, Refusal> {
+        let a = &engine.analyzer;
+        let request = OomRequest {
+            device: None,
+            top_n: OOM_TOP,
+            category_rules: pt_snap_report::categories::Rules(self.rules.clone()),
+        };
+        let db = a.db();
+        Ok(oom_report(a, &request, &|d| {
+            let d = usize::try_from(d).map_err(|_| QueryError::DeviceNotFound(d.to_string()))?;
+            db.oom_device_free(d)
+                .map_err(|e| QueryError::ReadFailed(e.to_string()))
+        })?)
+    }
+}
+
+impl Answers for question::DiffSide {
+    fn answer(&self, engine: &Engine) -> Result<pt_snap_report::diff::Side, Refusal> {
+        let a = &engine.analyzer;
+        let req = DiffRequest {
+            device: self.device,
+            metric: self.metric,
+        };
+        Ok(diff::measure(a, &req, |device| {
+            let req = TimelineRequest {
+                device: Some(device),
+                ..TimelineRequest::new(self.buckets)
+            };
+            let (by_event, by_time) = a.timelines(&req)?;
+            Ok(diff::Timelines { by_event, by_time })
+        })?)
+    }
+}
+
 impl Engine {
     /// Opens a SnapshotDB image (a dropped `.db`), read-only; `DATABASE_SCHEMA_INVALID` when it
     /// is not one.
@@ -373,125 +518,34 @@ impl Engine {
         })
     }
 
+    /// Answers `question`, typed: the answer of its own kind, or why there is none.
+    pub fn ask<Q: Question>(
+        &self,
+        question: Q,
+        interrupt: impl Fn() -> Option<Stop> + Send + Sync + 'static,
+        budget_s: f64,
+    ) -> Result<Q::Answer, Failure> {
+        answer_of::<Q>(self.answer(&question.into(), interrupt, budget_s))
+    }
+
     fn dispatch(&self, query: &Query) -> Result<Answer, Refusal> {
-        let a = &self.analyzer;
-        Ok(match query {
-            Query::Peaks { device } => Answer::Peaks(self.peaks(*device)?),
-            Query::RankSummary { metric } => {
-                Answer::RankSummary(pt_snap_report::ranks::summarize(a, None, *metric)?)
-            }
-            Query::Allocations {
-                device,
-                window,
-                columns,
-                top,
-                colour,
-                rules,
-            } => Answer::Allocations(self.allocations(
-                *device,
-                *window,
-                (*columns, *top),
-                *colour,
-                rules.as_deref(),
-            )?),
-            Query::Oom { rules } => {
-                let request = OomRequest {
-                    device: None,
-                    top_n: OOM_TOP,
-                    category_rules: pt_snap_report::categories::Rules(rules.clone()),
-                };
-                let db = a.db();
-                let report = oom_report(a, &request, &|d| {
-                    let d = usize::try_from(d)
-                        .map_err(|_| QueryError::DeviceNotFound(d.to_string()))?;
-                    db.oom_device_free(d)
-                        .map_err(|e| QueryError::ReadFailed(e.to_string()))
-                })?;
-                Answer::Oom(Box::new(report))
-            }
-            Query::DiffSide {
-                device,
-                metric,
-                buckets,
-            } => {
-                let req = DiffRequest {
-                    device: *device,
-                    metric: *metric,
-                };
-                let side = diff::measure(a, &req, |device| {
-                    let req = TimelineRequest {
-                        device: Some(device),
-                        ..TimelineRequest::new(*buckets)
-                    };
-                    let (by_event, by_time) = a.timelines(&req)?;
-                    Ok(diff::Timelines { by_event, by_time })
-                })?;
-                Answer::DiffSide(Box::new(side))
-            }
-            Query::Timeline {
-                device,
-                window,
-                buckets,
-            } => Answer::Timeline(a.timeline(&TimelineRequest {
-                device: Some(*device),
-                start_id: window.map(|w| w.0),
-                end_id: window.map(|w| w.1),
-                buckets: *buckets,
-            })?),
-            Query::Event { device, id } => Answer::Event(self.event(*device, *id)?),
-            Query::PeakReport {
-                device,
-                metric,
-                include_static,
-            } => Answer::PeakReport(self.peak_report(*device, *metric, *include_static)?),
-            Query::Tree {
-                device,
-                event_id,
-                include_static,
-            } => {
-                let req = TreeRequest {
-                    device: Some(*device),
-                    event_id: *event_id,
-                    include_static: *include_static,
-                    min_size: 0,
-                };
-                Answer::Tree(memory_tree(a, &req)?.flamegraph_data().to_string())
-            }
-            Query::Template {
-                device,
-                template,
-                params,
-                max_rows,
-                exact_total,
-            } => {
-                let mut req = QueryRequest::new(template)
-                    .device(*device)
-                    .max_rows(*max_rows)
-                    .exact_total(*exact_total);
-                req.params = params.clone();
-                let out = a.run(&req)?;
-                let rows = out
-                    .rows_json()
-                    .into_iter()
-                    .map(|r| {
-                        out.columns
-                            .iter()
-                            .map(|c| r.get(c).cloned().unwrap_or(Json::Null))
-                            .collect()
-                    })
-                    .collect();
-                Answer::Table(Table {
-                    columns: out.columns.clone(),
-                    rows,
-                    total: out.total,
-                    has_more: out.has_more,
-                    truncated: out.truncated,
-                    total_is_exact: out.total_is_exact,
-                    note: None,
-                })
-            }
-            Query::Sql { sql, cap } => Answer::Table(self.sql(sql, *cap)?),
-        })
+        /// The answer of `q`'s own type, as the wire carries it.
+        fn by<Q: Answers>(q: &Q, engine: &Engine) -> Result<Answer, Refusal> {
+            q.answer(engine).map(Q::wrap)
+        }
+        match query {
+            Query::Peaks(q) => by(q, self),
+            Query::Timeline(q) => by(q, self),
+            Query::Event(q) => by(q, self),
+            Query::PeakReport(q) => by(q, self),
+            Query::Tree(q) => by(q, self),
+            Query::Template(q) => by(q, self),
+            Query::Sql(q) => by(q, self),
+            Query::RankSummary(q) => by(q, self),
+            Query::Allocations(q) => by(q, self),
+            Query::Oom(q) => by(q, self),
+            Query::DiffSide(q) => by(q, self),
+        }
     }
 
     fn peaks(&self, device: i64) -> Result<Peaks, Refusal> {

@@ -4,11 +4,12 @@
 //! precision past 2^53, as BigInts every consumer must special-case them, while JSON text
 //! keeps every integer exact and is the same bytes natively, where these tests run. The
 //! only things that cross as JS objects are those JSON cannot carry: the dropped `File`,
-//! the cancel flag's `SharedArrayBuffer` and the downloaded `Blob`.
+//! the cancel flag's `SharedArrayBuffer`, the downloaded `Blob`, and a read helper's job
+//! and message port ([`FromWorker::StartReader`]).
 
 pub use pt_snap_query::{Extent, Timeline, TimelineBucket};
 use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value as Json};
+use serde_json::Value as Json;
 
 /// A failure shown to people: the one failure type, its hint included.
 pub use pt_snap_contract::{ErrorCode, Failure};
@@ -32,69 +33,10 @@ pub fn replaced() -> Failure {
 /// Which counter's peak a report explains: the report's own type.
 pub use pt_snap_report::Metric;
 
-/// A question for the open file.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub enum Query {
-    /// `memory_peak`.
-    Peaks { device: i64 },
-    /// The counters over a window of events, in at most `buckets` buckets.
-    Timeline {
-        device: i64,
-        window: Option<(i64, i64)>,
-        buckets: usize,
-    },
-    /// One trace event (the `event` template).
-    Event { device: i64, id: i64 },
-    /// `report peak-memory`.
-    PeakReport {
-        device: i64,
-        metric: Metric,
-        include_static: bool,
-    },
-    /// The memory tree at an event, as the flamegraph component's data.
-    Tree {
-        device: i64,
-        event_id: i64,
-        include_static: bool,
-    },
-    /// Any template, with the CLI's parameters and row window.
-    Template {
-        device: i64,
-        template: String,
-        params: Map<String, Json>,
-        max_rows: i64,
-        exact_total: bool,
-    },
-    /// One read-only statement of the SQL console, keeping at most `cap` rows.
-    Sql { sql: String, cap: usize },
-    /// Every device's row of `pt-snap ranks`: the peaks, the allocator gap at the reserved
-    /// peak, the OOM events and the largest callstack group at `metric`'s peak.
-    RankSummary { metric: Metric },
-    /// The allocation timeline over a window: the `top` largest blocks live there kept
-    /// exactly, the rest folded, in `columns` columns.
-    Allocations {
-        device: i64,
-        window: Option<(i64, i64)>,
-        columns: usize,
-        top: usize,
-        colour: pt_snap_report::allocations::Colour,
-        /// The category rules (a rules file's TOML, as `--categories` reads it); `None`:
-        /// the built-in ones.
-        rules: Option<String>,
-    },
-    /// `report oom`: every `oom` event of the file explained (none: the file has no OOM),
-    /// its live memory by category under `rules` (a rules file's TOML; `None`: built-in).
-    Oom { rules: Option<String> },
-    /// One side of `pt-snap diff`: the peaks, every block live at `metric`'s peak by
-    /// normalised stack, and the timeline in `buckets` buckets. The page compares two.
-    DiffSide {
-        device: Option<i64>,
-        metric: Metric,
-        buckets: usize,
-    },
-}
+pub mod question;
+pub use question::{answer_of, Query, Question};
 
-/// What a [`Query`] gets, variant for variant.
+/// What a [`Query`] gets: each [`Question`] says which variant carries its answer.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum Answer {
     Peaks(Peaks),
@@ -344,6 +286,17 @@ pub enum FromWorker {
     /// (posted again after each is built), and the database's size once none is; or why one
     /// could not be built (the views still answer, more slowly).
     Indexes(Result<IndexesLeft, Failure>),
+    /// Start a read helper (`www/read-worker.js`) for this worker: the attached `job` is
+    /// posted to it, and what it posts goes to the attached `port`. The page starts it, not
+    /// the worker: in Chromium a worker ended soon after its own worker started or ended
+    /// sometimes never finishes ending (see pt-snap-web's `file_worker`).
+    StartReader {
+        reader: u32,
+    },
+    /// End that read helper: the file is read, or no longer wanted.
+    EndReader {
+        reader: u32,
+    },
 }
 
 /// See [`FromWorker::Indexes`].

@@ -89,48 +89,64 @@ fn a_database_whose_indexes_were_deferred_answers_alike_before_and_after_they_ar
         let devices = deferred.overview().devices.clone();
         assert_eq!(deferred.indexes_left(), Ok(6 * devices.len()), "{path:?}");
         assert_eq!(whole.indexes_left(), Ok(0), "{path:?}");
-        let mut questions = vec![
-            Query::Oom { rules: None },
-            Query::RankSummary {
+        let mut questions: Vec<Query> = vec![
+            question::Oom { rules: None }.into(),
+            question::RankSummary {
                 metric: Metric::Active,
-            },
+            }
+            .into(),
         ];
         for &device in &devices {
-            questions.push(Query::Peaks { device });
-            questions.push(Query::PeakReport {
-                device,
-                metric: Metric::Reserved,
-                include_static: true,
-            });
-            questions.push(Query::Timeline {
-                device,
-                window: None,
-                buckets: 64,
-            });
-            questions.push(Query::Allocations {
-                device,
-                window: None,
-                columns: 64,
-                top: 100,
-                colour: Colour::Category,
-                rules: None,
-            });
-            questions.push(Query::Event { device, id: 0 });
-            questions.push(Query::Tree {
-                device,
-                event_id: 0,
-                include_static: true,
-            });
+            questions.push(question::Peaks { device }.into());
+            questions.push(
+                question::PeakReport {
+                    device,
+                    metric: Metric::Reserved,
+                    include_static: true,
+                }
+                .into(),
+            );
+            questions.push(
+                question::Timeline {
+                    device,
+                    window: None,
+                    buckets: 64,
+                }
+                .into(),
+            );
+            questions.push(
+                question::Allocations {
+                    device,
+                    window: None,
+                    columns: 64,
+                    top: 100,
+                    colour: Colour::Category,
+                    rules: None,
+                }
+                .into(),
+            );
+            questions.push(question::Event { device, id: 0 }.into());
+            questions.push(
+                question::Tree {
+                    device,
+                    event_id: 0,
+                    include_static: true,
+                }
+                .into(),
+            );
             // Every template with its default parameters; one that needs more is refused
             // alike on both sides.
             for (template, _, _) in templates() {
-                questions.push(Query::Template {
-                    device,
-                    template,
-                    params: serde_json::Map::new(),
-                    max_rows: 50,
-                    exact_total: true,
-                });
+                questions.push(
+                    question::Template {
+                        device,
+                        template,
+                        params: serde_json::Map::new(),
+                        max_rows: 50,
+                        exact_total: true,
+                    }
+                    .into(),
+                );
             }
         }
         let answers =
@@ -168,16 +184,15 @@ fn a_database_whose_indexes_were_deferred_answers_alike_before_and_after_they_ar
 
 /// The first cell of the SQL console's answer to `sql`, or its refusal's code.
 fn sql_cell(engine: &Engine, sql: &str) -> Result<serde_json::Value, String> {
-    match engine.answer(
-        &Query::Sql {
+    match engine.ask(
+        question::Sql {
             sql: sql.into(),
             cap: 1,
         },
         never,
         60.0,
     ) {
-        Ok(Answer::Table(t)) => Ok(t.rows.first().map_or(json!(null), |r| r[0].clone())),
-        Ok(other) => panic!("{other:?}"),
+        Ok(t) => Ok(t.rows.first().map_or(json!(null), |r| r[0].clone())),
         Err(e) => Err(e.code.to_string()),
     }
 }
@@ -236,7 +251,7 @@ fn the_sql_console_reads_and_changes_nothing_on_a_writable_connection() {
     );
     // The engine's own statements still run after a refusal: the flag is down again.
     let device = engine.overview().devices[0];
-    assert!(engine.answer(&Query::Peaks { device }, never, 60.0).is_ok());
+    assert!(engine.ask(question::Peaks { device }, never, 60.0).is_ok());
 }
 
 #[test]
@@ -249,15 +264,10 @@ fn the_replays_preview_is_what_the_database_answers() {
             "{path:?}"
         );
         for p in &previews {
-            let peaks = engine.answer(&Query::Peaks { device: p.device }, never, 60.0);
-            assert_eq!(
-                peaks,
-                Ok(Answer::Peaks(p.peaks)),
-                "{path:?} device {}",
-                p.device
-            );
-            let timeline = engine.answer(
-                &Query::Timeline {
+            let peaks = engine.ask(question::Peaks { device: p.device }, never, 60.0);
+            assert_eq!(peaks, Ok(p.peaks), "{path:?} device {}", p.device);
+            let timeline = engine.ask(
+                question::Timeline {
                     device: p.device,
                     window: None,
                     buckets: BUCKETS,
@@ -267,7 +277,7 @@ fn the_replays_preview_is_what_the_database_answers() {
             );
             assert_eq!(
                 timeline,
-                Ok(Answer::Timeline(p.timeline.clone())),
+                Ok(p.timeline.clone()),
                 "{path:?} device {}",
                 p.device
             );
@@ -282,15 +292,12 @@ fn the_replays_preview_is_what_the_database_answers() {
         }
         // The ranks row of every device, as the page's Ranks view gets it: the peaks are
         // the preview's, and it survives the trip as a message.
-        let summary = engine.answer(
-            &Query::RankSummary {
-                metric: Metric::Active,
-            },
-            never,
-            60.0,
-        );
-        let rows = match &summary {
-            Ok(Answer::RankSummary(rows)) => rows.clone(),
+        let question = question::RankSummary {
+            metric: Metric::Active,
+        };
+        let summary = engine.answer(&question.into(), never, 60.0);
+        let rows = match answer_of::<question::RankSummary>(summary.clone()) {
+            Ok(rows) => rows,
             // As `ranks` says of a file without a device trace.
             Err(e) if previews.is_empty() => {
                 assert_eq!(e.code, "DEVICE_NOT_FOUND", "{path:?}");
@@ -320,31 +327,31 @@ fn a_question_stops_for_the_reason_its_interrupt_gives() {
     let (_, engine) =
         import(&root().join("fixtures/upstream-pkg/snapshots/snapshot_with_multi_devices.pkl"))
             .unwrap();
-    let endless = Query::Sql {
+    let endless = question::Sql {
         sql:
             "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT count(*) FROM c"
                 .into(),
         cap: 10,
     };
     let timeout = engine
-        .answer(&endless, || Some(Stop::Deadline), 0.5)
+        .ask(endless.clone(), || Some(Stop::Deadline), 0.5)
         .unwrap_err();
     assert_eq!(timeout.code, "QUERY_TIMEOUT");
     assert!(timeout.message.contains("0.5"), "{}", timeout.message);
     let cancelled = engine
-        .answer(&endless, || Some(Stop::Superseded), 60.0)
+        .ask(endless, || Some(Stop::Superseded), 60.0)
         .unwrap_err();
     assert!(cancelled.is_cancelled());
     // The engine is usable afterwards, with no interrupt left behind.
-    let ok = engine.answer(
-        &Query::Sql {
+    let ok = engine.ask(
+        question::Sql {
             sql: "SELECT count(*) AS n FROM dictionary".into(),
             cap: 10,
         },
         never,
         60.0,
     );
-    assert!(matches!(ok, Ok(Answer::Table(t)) if t.rows.len() == 1));
+    assert!(matches!(ok, Ok(t) if t.rows.len() == 1));
 }
 
 #[test]
@@ -353,8 +360,8 @@ fn the_console_refuses_writes_and_caps_rows() {
         import(&root().join("fixtures/upstream-pkg/snapshots/snapshot_with_multi_devices.pkl"))
             .unwrap();
     let write = engine
-        .answer(
-            &Query::Sql {
+        .ask(
+            question::Sql {
                 sql: "DELETE FROM dictionary".into(),
                 cap: 10,
             },
@@ -363,16 +370,16 @@ fn the_console_refuses_writes_and_caps_rows() {
         )
         .unwrap_err();
     assert_eq!(write.code, "QUERY_FAILED");
-    let Ok(Answer::Table(t)) = engine.answer(
-        &Query::Sql {
-            sql: "SELECT id FROM trace_entry_0".into(),
-            cap: 3,
-        },
-        never,
-        60.0,
-    ) else {
-        panic!("no table");
-    };
+    let t = engine
+        .ask(
+            question::Sql {
+                sql: "SELECT id FROM trace_entry_0".into(),
+                cap: 3,
+            },
+            never,
+            60.0,
+        )
+        .unwrap();
     assert_eq!((t.rows.len(), t.has_more), (3, true));
 }
 
@@ -382,40 +389,39 @@ fn templates_and_reports_answer_typed() {
         import(&root().join("fixtures/upstream-pkg/snapshots/snapshot_with_multi_devices.pkl"))
             .unwrap();
     let device = previews[0].device;
-    let Ok(Answer::PeakReport(r)) = engine.answer(
-        &Query::PeakReport {
-            device,
-            metric: Metric::Active,
-            include_static: true,
-        },
-        never,
-        60.0,
-    ) else {
-        panic!("no report");
-    };
+    let r = engine
+        .ask(
+            question::PeakReport {
+                device,
+                metric: Metric::Active,
+                include_static: true,
+            },
+            never,
+            60.0,
+        )
+        .unwrap();
     assert_eq!(r.event_id, previews[0].peaks.active.event_id);
     assert_eq!(
         r.included_bytes,
         r.groups.iter().map(|g| g.size_bytes).sum::<i64>()
     );
     let event = r.event_id.unwrap();
-    let Ok(Answer::Event(Some(e))) =
-        engine.answer(&Query::Event { device, id: event }, never, 60.0)
-    else {
-        panic!("no event");
-    };
+    let e = engine
+        .ask(question::Event { device, id: event }, never, 60.0)
+        .unwrap()
+        .expect("the peak's event");
     assert_eq!(Some(e.active), previews[0].peaks.active.bytes);
-    let Ok(Answer::Tree(text)) = engine.answer(
-        &Query::Tree {
-            device,
-            event_id: event,
-            include_static: true,
-        },
-        never,
-        60.0,
-    ) else {
-        panic!("no tree");
-    };
+    let text = engine
+        .ask(
+            question::Tree {
+                device,
+                event_id: event,
+                include_static: true,
+            },
+            never,
+            60.0,
+        )
+        .unwrap();
     // The flamegraph's data: every frame row with its origin, and the Python frames view,
     // both decided by pt-snap-report rather than by the page.
     let tree: serde_json::Value = serde_json::from_str(&text).unwrap();
@@ -426,8 +432,8 @@ fn templates_and_reports_answer_typed() {
     }
     assert!(tree["python_view"]["nodes"].is_array());
     let bad = engine
-        .answer(
-            &Query::Template {
+        .ask(
+            question::Template {
                 device,
                 template: "no_such_template".into(),
                 params: Default::default(),
@@ -454,23 +460,21 @@ fn a_diff_side_crosses_as_text_and_compares_as_the_clis_diff() {
             .unwrap();
     for metric in [Metric::Active, Metric::Allocated, Metric::Reserved] {
         for p in &previews {
-            let question = Query::DiffSide {
+            let question = question::DiffSide {
                 device: Some(p.device),
                 metric,
                 buckets: PAGE_BUCKETS,
             };
             let message = FromWorker::Answer {
                 id: 1,
-                answer: engine.answer(&question, never, 60.0),
+                answer: engine.answer(&question.into(), never, 60.0),
             };
-            let FromWorker::Answer {
-                answer: Ok(Answer::DiffSide(side)),
-                ..
-            } = decode::<FromWorker>(&encode(&message)).unwrap()
+            let FromWorker::Answer { answer, .. } =
+                decode::<FromWorker>(&encode(&message)).unwrap()
             else {
-                panic!("no side");
+                panic!("no answer");
             };
-            let side = *side;
+            let side = answer_of::<question::DiffSide>(answer).unwrap();
             assert_eq!(side.device_id, p.device);
             assert_eq!(side.peaks, Some(p.peaks));
             assert!(!side.groups.is_empty());
@@ -515,8 +519,8 @@ fn the_allocation_timeline_stacks_the_active_counter() {
             };
             let (lo, hi) = (first, last.min(first + 299));
             let columns = (hi - lo + 1) as usize;
-            let ask = |top, colour| match engine.answer(
-                &Query::Allocations {
+            let ask = |top, colour| match engine.ask(
+                question::Allocations {
                     device: p.device,
                     window: Some((lo, hi)),
                     columns,
@@ -527,20 +531,20 @@ fn the_allocation_timeline_stacks_the_active_counter() {
                 never,
                 60.0,
             ) {
-                Ok(Answer::Allocations(view)) => view,
+                Ok(view) => view,
                 other => panic!("{}: {other:?}", path.display()),
             };
-            let Ok(Answer::Timeline(counters)) = engine.answer(
-                &Query::Timeline {
-                    device: p.device,
-                    window: Some((lo, hi)),
-                    buckets: columns,
-                },
-                never,
-                60.0,
-            ) else {
-                panic!("no timeline");
-            };
+            let counters = engine
+                .ask(
+                    question::Timeline {
+                        device: p.device,
+                        window: Some((lo, hi)),
+                        buckets: columns,
+                    },
+                    never,
+                    60.0,
+                )
+                .unwrap();
             for (top, colour) in [
                 (0, Colour::Site),
                 (7, Colour::Site),
@@ -576,19 +580,19 @@ fn the_allocation_timeline_stacks_the_active_counter() {
                         };
                         *drawn.entry(a.keys[key as usize].clone()).or_default() += to - from;
                     }
-                    let Ok(Answer::Table(t)) = engine.answer(
-                        &Query::Template {
-                            device: p.device,
-                            template: "category_breakdown_at_event".into(),
-                            params: json!({"event_id": e}).as_object().unwrap().clone(),
-                            max_rows: -1,
-                            exact_total: true,
-                        },
-                        never,
-                        60.0,
-                    ) else {
-                        panic!("no breakdown");
-                    };
+                    let t = engine
+                        .ask(
+                            question::Template {
+                                device: p.device,
+                                template: "category_breakdown_at_event".into(),
+                                params: json!({"event_id": e}).as_object().unwrap().clone(),
+                                max_rows: -1,
+                                exact_total: true,
+                            },
+                            never,
+                            60.0,
+                        )
+                        .unwrap();
                     let (ci, bi) = (
                         t.columns.iter().position(|c| c == "category").unwrap(),
                         t.columns.iter().position(|c| c == "bytes").unwrap(),
@@ -621,7 +625,7 @@ fn the_allocation_timeline_stacks_the_active_counter() {
 fn the_oom_answer_is_report_ooms() {
     let mut with_oom = 0;
     for (path, _, engine) in imported_fixtures() {
-        let answer = engine.answer(&Query::Oom { rules: None }, never, 60.0);
+        let answer = engine.answer(&question::Oom { rules: None }.into(), never, 60.0);
         if engine.overview().devices.is_empty() {
             assert_eq!(
                 answer.unwrap_err().code,
@@ -631,13 +635,11 @@ fn the_oom_answer_is_report_ooms() {
             continue;
         }
         let message = FromWorker::Answer { id: 1, answer };
-        let FromWorker::Answer {
-            answer: Ok(Answer::Oom(report)),
-            ..
-        } = decode::<FromWorker>(&encode(&message)).unwrap()
+        let FromWorker::Answer { answer, .. } = decode::<FromWorker>(&encode(&message)).unwrap()
         else {
-            panic!("{}: no OOM answer", path.display());
+            panic!("{}: no answer", path.display());
         };
+        let report = answer_of::<question::Oom>(answer).unwrap();
         let (_, conn) = import_connection(&path, Indexes::WithRows).unwrap();
         let analyzer =
             pt_snap_query::Analyzer::new(pt_snap_db::SnapshotDb::from_connection(conn).unwrap())
@@ -653,7 +655,7 @@ fn the_oom_answer_is_report_ooms() {
             &|d| Ok(db.oom_device_free(d as usize).unwrap()),
         )
         .unwrap();
-        assert_eq!(*report, direct, "{}", path.display());
+        assert_eq!(report, direct, "{}", path.display());
         // Not every "oom" capture recorded the `oom` event (flexgen's did not).
         if path.ends_with("synth_small_2dev_oom.pkl") {
             assert_eq!(report.events.len(), 2, "one OOM per device");
@@ -672,8 +674,8 @@ fn the_users_category_rules_replace_the_built_in_ones() {
     let (previews, engine) =
         import(&root().join("fixtures/synthetic/synth_small_2dev_oom.pkl")).unwrap();
     let ask = |rules: Option<&str>| {
-        engine.answer(
-            &Query::Allocations {
+        engine.ask(
+            question::Allocations {
                 device: previews[0].device,
                 window: None,
                 columns: 64,
@@ -685,9 +687,7 @@ fn the_users_category_rules_replace_the_built_in_ones() {
             60.0,
         )
     };
-    let Ok(Answer::Allocations(view)) = ask(Some(ALL_TEMPORARY)) else {
-        panic!("no allocations");
-    };
+    let view = ask(Some(ALL_TEMPORARY)).unwrap();
     let a = &view.allocations;
     assert!(!a.bands.is_empty());
     for band in &a.bands {
@@ -710,9 +710,7 @@ fn the_users_category_rules_replace_the_built_in_ones() {
         }
     }
     // The built-in rules again: nothing of the user's is kept.
-    let Ok(Answer::Allocations(builtin)) = ask(None) else {
-        panic!("no allocations");
-    };
+    let builtin = ask(None).unwrap();
     assert!(builtin.rules.iter().all(|(_, r)| r != "everything"));
     let bad = ask(Some(
         "[[rule]]\nname = \"x\"\ncategory = \"nonsense\"\nfile = \".\"\n",
@@ -720,15 +718,15 @@ fn the_users_category_rules_replace_the_built_in_ones() {
     .unwrap_err();
     assert_eq!(bad.code, "INVALID_PARAMETER");
     assert!(bad.message.contains("nonsense"), "{}", bad.message);
-    let Ok(Answer::Oom(report)) = engine.answer(
-        &Query::Oom {
-            rules: Some(ALL_TEMPORARY.to_owned()),
-        },
-        never,
-        60.0,
-    ) else {
-        panic!("no OOM report");
-    };
+    let report = engine
+        .ask(
+            question::Oom {
+                rules: Some(ALL_TEMPORARY.to_owned()),
+            },
+            never,
+            60.0,
+        )
+        .unwrap();
     let rows = &report.events[0].categories.rows;
     assert!(rows
         .iter()
@@ -751,7 +749,7 @@ fn messages_survive_their_trip_as_text_with_every_integer_exact() {
         ToWorker::Ask {
             id: u64::MAX,
             budget_s: 0.25,
-            query: Query::Template {
+            query: question::Template {
                 device: 3,
                 template: "event".into(),
                 params: json!({"id": i64::MAX, "address": i64::MIN})
@@ -760,7 +758,8 @@ fn messages_survive_their_trip_as_text_with_every_integer_exact() {
                     .clone(),
                 max_rows: -1,
                 exact_total: true,
-            },
+            }
+            .into(),
         },
         ToWorker::Import {
             lenient: true,
@@ -821,4 +820,39 @@ fn messages_survive_their_trip_as_text_with_every_integer_exact() {
     }
     let wrong = decode::<ToWorker>("{\"Nope\":1}").unwrap_err();
     assert_eq!(wrong.code, "INTERNAL_ERROR");
+}
+
+/// A question crosses as the text it did when `Query` had a variant of fields per kind, and
+/// its answer is its own type: another question's answer is refused, never misread.
+#[test]
+fn a_question_crosses_as_text_and_takes_only_its_own_answer() {
+    assert_eq!(
+        encode(&Query::from(question::Peaks { device: 3 })),
+        r#"{"Peaks":{"device":3}}"#
+    );
+    assert_eq!(
+        encode(&Query::from(question::Sql {
+            sql: "SELECT 1".into(),
+            cap: 2
+        })),
+        r#"{"Sql":{"sql":"SELECT 1","cap":2}}"#
+    );
+    let table = Table {
+        columns: vec!["n".into()],
+        rows: vec![vec![json!(1)]],
+        total: 1,
+        has_more: false,
+        truncated: false,
+        total_is_exact: true,
+        note: None,
+    };
+    let answer = Ok(question::Sql::wrap(table.clone()));
+    assert_eq!(answer_of::<question::Template>(answer.clone()), Ok(table));
+    let misread = answer_of::<question::Peaks>(answer).unwrap_err();
+    assert_eq!(misread.code, "INTERNAL_ERROR");
+    assert_eq!(
+        answer_of::<question::Event>(Err(pt_snap_engine::protocol::stopped())),
+        Err(pt_snap_engine::protocol::stopped()),
+        "a failure stays the failure it was"
+    );
 }

@@ -6,14 +6,14 @@
 
 use leptos::html;
 use leptos::prelude::*;
-use pt_snap_engine::{AllocationView, Answer, Query};
+use pt_snap_engine::{question, AllocationView};
 use pt_snap_report::allocations::{Colour, Item};
 use pt_snap_report::units::grouped;
 use wasm_bindgen::{Clamped, JsCast};
 use web_sys::{CanvasRenderingContext2d, PointerEvent, WheelEvent};
 
-use crate::app::AppState;
 use crate::fmt;
+use crate::state::AppState;
 use crate::timeline::{set_window, PAD, W};
 
 /// The canvas's height in pixels (its width is the counter timeline's, `W`).
@@ -88,22 +88,16 @@ pub fn AllocationPanel() -> impl IntoView {
     let selected = RwSignal::new(None::<i64>);
     let hover = RwSignal::new(None::<Hit>);
     let canvas = NodeRef::<html::Canvas>::new();
-    let asked = state.watch(
-        move |device| {
-            Some(Query::Allocations {
-                device,
-                window: state.window.get(),
-                columns: COLUMNS,
-                top: detail.get(),
-                colour: colour.get(),
-                rules: state.category_rules.get().map(|r| r.1),
-            })
-        },
-        |a| match a {
-            Answer::Allocations(v) => Some(v),
-            _ => None,
-        },
-    );
+    let asked = state.watch(move |device| {
+        Some(question::Allocations {
+            device,
+            window: state.window.get(),
+            columns: COLUMNS,
+            top: detail.get(),
+            colour: colour.get(),
+            rules: state.category_rules.get().map(|r| r.1),
+        })
+    });
     // The last picture stays while the next window is answered.
     let view_memo = Memo::new(
         move |previous: Option<&Option<AllocationView>>| match asked.get() {

@@ -16,21 +16,26 @@
 //!   the page is cross-origin isolated; elsewhere the worker finishes it, and its answer is
 //!   dropped).
 //! * Questions asked before the database is ready wait here until it is.
+//! * A question is a `pt_snap_engine::Question` ([`Asker::ask`], [`watch`]): what it is handed
+//!   back is that question's answer type, so no view reads another question's answer. The
+//!   wire's `Answer` is turned into it here, once.
 
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
 
 use js_sys::{Int32Array, Object, Reflect, SharedArrayBuffer};
 use leptos::prelude::*;
-use pt_snap_engine::{Answer, ErrorCode, Failure, FromWorker, IndexesLeft, Query, ToWorker};
+use pt_snap_engine::{
+    answer_of, Answer, ErrorCode, Failure, FromWorker, IndexesLeft, Question, ToWorker,
+};
 use wasm_bindgen::prelude::*;
-use web_sys::{File, MessageEvent, Worker};
+use web_sys::File;
 
-pub(crate) const WORKER_SCRIPT: &str = "./pt-snap-worker_loader.js";
+use crate::file_worker::FileWorker;
 
 /// Where the worker's messages go: the page's handlers for progress, preview, ready,
 /// failure and downloads (answers are routed here).
-pub type Listener = std::rc::Rc<dyn Fn(FromWorker, JsValue)>;
+pub use crate::file_worker::Listener;
 
 /// Where a question's answer goes.
 type Done = Box<dyn FnOnce(Result<Answer, Failure>)>;
@@ -45,15 +50,11 @@ struct Asked {
 struct Client {
     /// Tells this worker's messages from another's.
     serial: u64,
-    worker: Worker,
-    /// The worker has said `Ready` (messages sent earlier are lost).
-    started: bool,
+    worker: FileWorker,
     /// The database is open: questions may be sent.
     ready: bool,
     /// Its indexes are built (or failed to be): the worker is idle between questions.
     indexed: bool,
-    /// Messages for the worker before it started.
-    outbox: Vec<Object>,
     queue: VecDeque<Asked>,
     running: Option<Asked>,
     cancel: Option<Int32Array>,
@@ -61,16 +62,6 @@ struct Client {
     /// Reopens the file on screen (its import stored it): the questions waiting for that
     /// import's worker move to this one.
     handover: bool,
-    _on_message: Closure<dyn FnMut(MessageEvent)>,
-    _on_error: Closure<dyn FnMut(web_sys::ErrorEvent)>,
-}
-
-/// A worker started ahead, and whether it has said `Ready` yet (said before the page
-/// takes it, the message would otherwise go to no one).
-struct Spare {
-    worker: Worker,
-    started: std::rc::Rc<Cell<bool>>,
-    _on_message: Closure<dyn FnMut(MessageEvent)>,
 }
 
 thread_local! {
@@ -78,7 +69,8 @@ thread_local! {
     static SHOWN: RefCell<Option<Client>> = const { RefCell::new(None) };
     /// A file being opened, not shown yet.
     static INCOMING: RefCell<Option<Client>> = const { RefCell::new(None) };
-    static SPARE: RefCell<Option<Spare>> = const { RefCell::new(None) };
+    /// A worker started ahead.
+    static SPARE: RefCell<Option<FileWorker>> = const { RefCell::new(None) };
     static NEXT_ID: Cell<u64> = const { Cell::new(1) };
 }
 
@@ -106,20 +98,7 @@ fn warm_up() {
         if s.borrow().is_some() {
             return;
         }
-        let Ok(worker) = Worker::new(WORKER_SCRIPT) else {
-            return;
-        };
-        let started = std::rc::Rc::new(Cell::new(false));
-        let seen = started.clone();
-        // The only message a worker sends before it is given work is `Ready`.
-        let on_message =
-            Closure::<dyn FnMut(MessageEvent)>::new(move |_: MessageEvent| seen.set(true));
-        worker.set_onmessage(Some(on_message.as_ref().unchecked_ref()));
-        *s.borrow_mut() = Some(Spare {
-            worker,
-            started,
-            _on_message: on_message,
-        });
+        *s.borrow_mut() = FileWorker::start().ok();
     });
 }
 
@@ -158,36 +137,13 @@ fn open_worker(
     handover: bool,
 ) -> Result<(), Failure> {
     let serial = next_id();
-    let (worker, started) = match SPARE.with(|s| s.borrow_mut().take()) {
-        Some(spare) => (spare.worker, spare.started.get()),
-        None => (
-            Worker::new(WORKER_SCRIPT).map_err(|e| {
-                Failure::new(
-                    ErrorCode::Internal,
-                    format!("The worker could not start: {e:?}"),
-                )
-            })?,
-            false,
-        ),
+    let worker = match SPARE.with(|s| s.borrow_mut().take()) {
+        Some(spare) => spare,
+        None => FileWorker::start()?,
     };
-    let on_message = Closure::<dyn FnMut(MessageEvent)>::new(move |ev: MessageEvent| {
-        let data = ev.data();
-        let text = Reflect::get(&data, &"msg".into())
-            .ok()
-            .and_then(|m| m.as_string())
-            .unwrap_or_default();
-        let attachment = Reflect::get(&data, &"blob".into()).unwrap_or(JsValue::UNDEFINED);
-        match pt_snap_engine::protocol::decode::<FromWorker>(&text) {
-            Ok(message) => received(serial, message, attachment),
-            Err(f) => received(serial, FromWorker::Failed(f), JsValue::UNDEFINED),
-        }
-    });
-    worker.set_onmessage(Some(on_message.as_ref().unchecked_ref()));
-    let on_error =
-        Closure::<dyn FnMut(web_sys::ErrorEvent)>::new(move |ev: web_sys::ErrorEvent| {
-            received(serial, FromWorker::Failed(died(&ev)), JsValue::UNDEFINED);
-        });
-    worker.set_onerror(Some(on_error.as_ref().unchecked_ref()));
+    worker.listen(std::rc::Rc::new(move |message, attachment| {
+        received(serial, message, attachment)
+    }));
     let cancel = cancel_cell();
     let (message, file) = match job {
         Job::Import {
@@ -222,24 +178,18 @@ fn open_worker(
     if let Some(cell) = &cancel {
         let _ = Reflect::set(&first, &"cancel".into(), &cell.buffer());
     }
-    if started {
-        post(&worker, &first);
-    }
+    worker.post(&first);
     INCOMING.with(|c| {
         *c.borrow_mut() = Some(Client {
             serial,
             worker,
-            started,
             ready: false,
             indexed: false,
-            outbox: if started { Vec::new() } else { vec![first] },
             queue: VecDeque::new(),
             running: None,
             cancel,
             listener,
             handover,
-            _on_message: on_message,
-            _on_error: on_error,
         })
     });
     Ok(())
@@ -248,7 +198,7 @@ fn open_worker(
 /// Ends the worker of a file being opened (Cancel); the file on screen stays.
 pub fn cancel_open() {
     if let Some(old) = INCOMING.with(|c| c.borrow_mut().take()) {
-        old.worker.terminate();
+        old.worker.end();
     }
 }
 
@@ -261,7 +211,7 @@ pub fn close_shown() {
 
 /// Ends a worker, telling every question still waiting for it.
 fn end(client: Client) {
-    client.worker.terminate();
+    client.worker.end();
     let Client { queue, running, .. } = client;
     for asked in running.into_iter().chain(queue) {
         (asked.done)(Err(pt_snap_engine::protocol::replaced()));
@@ -308,7 +258,7 @@ fn promote() {
         SHOWN.with(|c| *c.borrow_mut() = Some(incoming));
         return;
     };
-    old.worker.terminate();
+    old.worker.end();
     let Client { queue, running, .. } = old;
     let waiting: Vec<Asked> = running.into_iter().chain(queue).collect();
     if handover {
@@ -321,9 +271,6 @@ fn promote() {
     SHOWN.with(|c| *c.borrow_mut() = Some(incoming));
 }
 
-/// The cancel cell, where `SharedArrayBuffer` exists (a cross-origin isolated page).
-/// What a worker that died says: it posts nothing (its wasm trapped, e.g. out of memory on a
-/// huge file), so its error event is turned into the failure shown.
 /// A thrown JS value as text: a string as it is, an `Error`'s message, else its debug form.
 pub fn js_text(e: &JsValue) -> String {
     e.as_string()
@@ -334,14 +281,7 @@ pub fn js_text(e: &JsValue) -> String {
         .unwrap_or_else(|| format!("{e:?}"))
 }
 
-pub fn died(ev: &web_sys::ErrorEvent) -> Failure {
-    ev.prevent_default();
-    pt_snap_import::failure::backend(format!(
-        "the worker stopped ({}); the file may be too large for this browser tab",
-        ev.message()
-    ))
-}
-
+/// The cancel cell, where `SharedArrayBuffer` exists (a cross-origin isolated page).
 fn cancel_cell() -> Option<Int32Array> {
     let isolated = Reflect::get(&js_sys::global(), &"crossOriginIsolated".into())
         .ok()
@@ -360,12 +300,6 @@ pub(crate) fn envelope(message: &ToWorker) -> Object {
     o
 }
 
-fn post(worker: &Worker, o: &Object) {
-    if let Err(e) = worker.post_message(o) {
-        web_sys::console::error_1(&e);
-    }
-}
-
 /// Hands a message to its worker's listener (outside the client's borrow: it may call back).
 fn listen(slot: Slot, message: FromWorker, attachment: JsValue) {
     if let Some(listener) = with_client(slot, |c| c.listener.clone()) {
@@ -378,14 +312,6 @@ fn received(serial: u64, message: FromWorker, attachment: JsValue) {
         return; // An ended worker's last words.
     };
     match message {
-        FromWorker::Ready => {
-            with_client(slot, |c| {
-                c.started = true;
-                for o in c.outbox.drain(..) {
-                    post(&c.worker, &o);
-                }
-            });
-        }
         FromWorker::Answer { id, answer } => {
             let done = with_client(slot, |c| match c.running.take() {
                 Some(asked) if asked.id == id => Some(asked.done),
@@ -417,7 +343,7 @@ fn received(serial: u64, message: FromWorker, attachment: JsValue) {
             with_client(slot, |c| {
                 c.ready = true;
                 // The file shown is kept open: its deferred indexes are worth building.
-                post(&c.worker, &envelope(&ToWorker::BuildIndexes));
+                c.worker.post(&envelope(&ToWorker::BuildIndexes));
             });
             listen(slot, FromWorker::Opened(overview), attachment);
             send_next();
@@ -444,7 +370,7 @@ fn received(serial: u64, message: FromWorker, attachment: JsValue) {
             match slot {
                 Slot::Incoming => cancel_open(), // Done, and replaced by the reopen below.
                 Slot::Shown => {
-                    with_client(slot, |c| c.worker.terminate());
+                    with_client(slot, |c| c.worker.end());
                 }
             }
             if let Err(f) = open_worker(job, warnings, listener.clone(), slot == Slot::Shown) {
@@ -492,7 +418,7 @@ fn send_next() {
         }
         let o = Object::new();
         let _ = Reflect::set(&o, &"msg".into(), &asked.message.as_str().into());
-        post(&c.worker, &o);
+        c.worker.post(&o);
         c.running = Some(asked);
     });
 }
@@ -510,22 +436,22 @@ impl Asker {
         asker
     }
 
-    /// Asks `query` within `budget_s` seconds; `done` gets the answer unless a newer
+    /// Asks `question` within `budget_s` seconds; `done` gets its answer unless a newer
     /// question from this asker, a cancel or another file came first.
-    pub fn ask(
+    pub fn ask<Q: Question>(
         self,
-        query: Query,
+        question: Q,
         budget_s: f64,
-        done: impl FnOnce(Result<Answer, Failure>) + 'static,
+        done: impl FnOnce(Result<Q::Answer, Failure>) + 'static,
     ) {
         self.cancel();
         let id = next_id();
         let message = pt_snap_engine::protocol::encode(&ToWorker::Ask {
             id,
             budget_s,
-            query,
+            query: question.into(),
         });
-        let mut orphan: Option<Done> = Some(Box::new(done));
+        let mut orphan: Option<Done> = Some(Box::new(move |answer| done(answer_of::<Q>(answer))));
         let queued = SHOWN.with(|c| {
             let mut c = c.borrow_mut();
             let Some(c) = c.as_mut() else { return false };
@@ -595,50 +521,32 @@ pub fn request_download() {
     SHOWN.with(|c| {
         if let Some(c) = c.borrow().as_ref() {
             if c.ready {
-                post(&c.worker, &envelope(&ToWorker::Download));
+                c.worker.post(&envelope(&ToWorker::Download));
             }
         }
     });
 }
 
-/// The answer as the variant `pick` takes; another variant would be a protocol slip.
-pub fn expect<T>(
-    answer: Result<Answer, Failure>,
-    pick: fn(Answer) -> Option<T>,
-) -> Result<T, Failure> {
-    answer.and_then(|a| {
-        pick(a).ok_or_else(|| {
-            Failure::new(ErrorCode::Internal, "The worker answered another question.")
-        })
-    })
-}
-
-/// A table answer.
-pub fn table(a: Answer) -> Option<pt_snap_engine::Table> {
-    match a {
-        Answer::Table(t) => Some(t),
-        _ => None,
-    }
-}
-
 /// A question's state as a view shows it: `None` while it is being answered.
 pub type Reply<T> = Option<Result<T, Failure>>;
 
-/// Asks `query()` again whenever what it reads changes (a `None` query asks nothing) and
-/// keeps the latest answer, turned into `T` by `pick`.
-pub fn watch<T: Send + Sync + Clone + 'static>(
+/// Asks `question()` again whenever what it reads changes (`None` asks nothing) and keeps
+/// the latest answer.
+pub fn watch<Q: Question>(
     budget_s: Signal<f64>,
-    query: impl Fn() -> Option<Query> + 'static,
-    pick: fn(Answer) -> Option<T>,
-) -> RwSignal<Reply<T>> {
+    question: impl Fn() -> Option<Q> + 'static,
+) -> RwSignal<Reply<Q::Answer>>
+where
+    Q::Answer: Send + Sync + Clone,
+{
     let out = RwSignal::new(None);
     let asker = Asker::new();
-    Effect::new(move |_| match query() {
+    Effect::new(move |_| match question() {
         None => asker.cancel(),
         Some(q) => {
             out.set(None);
             asker.ask(q, budget_s.get_untracked(), move |answer| {
-                out.set(Some(expect(answer, pick)));
+                out.set(Some(answer));
             });
         }
     });

@@ -1,6 +1,6 @@
 //! Two files of a job on one axis: the Compare view, `pt-snap diff` in the browser.
 //!
-//! Each side is measured by a worker of its own (`oneshot`, `Query::DiffSide`: the CLI's
+//! Each side is measured by a worker of its own (`oneshot`, `question::DiffSide`: the CLI's
 //! `diff::measure`), one at a time, and only the measured side is kept: peaks, the live
 //! blocks at the peak by normalised stack, the timeline. The page compares two with the
 //! CLI's `Diff::new` and draws them with `www/diff/diff.js`, the component of
@@ -11,15 +11,15 @@ use std::rc::Rc;
 
 use leptos::html;
 use leptos::prelude::*;
-use pt_snap_engine::{Answer, ErrorCode, Failure, Query};
+use pt_snap_engine::{question, ErrorCode, Failure};
 use pt_snap_report::diff::{By, Diff, Side, PAGE_BUCKETS};
 use pt_snap_report::Metric;
 use serde_json::{Map, Value as Json};
 use wasm_bindgen::prelude::*;
 
-use crate::app::{AppState, Screen};
 use crate::job::{Job, Member, Pick};
 use crate::oneshot::{self, Asking};
+use crate::state::{AppState, Compare, Screen, DEFAULT_LIMIT};
 use crate::views::error_box;
 
 #[wasm_bindgen]
@@ -32,32 +32,6 @@ extern "C" {
         tree: &JsValue,
     ) -> Result<JsValue, JsValue>;
 }
-
-/// What the Compare view compares, and how far its measuring is.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Compare {
-    /// `None` until chosen: the view then takes [`default_picks`].
-    pub picks: [Option<Pick>; 2],
-    pub metric: Metric,
-    /// Groups listed in the table (all are in the totals and the flamegraph); `None`: all.
-    pub limit: Option<usize>,
-    /// Bumped when a side is measured or fails, so the view looks again.
-    pub epoch: u32,
-}
-
-impl Default for Compare {
-    fn default() -> Self {
-        Compare {
-            picks: [None, None],
-            metric: Metric::Active,
-            limit: Some(DEFAULT_LIMIT),
-            epoch: 0,
-        }
-    }
-}
-
-/// `pt-snap diff`'s default `-n`.
-const DEFAULT_LIMIT: usize = 20;
 
 /// A measured side: which file, device and metric.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -176,7 +150,7 @@ fn measure_next(state: AppState) {
     stage("starting".into());
     let asking = oneshot::ask(
         &file,
-        Query::DiffSide {
+        question::DiffSide {
             device: Some(key.pick.device),
             metric: key.metric,
             buckets: PAGE_BUCKETS,
@@ -190,18 +164,13 @@ fn measure_next(state: AppState) {
             }
             drop(MEASURING.with(|m| m.borrow_mut().take()));
             match answer {
-                Ok(Answer::DiffSide(side)) => SIDES.with(|s| {
+                Ok(side) => SIDES.with(|s| {
                     let mut s = s.borrow_mut();
-                    s.push((key, Rc::new(*side)));
+                    s.push((key, Rc::new(side)));
                     let extra = s.len().saturating_sub(KEEP);
                     s.drain(..extra);
                 }),
-                other => {
-                    let failure = other.err().unwrap_or_else(|| {
-                        Failure::new(ErrorCode::Internal, "The worker answered another question.")
-                    });
-                    FAILED.with(|f| f.borrow_mut().push((key, failure)));
-                }
+                Err(failure) => FAILED.with(|f| f.borrow_mut().push((key, failure))),
             }
             state.compare.update(|c| {
                 c.epoch += 1;

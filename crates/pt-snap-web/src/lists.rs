@@ -7,11 +7,12 @@ use leptos::prelude::*;
 use serde_json::{Map, Value as Json};
 use wasm_bindgen::JsCast;
 
-use pt_snap_engine::{Answer, Failure, Query, Table};
+use pt_snap_engine::{question, Failure, Table};
 
-use crate::app::{AppState, Tab};
 use crate::client::{self, Asker};
 use crate::fmt;
+use crate::link::Tab;
+use crate::state::AppState;
 use crate::views::{
     active_peak_event, bytes_cell, error_box, grid_table, include_static_field, pending,
     stack_body, PeaksReply,
@@ -47,18 +48,15 @@ fn watch_template(
     max_rows: i64,
     exact_total: bool,
 ) -> RwSignal<client::Reply<Table>> {
-    state.watch(
-        move |device| {
-            Some(Query::Template {
-                device,
-                template: template.to_owned(),
-                params: params()?,
-                max_rows,
-                exact_total,
-            })
-        },
-        client::table,
-    )
+    state.watch(move |device| {
+        Some(question::Template {
+            device,
+            template: template.to_owned(),
+            params: params()?,
+            max_rows,
+            exact_total,
+        })
+    })
 }
 
 /// A row's value by column name.
@@ -102,17 +100,16 @@ fn StackCell(alloc_event: i64) -> impl IntoView {
             .is_some_and(|d| d.open());
         if open && stack.with_untracked(Option::is_none) {
             let device = state.device.get_untracked();
-            let query = Query::Event {
+            let question = question::Event {
                 device,
                 id: alloc_event,
             };
-            asker.ask(query, state.budget_s.get_untracked(), move |answer| {
-                stack.set(Some(answer.map(|a| match a {
-                    Answer::Event(e) => e.and_then(|e| {
+            asker.ask(question, state.budget_s.get_untracked(), move |answer| {
+                stack.set(Some(answer.map(|e| {
+                    e.and_then(|e| {
                         let label = e.label.unwrap_or_default();
                         e.callstack.map(|s| (label, s))
-                    }),
-                    _ => None,
+                    })
                 })))
             });
         }

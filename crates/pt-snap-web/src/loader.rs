@@ -13,10 +13,10 @@ use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::JsFuture;
 use web_sys::{Blob, File, FilePropertyBag, Response};
 
-use crate::app::{AppState, Indexing, Status};
 use crate::client::{self, Job};
 use crate::opened::Opened;
 use crate::sniff::{self, Route};
+use crate::state::{AppState, Indexing, Status};
 
 thread_local! {
     /// The last import sent, so a strict one the replay refused can be run again leniently,
@@ -112,9 +112,11 @@ pub fn load(state: AppState, file: File) {
         let head = match read_head(&file).await {
             Ok(head) => head,
             Err(e) => {
-                state.status.set(Status::Failed(
-                    pt_snap_import::failure::backend(format!("cannot read {name}: {e}")).into(),
-                ));
+                state
+                    .status
+                    .set(Status::Failed(pt_snap_import::failure::backend(format!(
+                        "cannot read {name}: {e}"
+                    ))));
                 return;
             }
         };
@@ -132,7 +134,7 @@ pub fn load(state: AppState, file: File) {
                 // page also opens SQLite databases).
                 let mut failure = pt_snap_import::failure::bad_suffix(&suffix);
                 failure.message = sniff::refusal(&failure.message, &content);
-                state.status.set(Status::Failed(failure.into()));
+                state.status.set(Status::Failed(failure));
             }
         }
     });
@@ -271,7 +273,7 @@ fn on_message(
             };
             if previewed.is_some() {
                 // Same file: the views keep their generation and now get their answers.
-                crate::app::apply_link(state, &opened, false);
+                crate::location::apply_link(state, &opened, false);
                 state.opened.set(Some(opened));
             } else {
                 show(state, opened);
@@ -333,11 +335,13 @@ fn on_message(
             Ok(file_name) => save(&file_name, attachment),
             Err(f) => state.status.set(Status::Failed(f)),
         },
-        // The client handles these itself; summary tables are read by workers of the Ranks
-        // view's, never this one.
+        // The client and the worker's owner (`file_worker`) handle these themselves;
+        // summary tables are read by workers of the Ranks view's, never this one.
         FromWorker::Ready
         | FromWorker::Answer { .. }
         | FromWorker::Stored { .. }
+        | FromWorker::StartReader { .. }
+        | FromWorker::EndReader { .. }
         | FromWorker::Summaries(_) => {}
     }
 }
@@ -345,7 +349,7 @@ fn on_message(
 /// Shows a newly opened file: a new generation, so every view asks again.
 fn show(state: AppState, opened: Opened) {
     let generation = state.generation.get_untracked() + 1;
-    crate::app::apply_link(state, &opened, generation == 1);
+    crate::location::apply_link(state, &opened, generation == 1);
     state.opened.set(Some(opened));
     state.generation.set(generation);
 }

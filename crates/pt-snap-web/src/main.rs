@@ -13,6 +13,14 @@ mod client;
 #[cfg(target_arch = "wasm32")]
 mod compare;
 #[cfg(target_arch = "wasm32")]
+mod file_drop;
+#[cfg(target_arch = "wasm32")]
+mod file_worker;
+#[cfg(target_arch = "wasm32")]
+mod header;
+#[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
+mod hint;
+#[cfg(target_arch = "wasm32")]
 mod lists;
 #[cfg(target_arch = "wasm32")]
 mod loader;
@@ -24,6 +32,8 @@ mod job;
 #[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
 mod link;
 #[cfg(target_arch = "wasm32")]
+mod location;
+#[cfg(target_arch = "wasm32")]
 mod oneshot;
 #[cfg(target_arch = "wasm32")]
 mod oom;
@@ -34,9 +44,17 @@ mod ranks;
 #[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
 mod sniff;
 #[cfg(target_arch = "wasm32")]
+mod state;
+#[cfg(target_arch = "wasm32")]
+mod status;
+#[cfg(target_arch = "wasm32")]
 mod timeline;
 #[cfg(target_arch = "wasm32")]
 mod views;
+#[cfg(target_arch = "wasm32")]
+mod welcome;
+#[cfg(target_arch = "wasm32")]
+mod workspace;
 
 #[cfg(target_arch = "wasm32")]
 fn main() {

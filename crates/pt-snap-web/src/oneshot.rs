@@ -7,11 +7,11 @@ use std::cell::RefCell;
 use std::rc::{Rc, Weak};
 
 use js_sys::{Object, Reflect};
-use pt_snap_engine::{Answer, ErrorCode, Failure, FromWorker, Progress, Query, ToWorker};
-use wasm_bindgen::prelude::*;
-use web_sys::{File, MessageEvent, Worker};
+use pt_snap_engine::{answer_of, Answer, Failure, FromWorker, Progress, Query, Question, ToWorker};
+use web_sys::File;
 
-use crate::client::{envelope, WORKER_SCRIPT};
+use crate::client::envelope;
+use crate::file_worker::FileWorker;
 
 type Stage = Rc<dyn Fn(String)>;
 type Done = Box<dyn FnOnce(Result<Answer, Failure>)>;
@@ -27,41 +27,19 @@ struct Shared {
     budget_s: f64,
     on_stage: Stage,
     on_done: Option<Done>,
-    running: Option<Running>,
+    running: Option<FileWorker>,
 }
 
-pub struct Running {
-    worker: Worker,
-    _on_message: Closure<dyn FnMut(MessageEvent)>,
-    _on_error: Closure<dyn FnMut(web_sys::ErrorEvent)>,
-}
-
-impl Running {
-    /// Posts `message` to the worker (which must have said it is ready).
-    pub fn post(&self, message: &Object) {
-        let _ = self.worker.post_message(message);
-    }
-}
-
-impl Drop for Running {
-    /// A message the worker already queued finds no handler (the closures go with this).
-    fn drop(&mut self) {
-        self.worker.set_onmessage(None);
-        self.worker.set_onerror(None);
-        self.worker.terminate();
-    }
-}
-
-/// Asks `query` of `file`: imported strictly (as `pt-snap ranks` and `diff` import) when it
-/// is a snapshot, opened when its name says `.db`. `on_stage` hears what the worker is
-/// doing; `on_done` the answer, once, never from inside a worker's handler (so it may drop
-/// this [`Asking`] or start another).
-pub fn ask(
+/// Asks `question` of `file`: imported strictly (as `pt-snap ranks` and `diff` import)
+/// when it is a snapshot, opened when its name says `.db`. `on_stage` hears what the worker
+/// is doing; `on_done` the answer, once, never from inside a worker's handler (so it may
+/// drop this [`Asking`] or start another).
+pub fn ask<Q: Question>(
     file: &File,
-    query: Query,
+    question: Q,
     budget_s: f64,
     on_stage: impl Fn(String) + 'static,
-    on_done: impl FnOnce(Result<Answer, Failure>) + 'static,
+    on_done: impl FnOnce(Result<Q::Answer, Failure>) + 'static,
 ) -> Asking {
     let first = if file.name().to_ascii_lowercase().ends_with(".db") {
         ToWorker::Open
@@ -75,10 +53,10 @@ pub fn ask(
         }
     };
     let shared = Rc::new(RefCell::new(Shared {
-        query,
+        query: question.into(),
         budget_s,
         on_stage: Rc::new(on_stage),
-        on_done: Some(Box::new(on_done)),
+        on_done: Some(Box::new(move |answer| on_done(answer_of::<Q>(answer)))),
         running: None,
     }));
     let message = envelope(&first);
@@ -89,48 +67,18 @@ pub fn ask(
 
 /// A worker of its own, `first` posted to it once it is ready and every other message
 /// handed to `on_message`; a worker that dies is a [`FromWorker::Failed`]. Dropping the
-/// [`Running`] ends it.
+/// [`FileWorker`] ends it.
 pub fn spawn(
     first: Object,
     on_message: impl FnMut(FromWorker) + 'static,
-) -> Result<Running, Failure> {
-    // Both handlers tell it: a worker that dies is one more message.
-    let tell: Rc<RefCell<dyn FnMut(FromWorker)>> = Rc::new(RefCell::new(on_message));
-    let worker = Worker::new(WORKER_SCRIPT).map_err(|e| {
-        Failure::new(
-            ErrorCode::Internal,
-            format!("The worker could not start: {e:?}"),
-        )
-    })?;
-    let posted = worker.clone();
-    let mut outbox = Some(first);
-    let told = Rc::clone(&tell);
-    let on_message = Closure::<dyn FnMut(MessageEvent)>::new(move |ev: MessageEvent| {
-        let text = Reflect::get(&ev.data(), &"msg".into())
-            .ok()
-            .and_then(|m| m.as_string())
-            .unwrap_or_default();
-        match pt_snap_engine::protocol::decode::<FromWorker>(&text) {
-            Ok(FromWorker::Ready) => {
-                if let Some(o) = outbox.take() {
-                    let _ = posted.post_message(&o);
-                }
-            }
-            Ok(message) => (told.borrow_mut())(message),
-            Err(f) => (told.borrow_mut())(FromWorker::Failed(f)),
-        }
-    });
-    worker.set_onmessage(Some(on_message.as_ref().unchecked_ref()));
-    let on_error =
-        Closure::<dyn FnMut(web_sys::ErrorEvent)>::new(move |ev: web_sys::ErrorEvent| {
-            (tell.borrow_mut())(FromWorker::Failed(crate::client::died(&ev)));
-        });
-    worker.set_onerror(Some(on_error.as_ref().unchecked_ref()));
-    Ok(Running {
-        worker,
-        _on_message: on_message,
-        _on_error: on_error,
-    })
+) -> Result<FileWorker, Failure> {
+    let worker = FileWorker::start()?;
+    let on_message = RefCell::new(on_message);
+    worker.listen(Rc::new(move |message, _| {
+        (on_message.borrow_mut())(message)
+    }));
+    worker.post(&first);
+    Ok(worker)
 }
 
 /// A worker for `shared` with `first` as its first message, replacing any before it.
@@ -172,7 +120,7 @@ fn start(shared: &Rc<RefCell<Shared>>, first: Object) {
                     query,
                 };
                 if let Some(r) = &shared.borrow().running {
-                    let _ = r.worker.post_message(&envelope(&ask));
+                    r.post(&envelope(&ask));
                 }
             }
             FromWorker::Answer { answer, .. } => finish_later(Rc::downgrade(&shared), answer),

@@ -1,18 +1,19 @@
 //! Why the run ran out of memory: `report oom` in the browser. A banner over every view
 //! whenever the file has an `oom` event, and the OOM view explaining each one — the request,
 //! the verdict with its arithmetic, the free space by pool and stream, and what was live, by
-//! callstack group and by category. Every figure is the report's (`Query::Oom`).
+//! callstack group and by category. Every figure is the report's (`question::Oom`).
 
 use leptos::prelude::*;
-use pt_snap_engine::{Answer, Query};
+use pt_snap_engine::question;
 use pt_snap_report::oom::{FreeSummary, OomEvent, Verdict};
 use pt_snap_report::units::grouped;
 use pt_snap_report::OomReport;
 use wasm_bindgen::JsCast;
 
-use crate::app::{AppState, Tab};
 use crate::client::Reply;
 use crate::fmt;
+use crate::link::Tab;
+use crate::state::AppState;
 use crate::views::{bytes_cell, error_box, pending, stack_body, stack_details};
 
 /// The file's OOM report: every device's, so asked once per file and category rules, not
@@ -27,19 +28,12 @@ pub struct OomReply {
 }
 
 pub fn oom_signal(state: AppState) -> OomReply {
-    let reply = crate::client::watch(
-        state.budget_s.into(),
-        move || {
-            state.generation();
-            Some(Query::Oom {
-                rules: state.category_rules.get().map(|r| r.1),
-            })
-        },
-        |a| match a {
-            Answer::Oom(r) => Some(*r),
-            _ => None,
-        },
-    );
+    let reply = crate::client::watch(state.budget_s.into(), move || {
+        state.generation();
+        Some(question::Oom {
+            rules: state.category_rules.get().map(|r| r.1),
+        })
+    });
     let known = RwSignal::new(None);
     Effect::new(move |_| {
         state.generation();

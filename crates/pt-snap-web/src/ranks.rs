@@ -1,7 +1,7 @@
 //! Many snapshots at once, one per rank of a job: the Ranks view.
 //!
 //! Each file, one at a time, is asked one question by a worker of its own (`oneshot`): its
-//! rows of `pt-snap ranks` (`Query::RankSummary`, the CLI's `summarize`). So the page keeps
+//! rows of `pt-snap ranks` (`question::RankSummary`, the CLI's `summarize`). So the page keeps
 //! a few numbers per file and the memory of at most one file at a time, however many there
 //! are. Clicking a rank opens that file in every other view (from the cache, when the
 //! browser has one); two ranks picked as A and B open in the Compare view.
@@ -14,18 +14,19 @@ use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 
 use leptos::prelude::*;
-use pt_snap_engine::{Answer, ErrorCode, Failure, FromWorker, Query, ToWorker};
+use pt_snap_engine::{question, Failure, FromWorker, ToWorker};
 use pt_snap_report::ranks::{site, RanksReport};
 use pt_snap_report::Metric;
 use web_sys::File;
 
-use crate::app::{AppState, Screen};
 use crate::client::envelope;
 use crate::compare;
+use crate::file_worker::FileWorker;
 use crate::fmt;
 use crate::job::{order, Job, Member, Pick, SummaryTable};
 use crate::loader;
-use crate::oneshot::{self, Asking, Running};
+use crate::oneshot::{self, Asking};
+use crate::state::{AppState, Screen};
 
 thread_local! {
     /// The job's files, in the job's order (the page's signal holds only their names).
@@ -37,7 +38,7 @@ thread_local! {
     /// The summary table being read, or read.
     static TABLE: RefCell<SummaryTable<File>> = RefCell::new(SummaryTable::new(Vec::new()));
     /// The worker reading it.
-    static READING: RefCell<Option<Running>> = const { RefCell::new(None) };
+    static READING: RefCell<Option<FileWorker>> = const { RefCell::new(None) };
     /// When the table read so far was last shown (`Date.now()`).
     static LAST_SHOWN: Cell<f64> = const { Cell::new(0.0) };
 }
@@ -207,7 +208,7 @@ fn next(state: AppState, serial: u64) {
     let current = move || SERIAL.with(Cell::get) == serial;
     let asking = oneshot::ask(
         &file,
-        Query::RankSummary { metric },
+        question::RankSummary { metric },
         state.budget_s.get_untracked(),
         move |stage| {
             if current() {
@@ -219,11 +220,7 @@ fn next(state: AppState, serial: u64) {
                 return;
             }
             let member = match answer {
-                Ok(Answer::RankSummary(rows)) => Member::Done(rows),
-                Ok(_) => Member::Failed(Failure::new(
-                    ErrorCode::Internal,
-                    "The worker answered another question.",
-                )),
+                Ok(rows) => Member::Done(rows),
                 Err(f) => Member::Failed(f),
             };
             set_member(state, i, member);

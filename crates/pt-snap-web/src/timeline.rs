@@ -4,14 +4,15 @@
 //! library with each bucket's minimum and maximum, so no peak vanishes at any zoom.
 
 use leptos::prelude::*;
-use pt_snap_engine::{Answer, Query};
+use pt_snap_engine::question;
 use pt_snap_query::{Extent, Timeline, TimelineBucket};
 use wasm_bindgen::JsCast;
 use web_sys::{KeyboardEvent, PointerEvent, WheelEvent};
 
-use crate::app::{AppState, Tab};
 use crate::client::Reply;
 use crate::fmt;
+use crate::link::Tab;
+use crate::state::AppState;
 use crate::views::PeaksReply;
 
 pub(crate) const W: f64 = 1000.0;
@@ -120,20 +121,16 @@ pub fn TimelinePanel(peaks: PeaksReply) -> impl IntoView {
             .opened
             .with(|o| o.as_ref()?.timeline(device, BUCKETS).cloned())
     });
-    let asked = state.watch(
-        move |device| {
-            let window = window.get();
-            previewed.with(Option::is_none).then_some(Query::Timeline {
+    let asked = state.watch(move |device| {
+        let window = window.get();
+        previewed
+            .with(Option::is_none)
+            .then_some(question::Timeline {
                 device,
                 window,
                 buckets: BUCKETS,
             })
-        },
-        |a| match a {
-            Answer::Timeline(t) => Some(t),
-            _ => None,
-        },
-    );
+    });
     let loading = move || previewed.with(Option::is_none) && asked.with(Option::is_none);
     let series = Memo::new(move |previous: Option<&Reply<Timeline>>| {
         if let Some(t) = previewed.get() {
@@ -487,18 +484,12 @@ pub(crate) fn set_window(
 #[component]
 fn SelectedEvent() -> impl IntoView {
     let state = expect_context::<AppState>();
-    let info = state.watch(
-        move |device| {
-            Some(Query::Event {
-                device,
-                id: state.event.get()?,
-            })
-        },
-        |a| match a {
-            Answer::Event(e) => Some(e),
-            _ => None,
-        },
-    );
+    let info = state.watch(move |device| {
+        Some(question::Event {
+            device,
+            id: state.event.get()?,
+        })
+    });
     let go = move |tab: Tab| state.tab.set(tab);
     move || {
         match state.event.get().map(|_| info.get()) {

@@ -1,18 +1,20 @@
 //! The views of an open file. Each asks the file's worker (`client.rs`) when its inputs
-//! change, shows a spinner until the answer comes, and renders plain typed results.
+//! change, shows a spinner until the answer comes, and renders plain typed results: a view
+//! asks with a `pt_snap_engine::question` type and is handed that question's own answer type.
 
 use std::cell::RefCell;
 
 use leptos::html;
 use leptos::prelude::*;
-use pt_snap_engine::{Answer, ErrorCode, Failure, Metric, PeakReport, Peaks, Query, Table};
+use pt_snap_engine::{question, ErrorCode, Failure, Metric, PeakReport, Peaks, Table};
 use serde_json::{Map, Value as Json};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
-use crate::app::{AppState, Tab};
-use crate::client::{self, Asker, Reply};
+use crate::client::{Asker, Reply};
 use crate::fmt;
+use crate::link::Tab;
+use crate::state::AppState;
 
 #[wasm_bindgen]
 extern "C" {
@@ -38,11 +40,10 @@ pub(crate) fn error_box(f: &Failure) -> AnyView {
     .into_any()
 }
 
-/// What to do about a failure, on its own line under it.
+/// What to do about a failure, in the page's words (`hint`), on its own line under it.
 pub(crate) fn hint_line(f: &Failure) -> Option<AnyView> {
-    f.hint
-        .clone()
-        .map(|h| view! { <span class="hint" data-testid="error-hint">{h}</span> }.into_any())
+    let hint = crate::hint::on_page(f.code, f.hint.as_deref()?);
+    Some(view! { <span class="hint" data-testid="error-hint">{hint}</span> }.into_any())
 }
 
 /// A byte count in human units with the exact count on hover.
@@ -108,13 +109,12 @@ pub fn peaks_signal(state: AppState) -> PeaksReply {
         let device = state.device.get();
         state.opened.with(|o| o.as_ref()?.peaks(device))
     });
-    let asked = state.watch(
-        move |device| previewed.get().is_none().then_some(Query::Peaks { device }),
-        |a| match a {
-            Answer::Peaks(p) => Some(p),
-            _ => None,
-        },
-    );
+    let asked = state.watch(move |device| {
+        previewed
+            .get()
+            .is_none()
+            .then_some(question::Peaks { device })
+    });
     Signal::derive(move || match previewed.get() {
         Some(p) => Some(Ok(p)),
         None => asked.get(),
@@ -245,19 +245,13 @@ pub fn PeakView() -> impl IntoView {
     let state = expect_context::<AppState>();
     let metric = RwSignal::new(METRICS[0]);
     let include_static = RwSignal::new(true);
-    let report = state.watch(
-        move |device| {
-            Some(Query::PeakReport {
-                device,
-                metric: metric.get(),
-                include_static: include_static.get(),
-            })
-        },
-        |a| match a {
-            Answer::PeakReport(r) => Some(r),
-            _ => None,
-        },
-    );
+    let report = state.watch(move |device| {
+        Some(question::PeakReport {
+            device,
+            metric: metric.get(),
+            include_static: include_static.get(),
+        })
+    });
     view! {
         <div class="form-row">
             <label class="field">"Metric "
@@ -419,19 +413,13 @@ pub fn TreeView() -> impl IntoView {
     let container = NodeRef::<html::Div>::new();
     let peak_event = active_peak_event(expect_context::<PeaksReply>());
     let event = move || state.event.get().or_else(|| peak_event.get());
-    let tree = state.watch(
-        move |device| {
-            Some(Query::Tree {
-                device,
-                event_id: event()?,
-                include_static: include_static.get(),
-            })
-        },
-        |a| match a {
-            Answer::Tree(json) => Some(json),
-            _ => None,
-        },
-    );
+    let tree = state.watch(move |device| {
+        Some(question::Tree {
+            device,
+            event_id: event()?,
+            include_static: include_static.get(),
+        })
+    });
     let failure = RwSignal::new(None::<Failure>);
     // A tree is parsed and its models made in the task after the one its answer came in,
     // and drawn in the next (each is tens of ms at 1M events: together over the page's
@@ -564,15 +552,15 @@ pub fn TemplatesView() -> impl IntoView {
             Err(f) => result.set(Some(Some(Err(f)))),
             Ok(params) => {
                 result.set(Some(None));
-                let query = Query::Template {
+                let question = question::Template {
                     device,
                     template,
                     params,
                     max_rows: MAX_ROWS,
                     exact_total: false,
                 };
-                asker.ask(query, state.budget_s.get_untracked(), move |answer| {
-                    result.set(Some(Some(client::expect(answer, client::table))))
+                asker.ask(question, state.budget_s.get_untracked(), move |answer| {
+                    result.set(Some(Some(answer)))
                 });
             }
         }
@@ -586,7 +574,7 @@ pub fn TemplatesView() -> impl IntoView {
             cli.push_str(&format!(" --params '{}'", Json::Object(params)));
         }
         let budget = state.budget_s.get();
-        let timeout = if budget == crate::app::DEFAULT_BUDGET_S {
+        let timeout = if budget == crate::state::DEFAULT_BUDGET_S {
             String::new()
         } else {
             format!(" --timeout {}", fmt::seconds(budget))
@@ -757,12 +745,12 @@ pub fn SqlView() -> impl IntoView {
     let run = move || {
         page.set(0);
         result.set(Some(None));
-        let query = Query::Sql {
+        let question = question::Sql {
             sql: sql.get_untracked(),
             cap: CAP,
         };
-        asker.ask(query, state.budget_s.get_untracked(), move |answer| {
-            result.set(Some(Some(client::expect(answer, client::table))))
+        asker.ask(question, state.budget_s.get_untracked(), move |answer| {
+            result.set(Some(Some(answer)))
         });
     };
     view! {
