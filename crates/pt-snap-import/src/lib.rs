@@ -3,8 +3,8 @@
 //!
 //! Everything here works on in-memory data and an open [`Connection`], and reports progress
 //! through a callback: no filesystem, threads or clocks, so the browser build runs
-//! the very same code as the CLI. Publishing the file atomically, the SHA-256 reuse cache and
-//! the focus file are the CLI's business.
+//! the very same code as the CLI. Publishing the file atomically and the SHA-256 reuse cache are
+//! `pt-snap-store`'s, the focus file the CLI's.
 
 #![forbid(unsafe_code)]
 
