@@ -730,37 +730,26 @@ def error_cases():
     both("template_unknown", d + ["--template-use", "nosuch"])
     both("param_misspelled", d + ["--template-use", "allocation", "--params", '{"min_idd": 1}'])
     both("param_missing_required", d + ["--template-use", "event_frames"])
-    c.add("param_required_null__json", d + ["--template-use", "preexisting_live", "--params",
-                                            '{"event_id": null}', "--json"])
+    c.q("param_required_null__json", "preexisting_live", raw_params='{"event_id": null}')
     both("param_bad_choice", d + ["--template-use", "allocation", "--params",
                                   '{"order_by": "bogus"}'])
-    c.add("param_bad_choice_int__json", d + ["--template-use", "block", "--params",
-                                             '{"order_dir": 1}', "--json"])
-    c.add("param_bad_choice_bool__json", d + ["--template-use", "allocation", "--params",
-                                              '{"order_dir": true}', "--json"])
+    c.q("param_bad_choice_int__json", "block", raw_params='{"order_dir": 1}')
+    c.q("param_bad_choice_bool__json", "allocation", raw_params='{"order_dir": true}')
     both("param_bad_int", d + ["--template-use", "allocation", "--params",
                                '{"min_id": "abc"}'])
-    c.add("param_bad_int_float_str__json", d + ["--template-use", "allocation", "--params",
-                                                '{"min_id": "3.5"}', "--json"])
-    c.add("param_bad_int_list__json", d + ["--template-use", "allocation", "--params",
-                                           '{"min_id": [1]}', "--json"])
-    c.add("param_bad_int_object__json", d + ["--template-use", "allocation", "--params",
-                                             '{"limit": {"a": 1}}', "--json"])
-    c.add("param_bad_int_nan__json", d + ["--template-use", "allocation", "--params",
-                                          '{"min_id": NaN}', "--json"])
-    c.add("param_int_infinity_crash__json", d + ["--template-use", "allocation", "--params",
-                                                 '{"min_id": Infinity}', "--json"])
-    c.add("param_unknown_on_paramless_template__json",
-          d + ["--template-use", "freed_block_lifetime", "--params", '{"limit": 1}', "--json"])
+    c.q("param_bad_int_float_str__json", "allocation", raw_params='{"min_id": "3.5"}')
+    c.q("param_bad_int_list__json", "allocation", raw_params='{"min_id": [1]}')
+    c.q("param_bad_int_object__json", "allocation", raw_params='{"limit": {"a": 1}}')
+    c.q("param_bad_int_nan__json", "allocation", raw_params='{"min_id": NaN}')
+    c.q("param_int_infinity_crash__json", "allocation", raw_params='{"min_id": Infinity}')
+    c.q("param_unknown_on_paramless_template__json", "freed_block_lifetime",
+        raw_params='{"limit": 1}')
     both("params_not_json", d + ["--template-use", "allocation", "--params", "{bad"])
     both("params_array", d + ["--template-use", "allocation", "--params", "[1, 2]"])
-    c.add("params_null__json", d + ["--template-use", "allocation", "--params", "null",
-                                    "--json"])
-    c.add("params_string__json", d + ["--template-use", "allocation", "--params", '"x"',
-                                      "--json"])
+    c.q("params_null__json", "allocation", raw_params="null")
+    c.q("params_string__json", "allocation", raw_params='"x"')
     both("device_unknown_7", d + ["--template-use", "memory_peak", "--device", "7"])
-    c.add("device_negative__json", d + ["--template-use", "memory_peak", "--device", "-1",
-                                        "--json"])
+    c.q("device_negative__json", "memory_peak", extra=["--device", "-1"])
     both("device_not_integer", d + ["--template-use", "memory_peak", "--device", "x"])
     both("db_missing", ["query", "<SETDIR>/does_not_exist.db", "--template-use",
                         "memory_peak"])
@@ -788,16 +777,12 @@ def error_cases():
     c.add("no_devices_with_device__json", ["query", "<SETDIR>/no_devices.db",
                                            "--template-use", "memory_peak", "--device", "0",
                                            "--json"])
-    c.add("max_work_rows_zero__json", d + ["--template-use", "memory_peak",
-                                           "--max-work-rows", "0", "--json"])
-    c.add("unknown_option_before_json__quirk", d + ["--template-use", "memory_peak",
-                                                    "--bogus", "--json"])
+    c.q("max_work_rows_zero__json", "memory_peak", extra=["--max-work-rows", "0"])
+    c.q("unknown_option_before_json__quirk", "memory_peak", extra=["--bogus"])
     c.add("unknown_option_after_json", d + ["--template-use", "memory_peak", "--json",
                                             "--bogus"])
-    c.add("template_unknown_with_timeout__json", d + ["--template-use", "nosuch", "--timeout",
-                                                      "1e-06", "--json"])
-    c.add("template_unknown_bad_params__json", d + ["--template-use", "nosuch", "--params",
-                                                    "{bad", "--json"])
+    c.q("template_unknown_with_timeout__json", "nosuch", extra=["--timeout", "1e-06"])
+    c.q("template_unknown_bad_params__json", "nosuch", raw_params="{bad")
     return c
 
 

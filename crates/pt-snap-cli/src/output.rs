@@ -1,9 +1,13 @@
 //! JSON output as the reference prints it, whether it was asked for, and the mark every
 //! output of a lenient database carries.
 
-use pt_snap_contract::python;
+use std::path::Path;
+
+use pt_snap_contract::{publish, python};
 use pt_snap_query::ImportMetadata;
 use serde_json::{json, Value};
+
+use crate::error::{CliError, CliResult};
 
 /// The mark of a DB made by a lenient replay (`import --lenient`): its numbers are
 /// approximate where the trace contradicted the allocator state. Every command that shows
@@ -48,6 +52,22 @@ impl LenientReplay {
 /// Prints `value` as the reference's `--json` output: `json.dumps(indent=2, ensure_ascii=False)`.
 pub fn print_json(value: &Value) {
     println!("{}", python::pretty(value));
+}
+
+/// A report into `-o FILE`, published whole, or to stdout without `-o`.
+pub fn write_or_print(output: Option<&Path>, report: &str) -> CliResult {
+    match output {
+        Some(path) => publish::write_file(path, report.as_bytes(), 0o666).map_err(|e| {
+            CliError::internal(format!("cannot write {}: {e}", path.display())).with_hint(Some(
+                "Check that the directory of -o exists and is writable, and that FILE is not a \
+                 directory; an existing FILE is left as it was.",
+            ))
+        }),
+        None => {
+            print!("{report}");
+            Ok(())
+        }
+    }
 }
 
 /// The terminal's width as `COLUMNS` says it (80 when it does not): what the reference

@@ -81,16 +81,13 @@ fn malformed_pickles_are_import_failures() {
 /// fault, and no database is written; the same stream intact imports.
 #[test]
 fn damaged_compressed_streams_are_import_failures() {
-    use std::io::Write;
+    use pt_snap_testkit::compress;
     let real = std::fs::read(repo_root().join("fixtures/synthetic/synth_small_1dev.pkl")).unwrap();
-    let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
-    enc.write_all(&real).unwrap();
-    let gz = enc.finish().unwrap();
-    let zst =
-        ruzstd::encoding::compress_to_vec(&real[..], ruzstd::encoding::CompressionLevel::Fastest);
-    let mut enc = bzip2::write::BzEncoder::new(Vec::new(), bzip2::Compression::fast());
-    enc.write_all(&real).unwrap();
-    let bz = enc.finish().unwrap();
+    let (gz, zst, bz) = (
+        compress::gzip(&real),
+        compress::zstd(&real),
+        compress::bzip2(&real),
+    );
     let altered = |bytes: &[u8], at_end: usize| {
         let mut b = bytes.to_vec();
         let i = b.len() - at_end;

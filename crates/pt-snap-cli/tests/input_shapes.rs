@@ -3,10 +3,10 @@
 
 mod common;
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use common::ok_json;
+use pt_snap_testkit::compress::{bzip2, gzip, zstd};
 use pt_snap_testkit::repo_root;
 use serde_json::Value;
 
@@ -15,22 +15,6 @@ fn fixture_pickles() -> Vec<PathBuf> {
         &pt_snap_testkit::repo_root().join("fixtures"),
         &["real", "upstream-pkg/snapshots", "synthetic", "edge"],
     )
-}
-
-fn gzip(bytes: &[u8]) -> Vec<u8> {
-    let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
-    enc.write_all(bytes).unwrap();
-    enc.finish().unwrap()
-}
-
-fn zstd(bytes: &[u8]) -> Vec<u8> {
-    ruzstd::encoding::compress_to_vec(bytes, ruzstd::encoding::CompressionLevel::Fastest)
-}
-
-fn bzip2(bytes: &[u8]) -> Vec<u8> {
-    let mut enc = bzip2::write::BzEncoder::new(Vec::new(), bzip2::Compression::fast());
-    enc.write_all(bytes).unwrap();
-    enc.finish().unwrap()
 }
 
 /// The same file as CPython's `pickle.dumps(obj, protocol=5)`: protocol 5 only adds opcodes

@@ -6,6 +6,7 @@
 mod common;
 
 use std::path::{Path, PathBuf};
+use std::process::Output;
 
 use common::pt_snap;
 use serde_json::Value;
@@ -17,10 +18,15 @@ fn fixture(relative: &str, dir: &Path) -> PathBuf {
     to
 }
 
-fn segments_json(dir: &Path, input: &Path, extra: &[&str]) -> Value {
-    let mut args = vec!["report", "segments", input.to_str().unwrap(), "--json"];
+/// `pt-snap report segments <input> <extra>…` run in `dir`.
+fn segments(dir: &Path, input: &Path, extra: &[&str]) -> Output {
+    let mut args = vec!["report", "segments", input.to_str().unwrap()];
     args.extend_from_slice(extra);
-    let out = pt_snap(dir, &args);
+    pt_snap(dir, &args)
+}
+
+fn segments_json(dir: &Path, input: &Path, extra: &[&str]) -> Value {
+    let out = segments(dir, input, &[extra, &["--json"]].concat());
     assert!(out.status.success(), "{out:?}");
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     pt_snap_report::commands::find("report segments")
@@ -85,18 +91,7 @@ fn json_text_and_page_describe_one_map() {
         assert_eq!(p["fragmentation"].as_f64().unwrap(), 1.0 - largest / free);
     }
 
-    let text = pt_snap(
-        dir.path(),
-        &[
-            "report",
-            "segments",
-            snap.to_str().unwrap(),
-            "--event-id",
-            "5",
-            "-d",
-            "1",
-        ],
-    );
+    let text = segments(dir.path(), &snap, &["--event-id", "5", "-d", "1"]);
     assert!(text.status.success(), "{text:?}");
     let text = String::from_utf8(text.stdout).unwrap();
     assert!(
@@ -111,12 +106,10 @@ fn json_text_and_page_describe_one_map() {
     assert_eq!(rows, v["segments"].as_array().unwrap().len(), "{text}");
 
     let page = dir.path().join("map.html");
-    let out = pt_snap(
+    let out = segments(
         dir.path(),
+        &snap,
         &[
-            "report",
-            "segments",
-            snap.to_str().unwrap(),
             "--event-id",
             "5",
             "-d",
@@ -146,18 +139,10 @@ fn json_text_and_page_describe_one_map() {
     assert_eq!(data["counters"], v["counters"]);
 
     // --json and --format html do not go together.
-    let both = pt_snap(
+    let both = segments(
         dir.path(),
-        &[
-            "report",
-            "segments",
-            snap.to_str().unwrap(),
-            "--event-id",
-            "5",
-            "--json",
-            "--format",
-            "html",
-        ],
+        &snap,
+        &["--event-id", "5", "--json", "--format", "html"],
     );
     assert_eq!(both.status.code(), Some(1));
 }
@@ -167,17 +152,7 @@ fn an_event_outside_the_device_is_invalid_with_its_range_in_the_hint() {
     let dir = tempfile::tempdir().unwrap();
     let snap = fixture("fixtures/synthetic/synth_small_2dev_oom.pkl", dir.path());
     for bad in ["-1", "16", "99999"] {
-        let out = pt_snap(
-            dir.path(),
-            &[
-                "report",
-                "segments",
-                snap.to_str().unwrap(),
-                "--event-id",
-                bad,
-                "--json",
-            ],
-        );
+        let out = segments(dir.path(), &snap, &["--event-id", bad, "--json"]);
         assert_eq!(out.status.code(), Some(1), "{out:?}");
         let err: Value = serde_json::from_slice(&out.stderr).unwrap();
         assert_eq!(err["error"]["code"], "INVALID_PARAMETER");
@@ -186,19 +161,7 @@ fn an_event_outside_the_device_is_invalid_with_its_range_in_the_hint() {
             "Pass --event-id between 0 and 15 (device 0's real events)."
         );
     }
-    let out = pt_snap(
-        dir.path(),
-        &[
-            "report",
-            "segments",
-            snap.to_str().unwrap(),
-            "--event-id",
-            "3",
-            "-d",
-            "7",
-            "--json",
-        ],
-    );
+    let out = segments(dir.path(), &snap, &["--event-id", "3", "-d", "7", "--json"]);
     let err: Value = serde_json::from_slice(&out.stderr).unwrap();
     assert_eq!(err["error"]["code"], "DEVICE_NOT_FOUND", "{err}");
 }

@@ -6,7 +6,9 @@
 //! packing to check that a compressed input decodes exactly as its payload does, and that a
 //! damaged container is refused (`targets::compressed_twin`).
 
-use std::io::{Read, Write};
+use std::io::Read;
+
+use pt_snap_testkit::compress;
 
 use crate::rng::Rng;
 
@@ -42,21 +44,9 @@ impl Packing {
     /// `payload` as one member, frame or stream (zstd with its content checksum).
     pub fn pack(self, payload: &[u8]) -> Vec<u8> {
         match self {
-            Packing::Gzip => {
-                let mut enc =
-                    flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
-                enc.write_all(payload).expect("writing to memory");
-                enc.finish().expect("writing to memory")
-            }
-            Packing::Zstd => ruzstd::encoding::compress_to_vec(
-                payload,
-                ruzstd::encoding::CompressionLevel::Fastest,
-            ),
-            Packing::Bzip2 => {
-                let mut enc = bzip2::write::BzEncoder::new(Vec::new(), bzip2::Compression::fast());
-                enc.write_all(payload).expect("writing to memory");
-                enc.finish().expect("writing to memory")
-            }
+            Packing::Gzip => compress::gzip(payload),
+            Packing::Zstd => compress::zstd(payload),
+            Packing::Bzip2 => compress::bzip2(payload),
         }
     }
 

@@ -754,7 +754,10 @@ impl SqlWorld {
             }
             std::thread::sleep(std::time::Duration::from_millis(2));
         };
-        let (stdout, stderr) = (stdout.join().expect("a pipe"), stderr.join().expect("a pipe"));
+        let (stdout, stderr) = (
+            stdout.join().expect("a pipe"),
+            stderr.join().expect("a pipe"),
+        );
         let text = if status.success() { stdout } else { stderr };
         Ran {
             status: status.code(),

@@ -185,7 +185,7 @@ fn decode_any<R: Read>(
                         "the {} stream holds neither: {}",
                         c.name(),
                         describe_start(&head)
-                    )))
+                    )));
                 }
             };
             let mut progress = |p: Progress| {

@@ -370,20 +370,7 @@ impl DeviceState {
                 // Its range must end below 2^63, as every segment of the dump does.
                 state::add(e.addr, e.size)?;
                 let reserved = state::add(self.reserved, e.size)?;
-                self.insert_segment(SegState {
-                    address: e.addr,
-                    total_size: e.size,
-                    stream: e.stream,
-                    is_expandable: false,
-                    frames: e.frames,
-                    class: SegmentClass {
-                        large: None,
-                        pool_id: pool,
-                    },
-                    active: 0,
-                    allocated: 0,
-                    blocks: Vec::new(),
-                });
+                self.insert_segment(SegState::released_by(e, false, pool));
                 self.reserved = reserved;
                 Ok(Undone::None)
             }

@@ -89,6 +89,26 @@ pub(crate) struct SegState {
 }
 
 impl SegState {
+    /// The empty segment a `segment_free` or `segment_unmap` entry released, as undoing it
+    /// re-creates it: the entry's range, stream and frames, of the pool the entry names
+    /// (the trace says nothing of its type).
+    pub fn released_by(e: &TraceEvent, is_expandable: bool, pool: Option<PoolId>) -> SegState {
+        SegState {
+            address: e.addr,
+            total_size: e.size,
+            stream: e.stream,
+            is_expandable,
+            frames: e.frames,
+            class: SegmentClass {
+                large: None,
+                pool_id: pool,
+            },
+            active: 0,
+            allocated: 0,
+            blocks: Vec::new(),
+        }
+    }
+
     fn end(&self) -> i128 {
         range_end(self.address, self.total_size)
     }
@@ -421,20 +441,7 @@ impl DeviceState {
                 seg.total_size = add(seg.total_size, e.size)?;
                 self.insert_segment(seg);
             }
-            (None, None) => self.insert_segment(SegState {
-                address: start,
-                total_size: e.size,
-                stream: e.stream,
-                is_expandable: true,
-                frames: e.frames,
-                class: SegmentClass {
-                    large: None,
-                    pool_id: pool,
-                },
-                active: 0,
-                allocated: 0,
-                blocks: Vec::new(),
-            }),
+            (None, None) => self.insert_segment(SegState::released_by(e, true, pool)),
         }
         Ok(())
     }

@@ -80,6 +80,15 @@ pub(crate) fn segment(address: i64, total_size: i64, blocks: Vec<Block>) -> Segm
     }
 }
 
+/// A device-0 segment that is one free (inactive) block.
+fn free_segment(address: i64, total_size: i64) -> Segment {
+    segment(
+        address,
+        total_size,
+        vec![block(address, total_size, BlockState::Inactive)],
+    )
+}
+
 fn replay(snapshot: &Snapshot, device: usize) -> Result<Rows, String> {
     let mut rows = Rows::default();
     replay_device(snapshot, device, Mode::Strict, &mut rows, &mut |_| {})
@@ -245,7 +254,7 @@ fn expandable_map_and_unmap_split_and_merge_ranges() {
     let mb2 = 2 << 20;
     let base = 1 << 32;
     // Forward: map [0,2M), map [2M,4M), alloc at 2M, free it, unmap [2M,4M).
-    let mut seg = segment(base, mb2, vec![block(base, mb2, BlockState::Inactive)]);
+    let mut seg = free_segment(base, mb2);
     seg.is_expandable = true;
     let snap = Snapshot {
         segments: vec![seg],
@@ -300,11 +309,7 @@ fn frees_of_size_zero_give_the_same_answer_stepwise_and_whole() {
     let base = 1 << 32;
     for size in [0, 512] {
         let snap = Snapshot {
-            segments: vec![segment(
-                base,
-                4096,
-                vec![block(base, 4096, BlockState::Inactive)],
-            )],
+            segments: vec![free_segment(base, 4096)],
             device_traces: vec![vec![
                 event(Alloc, base, 512),
                 event(FreeRequested, base, 512),
@@ -546,11 +551,7 @@ fn a_lenient_replay_never_counts_past_64_bits_or_below_zero() {
     // Allocs of nearly 2^62 bytes the dump has no block for, and a reversed free/alloc pair.
     let huge = (1 << 62) - (1 << 20);
     let snap = Snapshot {
-        segments: vec![segment(
-            base,
-            4096,
-            vec![block(base, 4096, BlockState::Inactive)],
-        )],
+        segments: vec![free_segment(base, 4096)],
         device_traces: vec![vec![
             event(Alloc, base << 4, huge),
             event(Alloc, base << 5, huge),

@@ -30,6 +30,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod compress;
 mod counters;
 
 pub use counters::{counters_hold, Replay};

@@ -157,15 +157,7 @@ fn judged(args: &CheckArgs, path: &Path) -> CliResult<Verdict> {
             )) + "\n"
         }
     };
-    match &args.output {
-        Some(file) => publish::write_file(file, report.as_bytes(), 0o666).map_err(|e| {
-            CliError::internal(format!("cannot write {}: {e}", file.display())).with_hint(Some(
-                "Check that the directory of -o exists and is writable, and that FILE is not a \
-                 directory; an existing FILE is left as it was.",
-            ))
-        })?,
-        None => print!("{report}"),
-    }
+    output::write_or_print(args.output.as_deref(), &report)?;
     if args.json && args.output.is_some() {
         output::print_json(&envelope::success(judgement.json_fields(inputs)));
     } else if let Some(file) = &args.output {

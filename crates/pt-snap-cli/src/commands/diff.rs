@@ -2,7 +2,7 @@
 //! database: `source::Opened`), have `pt-snap-report` measure and compare them, print or
 //! publish the result.
 
-use pt_snap_contract::{envelope, publish, python};
+use pt_snap_contract::{envelope, python};
 use pt_snap_query::TimelineRequest;
 use pt_snap_report::diff::{measure, Diff, DiffRequest, Timelines, PAGE_BUCKETS};
 use pt_snap_report::Metric;
@@ -11,6 +11,7 @@ use pt_snap_store::ReplayMode;
 use crate::budget::Deadline;
 use crate::cli::{DiffArgs, DiffFormat};
 use crate::error::{CliError, CliResult};
+use crate::output;
 use crate::source::Opened;
 
 /// Timeline buckets per side in JSON and text: enough to see the shape.
@@ -78,16 +79,5 @@ pub fn run(args: &DiffArgs) -> CliResult {
         }
         text + &diff.to_text(limit, labels)
     };
-    match &args.output {
-        Some(path) => publish::write_file(path, out.as_bytes(), 0o666).map_err(|e| {
-            CliError::internal(format!("cannot write {}: {e}", path.display())).with_hint(Some(
-                "Check that the directory of -o exists and is writable, and that FILE is not a \
-                 directory; an existing FILE is left as it was.",
-            ))
-        }),
-        None => {
-            print!("{out}");
-            Ok(())
-        }
-    }
+    output::write_or_print(args.output.as_deref(), &out)
 }

@@ -63,8 +63,14 @@ pub fn write_shard(
         // in, they stay small enough for the page cache.
         conn.execute_batch(&schema::create_v1_trace_indexes(d))?;
     }
-    write_trace(conn, source, shard, layout)?;
-    write_blocks(conn, source, shard)?;
+    let writer = ShardWriter {
+        conn,
+        source,
+        shard,
+        layout,
+    };
+    writer.trace()?;
+    writer.blocks()?;
     if layout == Layout::Native {
         let mut insert = conn.prepare("INSERT INTO callstack VALUES (?, ?)")?;
         for (id, &text) in shard.callstacks.iter().enumerate() {
@@ -82,100 +88,104 @@ pub fn write_shard(
     conn.execute_batch(&indexes)
 }
 
-fn write_trace(
-    conn: &Connection,
-    source: &ShardSource<'_>,
-    shard: &Shard,
+/// The rows of one shard going into its database.
+struct ShardWriter<'a> {
+    conn: &'a Connection,
+    source: &'a ShardSource<'a>,
+    shard: &'a Shard,
     layout: Layout,
-) -> rusqlite::Result<()> {
-    let d = shard.device;
-    let snapshot = source.snapshot;
-    let mut insert = conn.prepare(&format!(
-        "INSERT INTO trace_entry_{d} VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
-    ))?;
-    let action = |a: pt_snap_model::Action| match a.code() {
-        Some(code) => ActionValue::Code(code),
-        None => ActionValue::Text(a.name(&snapshot.other_actions)),
-    };
-    // Native: the shard-local callstack id; msinsight: its text.
-    let mut row = |id: i64,
-                   a: pt_snap_model::Action,
-                   addr: i64,
-                   size: i64,
-                   stream: i64,
-                   t: &super::plan::Totals|
-     -> rusqlite::Result<()> {
-        let callstack_id = i64::from(t.callstack);
-        let text = source.texts.text(shard.callstacks[t.callstack as usize]);
-        let callstack: &dyn rusqlite::ToSql = match layout {
-            Layout::Native => &callstack_id,
-            Layout::Msinsight => &text,
-        };
-        insert.execute(params![
-            id,
-            action(a),
-            addr,
-            size,
-            stream,
-            t.allocated,
-            t.active,
-            t.reserved,
-            callstack
-        ])?;
-        Ok(())
-    };
-    // Ascending ids (appends): boundary events -n … -1, then the slice's events.
-    for b in shard.boundary.iter().rev() {
-        row(b.id, b.action, b.address, b.size, b.stream, &b.totals)?;
-    }
-    let events = &snapshot.device_traces[d];
-    for (k, t) in shard.events.iter().enumerate() {
-        let pos = shard.start_position + k;
-        let e = &events[pos];
-        row(
-            e.id.unwrap_or(pos as i64),
-            e.action,
-            e.addr,
-            e.size,
-            e.stream,
-            t,
-        )?;
-    }
-    Ok(())
 }
 
-fn write_blocks(
-    conn: &Connection,
-    source: &ShardSource<'_>,
-    shard: &Shard,
-) -> rusqlite::Result<()> {
-    let d = shard.device;
-    let lifetimes = &source.plan.lifetimes;
-    let mut rows: Vec<(i64, u32, i64)> = shard
-        .blocks
-        .iter()
-        .map(|&(i, state)| (lifetimes[i as usize].id(), i, state.code()))
-        .collect();
-    rows.sort_unstable_by_key(|r| r.0);
-    let mut block = conn.prepare(&format!(
-        "INSERT INTO block_{d} VALUES (?, ?, ?, ?, ?, ?, ?)"
-    ))?;
-    let mut reference = conn.prepare("INSERT INTO pt_snap_block_reference VALUES (?, ?, ?, ?)")?;
-    let text = |t: Option<u32>| t.map(|t| source.texts.text(t));
-    for (id, i, state) in rows {
-        let l = &lifetimes[i as usize];
-        block.execute(params![
-            id,
-            l.address,
-            l.size,
-            l.requested_size,
-            state,
-            l.alloc_event.unwrap_or(-1),
-            l.free_event.unwrap_or(-1)
-        ])?;
-        reference.execute(params![id, l.stream, text(l.alloc_text), text(l.free_text)])?;
+impl ShardWriter<'_> {
+    fn trace(&self) -> rusqlite::Result<()> {
+        let (conn, source, shard) = (self.conn, self.source, self.shard);
+        let d = shard.device;
+        let snapshot = source.snapshot;
+        let mut insert = conn.prepare(&format!(
+            "INSERT INTO trace_entry_{d} VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
+        ))?;
+        let action = |a: pt_snap_model::Action| match a.code() {
+            Some(code) => ActionValue::Code(code),
+            None => ActionValue::Text(a.name(&snapshot.other_actions)),
+        };
+        // Native: the shard-local callstack id; msinsight: its text.
+        let mut row = |id: i64,
+                       a: pt_snap_model::Action,
+                       addr: i64,
+                       size: i64,
+                       stream: i64,
+                       t: &super::plan::Totals|
+         -> rusqlite::Result<()> {
+            let callstack_id = i64::from(t.callstack);
+            let text = source.texts.text(shard.callstacks[t.callstack as usize]);
+            let callstack: &dyn rusqlite::ToSql = match self.layout {
+                Layout::Native => &callstack_id,
+                Layout::Msinsight => &text,
+            };
+            insert.execute(params![
+                id,
+                action(a),
+                addr,
+                size,
+                stream,
+                t.allocated,
+                t.active,
+                t.reserved,
+                callstack
+            ])?;
+            Ok(())
+        };
+        // Ascending ids (appends): boundary events -n … -1, then the slice's events.
+        for b in shard.boundary.iter().rev() {
+            row(b.id, b.action, b.address, b.size, b.stream, &b.totals)?;
+        }
+        let events = &snapshot.device_traces[d];
+        for (k, t) in shard.events.iter().enumerate() {
+            let pos = shard.start_position + k;
+            let e = &events[pos];
+            row(
+                e.id.unwrap_or(pos as i64),
+                e.action,
+                e.addr,
+                e.size,
+                e.stream,
+                t,
+            )?;
+        }
+        Ok(())
     }
-    Ok(())
+
+    fn blocks(&self) -> rusqlite::Result<()> {
+        let (conn, source, shard) = (self.conn, self.source, self.shard);
+        let d = shard.device;
+        let lifetimes = &source.plan.lifetimes;
+        let mut rows: Vec<(i64, u32, i64)> = shard
+            .blocks
+            .iter()
+            .map(|&(i, state)| (lifetimes[i as usize].id(), i, state.code()))
+            .collect();
+        rows.sort_unstable_by_key(|r| r.0);
+        let mut block = conn.prepare(&format!(
+            "INSERT INTO block_{d} VALUES (?, ?, ?, ?, ?, ?, ?)"
+        ))?;
+        let mut reference =
+            conn.prepare("INSERT INTO pt_snap_block_reference VALUES (?, ?, ?, ?)")?;
+        let text = |t: Option<u32>| t.map(|t| source.texts.text(t));
+        for (id, i, state) in rows {
+            let l = &lifetimes[i as usize];
+            block.execute(params![
+                id,
+                l.address,
+                l.size,
+                l.requested_size,
+                state,
+                l.alloc_event.unwrap_or(-1),
+                l.free_event.unwrap_or(-1)
+            ])?;
+            reference.execute(params![id, l.stream, text(l.alloc_text), text(l.free_text)])?;
+        }
+        Ok(())
+    }
 }
 
 fn write_dictionary(conn: &Connection, d: usize, layout: Layout) -> rusqlite::Result<()> {

@@ -180,34 +180,27 @@ mod tests {
 
     #[test]
     fn kinds_by_their_first_bytes() {
-        assert_eq!(
-            Detected::of(b"\x1f\x8b\x08"),
-            Detected::Compressed(Compression::Gzip)
-        );
-        assert_eq!(
-            Detected::of(b"\x28\xb5\x2f\xfd\x00"),
-            Detected::Compressed(Compression::Zstd)
-        );
-        assert_eq!(
-            Detected::of(b"\x5a\x2a\x4d\x18\x00"),
-            Detected::Compressed(Compression::Zstd)
-        );
-        assert_eq!(
-            Detected::of(b"BZh91AY"),
-            Detected::Compressed(Compression::Bzip2)
-        );
-        assert_eq!(
-            Detected::of(b"\x80\x04\x95"),
-            Detected::Pickle { magic: true }
-        );
-        assert_eq!(Detected::of(b"(dp0\n"), Detected::Pickle { magic: false });
-        assert_eq!(
-            Detected::of(b"\xef\xbb\xbf \n{\"segments\""),
-            Detected::Json
-        );
-        assert_eq!(Detected::of(b"  [ {"), Detected::Json);
-        assert_eq!(Detected::of(b"PK\x03\x04"), Detected::Unknown);
-        assert_eq!(Detected::of(b""), Detected::Unknown);
+        let cases: [(&[u8], Detected); 10] = [
+            (b"\x1f\x8b\x08", Detected::Compressed(Compression::Gzip)),
+            (
+                b"\x28\xb5\x2f\xfd\x00",
+                Detected::Compressed(Compression::Zstd),
+            ),
+            (
+                b"\x5a\x2a\x4d\x18\x00",
+                Detected::Compressed(Compression::Zstd),
+            ),
+            (b"BZh91AY", Detected::Compressed(Compression::Bzip2)),
+            (b"\x80\x04\x95", Detected::Pickle { magic: true }),
+            (b"(dp0\n", Detected::Pickle { magic: false }),
+            (b"\xef\xbb\xbf \n{\"segments\"", Detected::Json),
+            (b"  [ {", Detected::Json),
+            (b"PK\x03\x04", Detected::Unknown),
+            (b"", Detected::Unknown),
+        ];
+        for (start, kind) in cases {
+            assert_eq!(Detected::of(start), kind, "{start:?}");
+        }
         assert!(Detected::Json.is_certain() && !Detected::Pickle { magic: false }.is_certain());
     }
 

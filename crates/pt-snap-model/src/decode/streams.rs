@@ -542,28 +542,14 @@ impl<R: BufRead> Read for Bzip2<R> {
 mod tests {
     use std::io::Write;
 
+    use pt_snap_testkit::compress::{bzip2, gzip, zstd};
+
     use crate::decode::{decode_slice, DecodeError};
 
     /// A small one-device snapshot pickle.
     fn pickle() -> Vec<u8> {
         let path = pt_snap_testkit::repo_root().join("fixtures/synthetic/synth_small_1dev.pkl");
         std::fs::read(path).unwrap()
-    }
-
-    fn gzip(bytes: &[u8]) -> Vec<u8> {
-        let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
-        enc.write_all(bytes).unwrap();
-        enc.finish().unwrap()
-    }
-
-    fn zstd(bytes: &[u8]) -> Vec<u8> {
-        ruzstd::encoding::compress_to_vec(bytes, ruzstd::encoding::CompressionLevel::Fastest)
-    }
-
-    fn bzip2(bytes: &[u8]) -> Vec<u8> {
-        let mut enc = bzip2::write::BzEncoder::new(Vec::new(), bzip2::Compression::fast());
-        enc.write_all(bytes).unwrap();
-        enc.finish().unwrap()
     }
 
     /// What the decoder made of `bytes`, comparable across shapes.

@@ -2,7 +2,7 @@
 
 use pt_snap_db::CallstackLayout;
 
-use super::{order_by, Target};
+use super::{filters, order_by, Target};
 use crate::error::QueryError;
 use crate::params::Params;
 use crate::sql::Sql;
@@ -10,11 +10,17 @@ use crate::sql::Sql;
 pub fn allocation(p: &Params, t: &Target) -> Result<Sql, QueryError> {
     let mut q = Sql::new("SELECT id, allocated, active, reserved FROM ");
     q.push(&t.trace()).push(" WHERE 1=1");
-    q.filter(" AND id >= ", p.get("min_id"))
-        .filter(" AND id <= ", p.get("max_id"))
-        .filter(" AND allocated >= ", p.get("min_allocated"))
-        .filter(" AND active >= ", p.get("min_active"))
-        .filter(" AND reserved >= ", p.get("min_reserved"));
+    filters(
+        &mut q,
+        p,
+        &[
+            (" AND id >= ", "min_id"),
+            (" AND id <= ", "max_id"),
+            (" AND allocated >= ", "min_allocated"),
+            (" AND active >= ", "min_active"),
+            (" AND reserved >= ", "min_reserved"),
+        ],
+    );
     order_by(&mut q, p, &["id", "allocated", "active", "reserved"]);
     Ok(q)
 }
@@ -22,18 +28,24 @@ pub fn allocation(p: &Params, t: &Target) -> Result<Sql, QueryError> {
 pub fn block(p: &Params, t: &Target) -> Result<Sql, QueryError> {
     let mut q = Sql::new("SELECT * FROM ");
     q.push(&t.block()).push(" WHERE 1=1");
-    q.filter(" AND id = ", p.get("id"))
-        .filter(" AND address = ", p.get("address"))
-        .filter(" AND size = ", p.get("size"))
-        .filter(" AND size >= ", p.get("min_size"))
-        .filter(" AND size <= ", p.get("max_size"))
-        .filter(" AND requestedSize = ", p.get("requestedSize"))
-        .filter(" AND allocEventId = ", p.get("allocEventId"))
-        .filter(" AND allocEventId >= ", p.get("min_allocEventId"))
-        .filter(" AND allocEventId <= ", p.get("max_allocEventId"))
-        .filter(" AND freeEventId = ", p.get("freeEventId"))
-        .filter(" AND freeEventId >= ", p.get("min_freeEventId"))
-        .filter(" AND freeEventId <= ", p.get("max_freeEventId"));
+    filters(
+        &mut q,
+        p,
+        &[
+            (" AND id = ", "id"),
+            (" AND address = ", "address"),
+            (" AND size = ", "size"),
+            (" AND size >= ", "min_size"),
+            (" AND size <= ", "max_size"),
+            (" AND requestedSize = ", "requestedSize"),
+            (" AND allocEventId = ", "allocEventId"),
+            (" AND allocEventId >= ", "min_allocEventId"),
+            (" AND allocEventId <= ", "max_allocEventId"),
+            (" AND freeEventId = ", "freeEventId"),
+            (" AND freeEventId >= ", "min_freeEventId"),
+            (" AND freeEventId <= ", "max_freeEventId"),
+        ],
+    );
     order_by(
         &mut q,
         p,
@@ -81,16 +93,22 @@ pub fn event(p: &Params, t: &Target) -> Result<Sql, QueryError> {
         }
     }
     q.push(" FROM ").push(&trace).push(" WHERE 1=1");
-    q.filter(" AND id = ", p.get("id"))
-        .filter(" AND id >= ", p.get("min_id"))
-        .filter(" AND id <= ", p.get("max_id"))
-        .filter(" AND action = ", p.get("action"))
-        .filter(" AND address = ", p.get("address"))
-        .filter(" AND size = ", p.get("size"))
-        .filter(" AND stream = ", p.get("stream"))
-        .filter(" AND allocated >= ", p.get("min_allocated"))
-        .filter(" AND active >= ", p.get("min_active"))
-        .filter(" AND reserved >= ", p.get("min_reserved"));
+    filters(
+        &mut q,
+        p,
+        &[
+            (" AND id = ", "id"),
+            (" AND id >= ", "min_id"),
+            (" AND id <= ", "max_id"),
+            (" AND action = ", "action"),
+            (" AND address = ", "address"),
+            (" AND size = ", "size"),
+            (" AND stream = ", "stream"),
+            (" AND allocated >= ", "min_allocated"),
+            (" AND active >= ", "min_active"),
+            (" AND reserved >= ", "min_reserved"),
+        ],
+    );
     order_by(
         &mut q,
         p,

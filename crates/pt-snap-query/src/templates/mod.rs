@@ -52,6 +52,14 @@ fn ident(p: &Params, name: &str, allowed: &[&'static str]) -> &'static str {
         .unwrap_or(allowed[0])
 }
 
+/// One `filter` per `(condition, parameter)` pair: the condition and its bound value where
+/// the parameter was given, nothing where it was not.
+fn filters(q: &mut Sql, p: &Params, conditions: &[(&str, &str)]) {
+    for &(condition, parameter) in conditions {
+        q.filter(condition, p.get(parameter));
+    }
+}
+
 /// `ORDER BY <key> <dir>`, tie-broken by `id` in the same direction.
 fn order_by(q: &mut Sql, p: &Params, keys: &[&'static str]) {
     let key = ident(p, "order_by", keys);

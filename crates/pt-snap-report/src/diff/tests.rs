@@ -2,6 +2,12 @@ use super::*;
 use crate::peak::Peak;
 use pt_snap_query::{Extent, NoTimes, TimeTimeline, TimelineBucket};
 
+/// The counters of a side at its peak, as `at` gives each: allocated 512 B below the
+/// active total, reserved 4 KiB above it.
+fn counters<T>(total: i64, at: impl Fn(i64) -> T) -> [T; 3] {
+    [at(total - 512), at(total), at(total + 4096)]
+}
+
 /// A side holding `groups` (callstack text or a synthetic key, bytes, blocks) at event 10
 /// of events 0..=19, its active counter exactly their sum.
 fn side(groups: &[(&str, i64, i64)]) -> Side {
@@ -28,14 +34,17 @@ fn side(groups: &[(&str, i64, i64)]) -> Side {
         max: v,
         max_id: 10,
     };
+    let [allocated, active, reserved] = counters(total, peak);
+    let peaks = Peaks {
+        allocated,
+        active,
+        reserved,
+    };
+    let [allocated, active, reserved] = counters(total, extent);
     Side {
         device_id: 0,
         metric: Metric::Active,
-        peaks: Some(Peaks {
-            allocated: peak(total - 512),
-            active: peak(total),
-            reserved: peak(total + 4096),
-        }),
+        peaks: Some(peaks),
         event_id: Some(10),
         live_bytes_at_peak: Some(total),
         groups: map,
@@ -47,9 +56,9 @@ fn side(groups: &[(&str, i64, i64)]) -> Side {
                 first_id: 0,
                 last_id: 19,
                 events: 20,
-                allocated: extent(total - 512),
-                active: extent(total),
-                reserved: extent(total + 4096),
+                allocated,
+                active,
+                reserved,
             }],
         },
         time_timeline: TimeTimeline {
@@ -323,6 +332,7 @@ fn timed(mut s: Side, origin: i64, peak_after: i64) -> Side {
         max_us: peak_after,
         max_id: 10,
     };
+    let [allocated, active, reserved] = counters(total, extent);
     s.time_timeline = TimeTimeline {
         device_id: 0,
         unknown: None,
@@ -333,9 +343,9 @@ fn timed(mut s: Side, origin: i64, peak_after: i64) -> Side {
             first_us: 0,
             last_us: 19_000,
             events: 20,
-            allocated: extent(total - 512),
-            active: extent(total),
-            reserved: extent(total + 4096),
+            allocated,
+            active,
+            reserved,
         }],
     };
     s.peak_time_us = Some(origin + peak_after);

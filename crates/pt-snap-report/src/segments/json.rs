@@ -1,6 +1,6 @@
 //! The map's JSON (`report segments --json`), its sums, and the event in words.
 
-use super::{BlockState, MapBlock, MapEvent, SegmentMap, FRAGMENTATION};
+use super::{BlockState, MapBlock, MapEvent, MapSegment, SegmentMap, FRAGMENTATION};
 
 /// The event in words: `alloc of 512 B at 0x… on stream 7`; an `oom`'s request has no
 /// address.
@@ -14,6 +14,23 @@ pub fn describe_event(e: &MapEvent) -> String {
     match e.action.as_str() {
         "oom" => format!("oom: {size} B requested{stream}"),
         _ => format!("{} of {size} B at {:#x}{stream}", e.action, e.address),
+    }
+}
+
+impl MapSegment {
+    /// The segment as JSON, with its blocks as the caller writes them (objects in the
+    /// report, compact rows in the page).
+    pub(super) fn to_json(&self, blocks: Vec<serde_json::Value>) -> serde_json::Value {
+        serde_json::json!({
+            "address": self.address,
+            "total_size": self.total_size,
+            "stream": self.stream,
+            "pool": self.pool.name(),
+            "pool_recorded": self.pool_recorded,
+            "segment_pool_id": self.segment_pool_id.map(|p| [p.0, p.1]),
+            "is_expandable": self.is_expandable,
+            "blocks": blocks,
+        })
     }
 }
 
@@ -41,18 +58,7 @@ impl SegmentMap {
             })
         };
         let segments: Vec<_> = (self.segments.iter())
-            .map(|s| {
-                json!({
-                    "address": s.address,
-                    "total_size": s.total_size,
-                    "stream": s.stream,
-                    "pool": s.pool.name(),
-                    "pool_recorded": s.pool_recorded,
-                    "segment_pool_id": s.segment_pool_id.map(|p| [p.0, p.1]),
-                    "is_expandable": s.is_expandable,
-                    "blocks": s.blocks.iter().map(block).collect::<Vec<_>>(),
-                })
-            })
+            .map(|s| s.to_json(s.blocks.iter().map(block).collect()))
             .collect();
         let pools: Vec<_> = (self.pools.iter())
             .map(|p| {

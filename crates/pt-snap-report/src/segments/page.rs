@@ -47,16 +47,7 @@ pub fn page_data<'a>(map: &'a SegmentMap) -> Json {
                 ])
             })
             .collect();
-        segments.push(json!({
-            "address": s.address,
-            "total_size": s.total_size,
-            "stream": s.stream,
-            "pool": s.pool.name(),
-            "pool_recorded": s.pool_recorded,
-            "segment_pool_id": s.segment_pool_id.map(|p| [p.0, p.1]),
-            "is_expandable": s.is_expandable,
-            "blocks": blocks,
-        }));
+        segments.push(s.to_json(blocks));
     }
     let fields: serde_json::Map<String, Json> = map
         .json_fields()

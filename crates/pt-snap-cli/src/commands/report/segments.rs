@@ -1,7 +1,7 @@
 //! `pt-snap report segments`: the allocator's state right after an event
 //! (`pt_snap_report::segments`), as a text map, JSON or one self-contained page.
 
-use pt_snap_contract::{envelope, publish, python, ErrorCode};
+use pt_snap_contract::{envelope, python, ErrorCode};
 use pt_snap_report::segments::{page, segment_map};
 use serde_json::json;
 
@@ -9,7 +9,7 @@ use super::lenient_replay;
 use crate::budget::Deadline;
 use crate::cli::{SegmentsArgs, SegmentsFormat};
 use crate::error::{CliError, CliResult};
-use crate::output::LenientReplay;
+use crate::output::{self, LenientReplay};
 use crate::{focus, source};
 
 pub(super) fn run(a: &SegmentsArgs) -> CliResult {
@@ -71,16 +71,5 @@ pub(super) fn run(a: &SegmentsArgs) -> CliResult {
         }
         text + &map.to_text()
     };
-    match &a.output {
-        Some(path) => publish::write_file(path, out.as_bytes(), 0o666).map_err(|e| {
-            CliError::internal(format!("cannot write {}: {e}", path.display())).with_hint(Some(
-                "Check that the directory of -o exists and is writable, and that FILE is not a \
-                 directory; an existing FILE is left as it was.",
-            ))
-        }),
-        None => {
-            print!("{out}");
-            Ok(())
-        }
-    }
+    output::write_or_print(a.output.as_deref(), &out)
 }
