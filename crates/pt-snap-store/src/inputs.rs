@@ -223,7 +223,7 @@ mod tests {
         std::os::unix::fs::symlink(&outside, d.join("rank1.pkl")).unwrap();
         let inside = touch(&d, "rank0.pkl", b"\x80\x04");
         std::os::unix::fs::symlink(&inside, d.join("latest.pkl")).unwrap();
-        let inputs = list(&[d.clone()]).unwrap();
+        let inputs = list(std::slice::from_ref(&d)).unwrap();
         assert_eq!(
             names_of(&inputs),
             [
