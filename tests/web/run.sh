@@ -130,3 +130,12 @@ node tests/web/read-worker.test.mjs
 node tests/web/app.test.mjs "http://127.0.0.1:$port/" "$root"
 # `pt-snap view`: its URL, a wrong token, a directory, loopback only, Ctrl+C.
 node tests/web/view.test.mjs "$root"
+# The Segments view: report segments at CS336's active peak and at the first OOM, and
+# overview's capture warnings.
+cs336_peak=$(target/debug/pt-snap query "$out/cs336.pickle.db" --template-use memory_peak --json | python3 -c 'import json, sys; print(json.load(sys.stdin)["rows"][0]["peak_active_event_id"])')
+target/debug/pt-snap report segments "$out/cs336.pickle.db" --event-id "$cs336_peak" --json > "$out/expected-segments-cs336.json"
+oom_at=$(python3 -c 'import json, sys; e = json.load(open(sys.argv[1]))["events"][0]; print(e["event_id"], e["device"])' "$out/expected-oom.json")
+target/debug/pt-snap report segments "$out/oom.pkl" --event-id "${oom_at% *}" -d "${oom_at#* }" --json > "$out/expected-segments-oom.json"
+target/debug/pt-snap overview "$out/cs336.pickle.db" --json > "$out/expected-overview-cs336.json"
+target/debug/pt-snap overview "$out/oom.pkl.db" --json > "$out/expected-overview-oom.json"
+node tests/web/segments.test.mjs "http://127.0.0.1:$port/" "$root"

@@ -8,6 +8,7 @@
 
 pub mod preview;
 pub mod protocol;
+mod segments;
 
 use pt_snap_db::SnapshotDb;
 use pt_snap_query::{
@@ -68,6 +69,8 @@ pub struct Engine {
     /// One device's block lifetimes, read once for the allocation timeline: every window
     /// is cut from them without another scan of the table.
     blocks: RefCell<Option<Rc<DeviceBlocks>>>,
+    /// The segment map's replays and the segment timeline's bands ([`segments`]).
+    segments: segments::Segments,
 }
 
 /// A device's blocks, and (once asked for) their stacks' categories under the last rules
@@ -396,6 +399,7 @@ impl Engine {
             overview,
             console,
             blocks: Default::default(),
+            segments: Default::default(),
         })
     }
 
@@ -545,7 +549,17 @@ impl Engine {
             Query::Allocations(q) => by(q, self),
             Query::Oom(q) => by(q, self),
             Query::DiffSide(q) => by(q, self),
+            Query::Segments(q) => by(q, self),
+            Query::SegmentTimeline(q) => by(q, self),
+            Query::Capture(q) => by(q, self),
         }
+    }
+
+    /// `device`'s first and last real events; `None` without any.
+    fn bounds_of(&self, device: i64) -> Option<(i64, i64)> {
+        (self.overview.bounds.iter())
+            .find(|(d, _)| *d == device)
+            .and_then(|(_, b)| *b)
     }
 
     fn peaks(&self, device: i64) -> Result<Peaks, Refusal> {
@@ -618,12 +632,7 @@ impl Engine {
                 d
             }
         };
-        let bounds = self
-            .overview
-            .bounds
-            .iter()
-            .find(|(d, _)| *d == device)
-            .and_then(|(_, b)| *b);
+        let bounds = self.bounds_of(device);
         let req = AllocationRequest {
             window,
             columns: columns.min(MAX_COLUMNS),

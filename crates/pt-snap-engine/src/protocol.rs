@@ -50,6 +50,10 @@ pub enum Answer {
     /// The flamegraph component's data, as JSON text: it goes to JavaScript untouched.
     Tree(String),
     Table(Table),
+    /// The segment map component's data, as JSON text: it goes to JavaScript untouched.
+    Segments(String),
+    SegmentTimeline(pt_snap_report::allocations::Allocations),
+    Capture(CaptureCheck),
 }
 
 /// `memory_peak`'s six values for one device: the report's type, so the CLI and the page
@@ -112,6 +116,37 @@ pub struct AllocationView {
     /// Coloured by category: `(block id, the rule that chose its category)` for the kept
     /// blocks, by block id.
     pub rules: Vec<(i64, String)>,
+}
+
+/// How a device was captured, and what that limits: `overview`'s `capture` of the device
+/// and its warnings, each with what to do.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CaptureCheck {
+    /// `None` for a device without trace events.
+    pub capture: Option<pt_snap_report::capture::Capture>,
+    /// The device's warnings; for a file without any trace event, the file's (`overview`
+    /// says those once, for the file).
+    pub warnings: Vec<CaptureWarning>,
+}
+
+/// One of [`CaptureCheck::warnings`]: [`pt_snap_report::capture::Warning`] as the wire
+/// carries it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CaptureWarning {
+    /// Stable: `history_not_recorded`, `no_stacks`, `allocated_before_recording`,
+    /// `trace_may_have_wrapped`.
+    pub code: String,
+    /// What the capture cannot answer, and what to do.
+    pub message: String,
+}
+
+impl From<pt_snap_report::capture::Warning> for CaptureWarning {
+    fn from(w: pt_snap_report::capture::Warning) -> Self {
+        CaptureWarning {
+            code: w.code.to_owned(),
+            message: w.message,
+        }
+    }
 }
 
 /// A page of rows (a template's answer or a console statement's).

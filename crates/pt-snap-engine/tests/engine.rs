@@ -856,3 +856,241 @@ fn a_question_crosses_as_text_and_takes_only_its_own_answer() {
         "a failure stays the failure it was"
     );
 }
+
+/// A new analyzer over `path`'s database, as the CLI opens one: what the engine's answers
+/// are compared with.
+fn direct_analyzer(path: &Path) -> pt_snap_query::Analyzer {
+    let (_, conn) = import_connection(path, Indexes::WithRows).unwrap();
+    pt_snap_query::Analyzer::new(pt_snap_db::SnapshotDb::from_connection(conn).unwrap()).unwrap()
+}
+
+/// Where two JSON values first differ (a path and both sides), for a readable failure of
+/// a map of thousands of blocks.
+fn difference(a: &serde_json::Value, b: &serde_json::Value) -> Option<String> {
+    use serde_json::Value::{Array, Object};
+    match (a, b) {
+        (Object(x), Object(y)) => {
+            let keys: std::collections::BTreeSet<&String> = x.keys().chain(y.keys()).collect();
+            keys.into_iter().find_map(|k| {
+                let none = serde_json::Value::Null;
+                let (u, v) = (x.get(k).unwrap_or(&none), y.get(k).unwrap_or(&none));
+                difference(u, v).map(|d| format!(".{k}{d}"))
+            })
+        }
+        (Array(x), Array(y)) if x.len() == y.len() => (x.iter().zip(y))
+            .enumerate()
+            .find_map(|(i, (u, v))| difference(u, v).map(|d| format!("[{i}]{d}"))),
+        _ if a == b => None,
+        _ => {
+            let short = |v: &serde_json::Value| v.to_string().chars().take(300).collect::<String>();
+            Some(format!(": {} != {}", short(a), short(b)))
+        }
+    }
+}
+
+/// `text` is the page data of `map`, to the byte (the text the CLI's page inlines; a float
+/// read back from text may differ in its last bit, so the text is compared).
+fn same_page(text: &str, map: &pt_snap_report::segments::SegmentMap, what: &str) {
+    let want = pt_snap_report::segments::page_data(map).to_string();
+    if text != want {
+        let parse = |t: &str| serde_json::from_str::<serde_json::Value>(t).unwrap();
+        panic!("{what}: {:?}", difference(&parse(text), &parse(&want)));
+    }
+}
+
+/// The segment map at any event is `report segments`' map there, however the events are
+/// asked for (later, earlier, again: the engine keeps each device's replay and goes on
+/// from its nearest checkpoint); an event outside the device's is the CLI's
+/// `INVALID_PARAMETER`; a question stopped part way leaves the replay usable.
+#[test]
+fn the_segment_map_is_report_segments_at_every_event_asked() {
+    let mut checked = 0;
+    for (path, previews, engine) in imported_fixtures() {
+        if previews.is_empty() {
+            continue;
+        }
+        let direct = direct_analyzer(&path);
+        for p in &previews {
+            let Some((first, last)) = p.timeline.bounds else {
+                continue;
+            };
+            let span = last - first;
+            let what = |e: i64| format!("{} device {} event {e}", path.display(), p.device);
+            // Out of order on purpose: forwards, back, the same again, the middle.
+            for e in [
+                first + span / 2,
+                last,
+                first,
+                first + span / 2,
+                first + span / 3,
+                first + span * 7 / 8,
+            ] {
+                let answer = engine.answer(
+                    &question::Segments {
+                        device: p.device,
+                        event_id: e,
+                    }
+                    .into(),
+                    never,
+                    60.0,
+                );
+                let message = FromWorker::Answer { id: 1, answer };
+                let FromWorker::Answer { answer, .. } =
+                    decode::<FromWorker>(&encode(&message)).unwrap()
+                else {
+                    panic!("{}: no answer", what(e));
+                };
+                let text = answer_of::<question::Segments>(answer).unwrap();
+                let map = pt_snap_report::segments::segment_map(&direct, Some(p.device), e)
+                    .unwrap_or_else(|err| panic!("{}: {err}", what(e)));
+                same_page(&text, &map, &what(e));
+                let page: serde_json::Value = serde_json::from_str(&text).unwrap();
+                // The last event at or before `e` (ids may skip).
+                assert!(page["event"]["id"].as_i64() <= Some(e), "{}", what(e));
+                checked += 1;
+            }
+            let outside = engine
+                .ask(
+                    question::Segments {
+                        device: p.device,
+                        event_id: last + 1,
+                    },
+                    never,
+                    60.0,
+                )
+                .unwrap_err();
+            assert_eq!(outside.code, "INVALID_PARAMETER", "{}", what(last + 1));
+            let stopped = engine.ask(
+                question::Segments {
+                    device: p.device,
+                    event_id: last,
+                },
+                || Some(Stop::Superseded),
+                60.0,
+            );
+            // A map already replayed to may be answered before the interrupt is polled;
+            // either way the next question is answered whole.
+            if let Err(f) = stopped {
+                assert!(f.is_cancelled(), "{}: {f:?}", what(last));
+            }
+            let again = engine
+                .ask(
+                    question::Segments {
+                        device: p.device,
+                        event_id: last,
+                    },
+                    never,
+                    60.0,
+                )
+                .unwrap();
+            let map = pt_snap_report::segments::segment_map(&direct, Some(p.device), last).unwrap();
+            same_page(
+                &again,
+                &map,
+                &format!("{}: after a stopped question", what(last)),
+            );
+        }
+    }
+    assert!(checked >= 30, "only {checked} maps checked");
+}
+
+/// The segment timeline at one event per column stacks exactly the reserved counter there.
+#[test]
+fn the_segment_timeline_stacks_the_reserved_counter() {
+    let mut checked = 0;
+    for (path, previews, engine) in imported_fixtures() {
+        for p in &previews {
+            let Some((first, last)) = p.timeline.bounds else {
+                continue;
+            };
+            let (lo, hi) = (first, last.min(first + 299));
+            let columns = (hi - lo + 1) as usize;
+            let counters = engine
+                .ask(
+                    question::Timeline {
+                        device: p.device,
+                        window: Some((lo, hi)),
+                        buckets: columns,
+                    },
+                    never,
+                    60.0,
+                )
+                .unwrap();
+            for top in [0, 3, usize::MAX] {
+                let a = engine
+                    .ask(
+                        question::SegmentTimeline {
+                            device: p.device,
+                            window: Some((lo, hi)),
+                            columns,
+                            top,
+                        },
+                        never,
+                        60.0,
+                    )
+                    .unwrap_or_else(|f| panic!("{}: {f:?}", path.display()));
+                assert!(a.bands.len() <= top);
+                for b in &counters.buckets {
+                    let c = (b.first_id - lo) as usize;
+                    let height = a.stack_at(c).last().map_or(0, |s| s.2);
+                    assert_eq!(
+                        height,
+                        b.reserved.max,
+                        "{} device {} event {} top {top}",
+                        path.display(),
+                        p.device,
+                        b.first_id
+                    );
+                    checked += 1;
+                }
+            }
+        }
+    }
+    assert!(checked >= 1000, "only {checked} columns checked");
+}
+
+/// The capture banner's answer is `overview`'s `capture` of the device, its warnings with
+/// their codes and messages; a file without trace events has the file's warnings.
+#[test]
+fn the_capture_answer_is_overviews() {
+    let mut warned = 0;
+    for path in fixtures() {
+        let Some((_, engine)) = import(&path) else {
+            continue;
+        };
+        let direct = direct_analyzer(&path);
+        let bounds = engine.overview().bounds.clone();
+        let any_events = bounds.iter().any(|b| b.1.is_some());
+        for (device, events) in &bounds {
+            let answer = engine.answer(&question::Capture { device: *device }.into(), never, 60.0);
+            let message = FromWorker::Answer { id: 1, answer };
+            let FromWorker::Answer { answer, .. } =
+                decode::<FromWorker>(&encode(&message)).unwrap()
+            else {
+                panic!("no answer");
+            };
+            let check = answer_of::<question::Capture>(answer).unwrap();
+            let expected = match (events, any_events) {
+                (Some(_), _) => {
+                    Some(pt_snap_report::capture::capture_of(&direct, *device, None).unwrap())
+                }
+                (None, _) => None,
+            };
+            assert_eq!(check.capture, expected, "{}", path.display());
+            let warnings = match (&expected, any_events) {
+                (Some(c), _) => c.warnings(),
+                (None, false) => pt_snap_report::capture::Capture::empty().warnings(),
+                (None, true) => Vec::new(),
+            };
+            let wire: Vec<(String, String)> = (check.warnings.iter())
+                .map(|w| (w.code.clone(), w.message.clone()))
+                .collect();
+            let cli: Vec<(String, String)> = (warnings.into_iter())
+                .map(|w| (w.code.to_owned(), w.message))
+                .collect();
+            assert_eq!(wire, cli, "{} device {device}", path.display());
+            warned += usize::from(!wire.is_empty());
+        }
+    }
+    assert!(warned >= 1, "no fixture's capture warned");
+}

@@ -11,6 +11,7 @@ use crate::header::{LenientNotice, OpenedName};
 use crate::link::parse_hash;
 use crate::loader;
 use crate::location;
+use crate::served;
 use crate::state::{AppState, Screen};
 use crate::status::StatusStrip;
 use crate::welcome::Welcome;
@@ -33,7 +34,9 @@ pub fn App() -> impl IntoView {
             client::cancel_all();
         }
     });
-    if parse_hash(&window().location().hash().unwrap_or_default()).sample {
+    if let Some(token) = served::token() {
+        served::open(state, token);
+    } else if parse_hash(&window().location().hash().unwrap_or_default()).sample {
         loader::load_sample(state);
     }
     location::follow(state);

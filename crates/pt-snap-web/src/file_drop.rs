@@ -110,7 +110,7 @@ async fn files_below(
 
 /// One file opens in every view; several (or a folder) are the ranks of a job; Parquet
 /// files are an exported summary table's parts, the ranks of a job without their snapshots.
-fn open_files(state: AppState, chosen: Vec<(web_sys::File, String)>, folder: bool) {
+pub fn open_files(state: AppState, chosen: Vec<(web_sys::File, String)>, folder: bool) {
     let (files, paths): (Vec<web_sys::File>, Vec<String>) = chosen.into_iter().unzip();
     let parts = crate::job::summary_parts(&paths);
     if !parts.is_empty() {

@@ -5,6 +5,7 @@ pub enum Tab {
     Overview,
     Peak,
     Tree,
+    Segments,
     Leaks,
     Blocks,
     Lifetimes,
@@ -14,10 +15,11 @@ pub enum Tab {
 }
 
 impl Tab {
-    pub const ALL: [Tab; 9] = [
+    pub const ALL: [Tab; 10] = [
         Tab::Overview,
         Tab::Peak,
         Tab::Tree,
+        Tab::Segments,
         Tab::Blocks,
         Tab::Leaks,
         Tab::Lifetimes,
@@ -31,6 +33,7 @@ impl Tab {
             Tab::Overview => "overview",
             Tab::Peak => "peak",
             Tab::Tree => "tree",
+            Tab::Segments => "segments",
             Tab::Leaks => "leaks",
             Tab::Blocks => "blocks",
             Tab::Lifetimes => "lifetimes",
@@ -45,6 +48,7 @@ impl Tab {
             Tab::Overview => "Overview",
             Tab::Peak => "Peak report",
             Tab::Tree => "Memory tree",
+            Tab::Segments => "Segments",
             Tab::Leaks => "Leak candidates",
             Tab::Blocks => "Active blocks",
             Tab::Lifetimes => "Freed lifetimes",

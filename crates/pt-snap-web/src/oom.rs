@@ -115,11 +115,18 @@ fn event_card(e: OomEvent) -> impl IntoView {
             data-verdict=e.verdict.name()>
             <div class="panel-head">
                 <h2>{format!("Device {device} · event {event_id}")}</h2>
-                <button class="link" on:click=move |_| {
-                    state.device.set(device);
-                    state.event.set(Some(event_id));
-                    state.tab.set(Tab::Tree);
-                }>"Memory tree there"</button>
+                <span class="oom-links">
+                    <button class="link" on:click=move |_| {
+                        state.device.set(device);
+                        state.event.set(Some(event_id));
+                        state.tab.set(Tab::Tree);
+                    }>"Memory tree there"</button>
+                    <button class="link" data-testid="oom-segments" on:click=move |_| {
+                        state.device.set(device);
+                        state.event.set(Some(event_id));
+                        state.tab.set(Tab::Segments);
+                    }>"Segment map there"</button>
+                </span>
             </div>
             <div class="oom-request">
                 <div><span class="muted">"Requested "</span><strong>{fmt::bytes(e.requested_bytes)}</strong>

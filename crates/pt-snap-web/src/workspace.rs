@@ -48,6 +48,7 @@ pub fn Workspace() -> impl IntoView {
             </nav>
         </div>
         <crate::oom::OomBanner/>
+        <crate::capture::CaptureBanner/>
         <views::PeakCards peaks=peaks/>
         <div class="view">
             {move || (state.tab.get() != Tab::Overview && !state.ready()).then(|| view! {
@@ -59,6 +60,7 @@ pub fn Workspace() -> impl IntoView {
                 Tab::Overview => view! { <views::Overview peaks=peaks/> }.into_any(),
                 Tab::Peak => view! { <views::PeakView/> }.into_any(),
                 Tab::Tree => view! { <views::TreeView/> }.into_any(),
+                Tab::Segments => view! { <crate::segments::SegmentsView/> }.into_any(),
                 Tab::Leaks => view! { <lists::LeaksView/> }.into_any(),
                 Tab::Blocks => view! { <lists::BlocksView/> }.into_any(),
                 Tab::Lifetimes => view! { <lists::LifetimesView/> }.into_any(),

@@ -7,7 +7,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value as Json};
 
-use super::{AllocationView, Answer, ErrorCode, EventInfo, Failure, Metric, Table};
+use super::{AllocationView, Answer, CaptureCheck, ErrorCode, EventInfo, Failure, Metric, Table};
 
 /// A question for the open file, and the type of its answer.
 pub trait Question: Clone + Into<Query> + 'static {
@@ -123,6 +123,34 @@ pub struct DiffSide {
     pub buckets: usize,
 }
 
+/// The allocator's segments right after an event (`report segments`), as the segment map
+/// component's data ([`pt_snap_report::segments::page_data`]): JSON text, which goes to
+/// JavaScript untouched. The engine keeps each device's replay, so a question replays from
+/// the nearest checkpoint before `event_id`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Segments {
+    pub device: i64,
+    pub event_id: i64,
+}
+
+/// The reserved segments over a window of events (memory_viz's "Active Cached Segment
+/// Timeline"), cut like the allocation timeline: the `top` largest segments kept exactly,
+/// the rest folded per stream, in `columns` columns.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SegmentTimeline {
+    pub device: i64,
+    pub window: Option<(i64, i64)>,
+    pub columns: usize,
+    pub top: usize,
+}
+
+/// How a device was captured and what that limits (`overview`'s `capture`), with its
+/// warnings.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Capture {
+    pub device: i64,
+}
+
 /// Each question's [`Query`] variant (named as it is), the [`Answer`] variant that carries
 /// its answer, and the answer's type; `boxed`: the variant holds it in a `Box` (a large
 /// answer, kept out of the enum's size).
@@ -174,4 +202,7 @@ questions! {
     Allocations => Allocations(AllocationView);
     Oom => Oom(pt_snap_report::OomReport) boxed;
     DiffSide => DiffSide(pt_snap_report::diff::Side) boxed;
+    Segments => Segments(String);
+    SegmentTimeline => SegmentTimeline(pt_snap_report::allocations::Allocations);
+    Capture => Capture(CaptureCheck);
 }
