@@ -6,17 +6,14 @@
 // .txt), offer a lenient import when the strict replay refuses a trace and mark its database,
 // cancel a running import, and never request anything outside the served origin.
 // Screenshots of every view go to target/web/.
-import { createRequire } from 'node:module';
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import zlib from 'node:zlib';
-import os from 'node:os';
 import path from 'node:path';
+import { launch, check, eq, ok, checkClean, finish } from './harness.mjs';
 
 const [url, root] = process.argv.slice(2);
-const require = createRequire(path.join(root, 'tests/browser/node_modules/'));
-const { chromium } = require('playwright-core');
 const out = path.join(root, 'target/web');
 const read = (name) => JSON.parse(fs.readFileSync(path.join(out, name), 'utf8'));
 const expected = read('expected-peak.json').rows[0];
@@ -36,32 +33,10 @@ function cli(template, params = {}, extra = []) {
   return JSON.parse(execFileSync(cliBin, args, { maxBuffer: 64 << 20 }));
 }
 
-let passed = 0, failed = 0;
-// E2E_ONLY=<part of a name>[|<part>…]: run only the checks it names (while working on a view).
-const only = process.env.E2E_ONLY;
-async function check(name, fn) {
-  if (only && !only.split('|').some((part) => name.includes(part))) return;
-  const t0 = Date.now();
-  try { await fn(); passed++; console.log(`ok   ${name} (${Date.now() - t0} ms)`); }
-  catch (e) { failed++; console.log(`FAIL ${name}: ${e.stack || e.message}`); }
-}
-function eq(a, b, what) { if (a !== b) throw new Error(`${what}: expected ${JSON.stringify(b)}, got ${JSON.stringify(a)}`); }
-function ok(cond, what) { if (!cond) throw new Error(what); }
-
-const profile = fs.mkdtempSync(path.join(os.tmpdir(), 'pt-snap-web-'));
-const ctx = await chromium.launchPersistentContext(profile, {
-  executablePath: '/usr/bin/chromium', headless: true, acceptDownloads: true,
-  viewport: { width: 1280, height: 900 },
-  args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-         '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+const browser = await launch(root, 'web', {
+  origin: new URL(url).origin, acceptDownloads: true, viewport: { width: 1280, height: 900 },
 });
-const origin = new URL(url).origin;
-const outside = [], errors = [];
-ctx.on('request', (r) => { const u = r.url(); if (!u.startsWith(origin) && !u.startsWith('data:') && !u.startsWith('blob:')) outside.push(u); });
-function watch(p) {
-  p.on('console', (m) => { if (m.type() === 'error') errors.push(m.text()); });
-  p.on('pageerror', (e) => errors.push(String(e)));
-}
+const { ctx, errors, watch } = browser;
 let page = ctx.pages()[0] ?? await ctx.newPage();
 watch(page);
 
@@ -1196,12 +1171,5 @@ await check('1M events: from drop to every view, no main-thread task over 100 ms
   await p.close();
 });
 
-await check('no console error and no request outside the origin', async () => {
-  eq(outside.length, 0, `outside requests ${outside.join(', ')}`);
-  eq(errors.length, 0, `console errors ${errors.join(' | ')}`);
-});
-
-await ctx.close();
-fs.rmSync(profile, { recursive: true, force: true });
-console.log(`${passed} passed, ${failed} failed`);
-process.exit(failed ? 1 : 0);
+await checkClean(browser);
+await finish(browser);

@@ -28,19 +28,17 @@
 // which is what Chromium's task manager shows as a tab's memory footprint.
 // Reported: the peak over drop → ready, the peak over the 10 s after ready, and the second
 // drop's. Each step is bounded by WEB_BENCH_TIMEOUT_S (default 1800).
-import { createRequire } from 'node:module';
 import { execFileSync, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { launch } from './harness.mjs';
 
 const [url, root, outDir, ...files] = process.argv.slice(2);
 if (!files.length) {
   console.error('usage: bench.mjs URL ROOT OUTDIR FILE...');
   process.exit(2);
 }
-const require = createRequire(path.join(root, 'tests/browser/node_modules/'));
-const { chromium } = require('playwright-core');
 const cli = path.join(root, 'target/release/pt-snap');
 const timeoutMs = Number(process.env.WEB_BENCH_TIMEOUT_S ?? 1800) * 1000;
 const settleMs = 10000;
@@ -131,12 +129,8 @@ function memSample(browserPid, withPss) {
 }
 
 async function inBrowser(file, n, sizeMib) {
-  const profile = fs.mkdtempSync(path.join(os.tmpdir(), 'pt-snap-bench-web-'));
-  const ctx = await chromium.launchPersistentContext(profile, {
-    executablePath: '/usr/bin/chromium', headless: true,
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-      '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-  });
+  const browser = await launch(root, 'bench-web');
+  const { ctx, profile } = browser;
   const browserPid = findBrowserPid(profile);
   const samples = [];
   let phase = 'load', t0 = Date.now(), tick = 0;
@@ -346,8 +340,7 @@ async function inBrowser(file, n, sizeMib) {
   } finally {
     polling = false;
     clearInterval(timer);
-    await ctx.close().catch(() => {});
-    fs.rmSync(profile, { recursive: true, force: true });
+    await browser.close().catch(() => {});
   }
   out.errors = errors.filter((e) => !/deprecated parameters|favicon|integrity/.test(e));
   const peakOf = (ph) => {

@@ -18,11 +18,11 @@
 // scripts run notes Date.now() when `[data-testid=engine-state]` first says peaks or ready),
 // so it does not wait for Playwright. The peaks shown are checked against the native import's
 // memory_peak. Results: OUTDIR/view-bench.json and a table on stdout.
-import { createRequire } from 'node:module';
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { launch } from './harness.mjs';
 
 const [root, outDir, file, roundsArg] = process.argv.slice(2);
 if (!file) {
@@ -30,8 +30,6 @@ if (!file) {
   process.exit(2);
 }
 const rounds = Number(roundsArg ?? 3);
-const require = createRequire(path.join(root, 'tests/browser/node_modules/'));
-const { chromium } = require('playwright-core');
 const cli = path.join(root, 'target/release/pt-snap');
 const MiB = 1024 * 1024;
 const timeoutMs = 600000;
@@ -90,18 +88,14 @@ const notePeaks = () => {
 };
 
 async function browser() {
-  const profile = fs.mkdtempSync(path.join(os.tmpdir(), 'pt-snap-view-bench-web-'));
-  const ctx = await chromium.launchPersistentContext(profile, {
-    executablePath: '/usr/bin/chromium', headless: true,
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-      '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-  });
+  const browser = await launch(root, 'view-bench-web');
+  const { ctx } = browser;
   await ctx.addInitScript(notePeaks);
   const page = ctx.pages()[0] ?? await ctx.newPage();
   await page.goto('about:blank');
   return {
     page,
-    async close() { await ctx.close(); fs.rmSync(profile, { recursive: true, force: true }); },
+    close: browser.close,
   };
 }
 

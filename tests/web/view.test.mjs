@@ -4,27 +4,17 @@
 // listens on loopback only, the terminal says what the page read, and Ctrl+C ends it.
 // Run by tests/web/run.sh (which builds target/debug/pt-snap with the app built in and makes
 // the inputs and the CLI's answers in target/web/). Screenshots: target/web/view-*.png.
-import { createRequire } from 'node:module';
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { launch, check, eq, ok, finish } from './harness.mjs';
 
 const [root] = process.argv.slice(2);
-const require = createRequire(path.join(root, 'tests/browser/node_modules/'));
-const { chromium } = require('playwright-core');
 const out = path.join(root, 'target/web');
 const cliBin = path.join(root, 'target/debug/pt-snap');
 const read = (name) => JSON.parse(fs.readFileSync(path.join(out, name), 'utf8'));
 
-let passed = 0, failed = 0;
-async function check(name, fn) {
-  const t0 = Date.now();
-  try { await fn(); passed++; console.log(`ok   ${name} (${Date.now() - t0} ms)`); }
-  catch (e) { failed++; console.log(`FAIL ${name}: ${e.stack || e.message}`); }
-}
-function eq(a, b, what) { if (a !== b) throw new Error(`${what}: expected ${JSON.stringify(b)}, got ${JSON.stringify(a)}`); }
-function ok(cond, what) { if (!cond) throw new Error(what); }
 
 /** `pt-snap view ARGS --no-open --port 0`, once it has printed its URL. */
 async function view(args) {
@@ -76,20 +66,11 @@ function listening(port) {
   return found;
 }
 
-const profile = fs.mkdtempSync(path.join(os.tmpdir(), 'pt-snap-view-'));
-const ctx = await chromium.launchPersistentContext(profile, {
-  executablePath: '/usr/bin/chromium', headless: true,
-  viewport: { width: 1280, height: 900 },
-  args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-         '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-});
-const errors = [];
+const browser = await launch(root, 'view', { viewport: { width: 1280, height: 900 } });
 /** A new page that records console errors and every response (status by path). */
 async function newPage() {
-  const p = await ctx.newPage();
+  const p = browser.watch(await browser.ctx.newPage());
   p.responses = [];
-  p.on('console', (m) => { if (m.type() === 'error') errors.push(m.text()); });
-  p.on('pageerror', (e) => errors.push(String(e)));
   p.on('response', (r) => { const u = new URL(r.url()); p.responses.push({ path: u.pathname, status: r.status(), search: u.search }); });
   return p;
 }
@@ -166,9 +147,8 @@ await check('a directory opens as the ranks of a job, as the CLI ranks it', asyn
   }
 });
 
-await ctx.close();
-fs.rmSync(profile, { recursive: true, force: true });
-const unexpected = errors.filter((e) => !/403|Forbidden/.test(e));
-if (unexpected.length) { failed++; console.log(`FAIL console errors: ${unexpected.join('\n')}`); }
-console.log(`view: ${passed} passed, ${failed} failed`);
-process.exit(failed ? 1 : 0);
+await check("no console error but the wrong token's 403", async () => {
+  const unexpected = browser.errors.filter((e) => !/403|Forbidden/.test(e));
+  eq(unexpected.length, 0, `console errors ${unexpected.join(' | ')}`);
+});
+await finish(browser, 'view: ');

@@ -335,9 +335,17 @@ pub(crate) fn html_text(text: &str) -> String {
         .replace('\'', "&#39;")
 }
 
-/// Replaces each placeholder once, in one pass over the template, so text inserted for one
-/// placeholder (a frame name spelling `{{SCRIPT}}`) is never itself replaced.
+/// What every report page starts with (`{{HEAD}}`): the doctype, the Content-Security-Policy
+/// that keeps it from requesting anything, and the metadata, one copy for every page.
+const HEAD: &str = include_str!("../../../www/report-head.html");
+
+/// Replaces `{{HEAD}}` and each placeholder once, in one pass over the template, so text
+/// inserted for one placeholder (a frame name spelling `{{SCRIPT}}`) is never itself replaced.
 pub(crate) fn fill(template: &str, values: &[(&str, &str)]) -> String {
+    let values: Vec<(&str, &str)> = [("{{HEAD}}", HEAD)]
+        .into_iter()
+        .chain(values.iter().copied())
+        .collect();
     let mut out =
         String::with_capacity(template.len() + values.iter().map(|v| v.1.len()).sum::<usize>());
     let mut rest = template;

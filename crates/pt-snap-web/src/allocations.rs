@@ -9,18 +9,15 @@ use leptos::prelude::*;
 use pt_snap_engine::{question, AllocationView};
 use pt_snap_report::allocations::{Colour, Item};
 use pt_snap_report::units::grouped;
-use wasm_bindgen::{Clamped, JsCast};
-use web_sys::{CanvasRenderingContext2d, PointerEvent, WheelEvent};
+use wasm_bindgen::JsCast;
+use web_sys::{PointerEvent, WheelEvent};
 
+use crate::band_chart::{self, at_event, css, events_text, paler, Chart, COLUMNS, SELECTED};
 use crate::fmt;
 use crate::state::AppState;
 use crate::timeline::{set_window, PAD, W};
 
-/// The canvas's height in pixels (its width is the counter timeline's, `W`).
-const H: usize = 240;
-const TOP_PAD: usize = 8;
-/// Columns: one per pixel between the counter timeline's paddings, so both share x.
-const COLUMNS: usize = W as usize - 2 * PAD as usize;
+const CHART: Chart = Chart { height: 240 };
 const DETAILS: [usize; 3] = [100, 500, 2000];
 
 /// Allocation-site colours, told apart at a glance in light and dark.
@@ -51,15 +48,6 @@ const CATEGORY_COLOURS: [[u8; 3]; 8] = [
     [140, 148, 160],
 ];
 
-/// A category's folded blocks: its colour, paler.
-fn pale(rgb: [u8; 3]) -> [u8; 3] {
-    rgb.map(|v| (v as u16 + (255 - v as u16) * 11 / 20) as u8)
-}
-
-fn css(rgb: [u8; 3]) -> String {
-    format!("rgb({},{},{})", rgb[0], rgb[1], rgb[2])
-}
-const SELECTED: [u8; 3] = [20, 24, 33];
 
 fn site_colour(callstack: Option<i64>) -> [u8; 3] {
     match callstack {
@@ -109,12 +97,6 @@ pub fn AllocationPanel() -> impl IntoView {
     let top = Memo::new(move |_| {
         view_memo.with(|v| v.as_ref().map_or(1, |v| v.allocations.top().max(1)))
     });
-    let y_of = move |bytes: i64, top: i64| -> usize {
-        let usable = (H - TOP_PAD) as f64;
-        H - ((bytes as f64 / top as f64) * usable)
-            .round()
-            .clamp(0.0, usable) as usize
-    };
     Effect::new(move |_| {
         let sel = selected.get();
         let top = top.get();
@@ -123,21 +105,15 @@ pub fn AllocationPanel() -> impl IntoView {
                 return;
             };
             let a = &v.allocations;
-            let mut pixels = vec![0u8; W as usize * H * 4];
-            let mut paint = |x: usize, y0: usize, y1: usize, rgb: [u8; 3]| {
-                for y in y0..y1.min(H) {
-                    let i = (y * W as usize + x) * 4;
-                    pixels[i..i + 4].copy_from_slice(&[rgb[0], rgb[1], rgb[2], 255]);
-                }
-            };
+            let mut pixels = CHART.pixels();
             for c in 0..a.columns.min(COLUMNS) {
                 let x = PAD as usize + c;
                 for (item, from, to) in a.stack_at(c) {
-                    let (y_top, y_bottom) = (y_of(to, top), y_of(from, top));
+                    let (y_top, y_bottom) = (CHART.y_of(to, top), CHART.y_of(from, top));
                     let by_category = a.keys.len() > 1;
                     let rgb = match item {
                         Item::Rest(k) if by_category => {
-                            pale(CATEGORY_COLOURS[usize::from(k).min(7)])
+                            paler(CATEGORY_COLOURS[usize::from(k).min(7)], 11)
                         }
                         Item::Rest(_) => REST,
                         Item::Band(i) => {
@@ -151,50 +127,26 @@ pub fn AllocationPanel() -> impl IntoView {
                             }
                         }
                     };
-                    paint(x, y_top, y_bottom.max(y_top + 1), rgb);
+                    pixels.paint(x, y_top, y_bottom.max(y_top + 1), rgb);
                     // A darker edge on top of each band tall enough to keep one.
                     if y_bottom > y_top + 3 {
-                        paint(x, y_top, y_top + 1, rgb.map(|v| v / 2));
+                        pixels.paint(x, y_top, y_top + 1, rgb.map(|v| v / 2));
                     }
                 }
             }
-            let Ok(Some(ctx)) = canvas.get_context("2d") else {
-                return;
-            };
-            let Ok(ctx) = ctx.dyn_into::<CanvasRenderingContext2d>() else {
-                return;
-            };
-            if let Ok(image) = web_sys::ImageData::new_with_u8_clamped_array_and_sh(
-                Clamped(&pixels),
-                W as u32,
-                H as u32,
-            ) {
-                let _ = ctx.put_image_data(&image, 0.0, 0.0);
-            }
+            pixels.put(&canvas);
         });
     });
     // Where the pointer is, in columns and bytes.
     let hit_at = move |e: &web_sys::MouseEvent| -> Option<Hit> {
-        let el: web_sys::Element = e.current_target()?.dyn_into().ok()?;
-        let rect = el.get_bounding_client_rect();
-        let px = (e.client_x() as f64 - rect.left()) / rect.width().max(1.0) * W;
-        let py = (e.client_y() as f64 - rect.top()) / rect.height().max(1.0) * H as f64;
-        let column = (px - PAD).floor();
-        if column < 0.0 || column >= COLUMNS as f64 {
-            return None;
-        }
-        let usable = (H - TOP_PAD) as f64;
-        let bytes = ((H as f64 - py) / usable * top.get_untracked() as f64) as i64;
+        let (column, bytes) = CHART.pointer(e, top.get_untracked())?;
         view_memo.with_untracked(|v| {
-            let a = &v.as_ref()?.allocations;
-            a.stack_at(column as usize)
-                .into_iter()
-                .find(|(_, from, to)| (*from..*to).contains(&bytes))
-                .map(|(item, _, _)| Hit {
-                    column: column as usize,
-                    item,
-                    bytes,
-                })
+            let item = band_chart::item_at(&v.as_ref()?.allocations, column, bytes)?;
+            Some(Hit {
+                column,
+                item,
+                bytes,
+            })
         })
     };
     // `(pointer x at press, window at press, moved)` while the button is down: a drag pans
@@ -258,45 +210,14 @@ pub fn AllocationPanel() -> impl IntoView {
             }
         }
     };
-    let on_wheel = move |e: WheelEvent| {
-        e.prevent_default();
-        let Some(el) = e
-            .current_target()
-            .and_then(|t| t.dyn_into::<web_sys::Element>().ok())
-        else {
-            return;
-        };
-        let Some(((first, last), (lo, hi))) = view_memo.with_untracked(|v| {
-            let a = &v.as_ref()?.allocations;
-            Some((a.bounds?, a.window?))
-        }) else {
-            return;
-        };
-        let rect = el.get_bounding_client_rect();
-        let px = (e.client_x() as f64 - rect.left()) / rect.width().max(1.0) * W;
-        let anchor = ((px - PAD) / (W - 2.0 * PAD)).clamp(0.0, 1.0);
-        let factor = if e.delta_y() < 0.0 { 0.8 } else { 1.25 };
-        let width =
-            (((hi - lo) as f64 * factor).round() as i64).clamp(20.min(last - first), last - first);
-        let pivot = lo as f64 + anchor * (hi - lo) as f64;
-        let start = (pivot - anchor * width as f64).round() as i64;
-        set_window(state.window, first, last, start, width);
-    };
+    let on_wheel =
+        move |e: WheelEvent| band_chart::zoom(state.window, &e, bounds_and_window());
     let readout = move || {
         let hit = hover.get()?;
         view_memo.with(|v| {
             let v = v.as_ref()?;
             let a = &v.allocations;
-            let events = a
-                .column_events(hit.column)
-                .map(|(x, y)| {
-                    if x == y {
-                        format!("event {x}")
-                    } else {
-                        format!("events {x}–{y}")
-                    }
-                })
-                .unwrap_or_default();
+            let events = events_text(a, hit.column).unwrap_or_default();
             Some(match hit.item {
                 Item::Rest(k) => format!(
                     "{events} · {} folded into “{}”: the blocks smaller than the {} kept",
@@ -326,16 +247,8 @@ pub fn AllocationPanel() -> impl IntoView {
                         b.block,
                         fmt::bytes(b.size),
                         b.address,
-                        if b.alloc < 0 {
-                            "before the trace".to_owned()
-                        } else {
-                            format!("at event {}", b.alloc)
-                        },
-                        if b.free < 0 {
-                            "never".to_owned()
-                        } else {
-                            format!("at event {}", b.free)
-                        },
+                        at_event(b.alloc, "before the trace"),
+                        at_event(b.free, "never"),
                     )
                 }
             })
@@ -379,7 +292,7 @@ pub fn AllocationPanel() -> impl IntoView {
                     <span>{move || view_memo.with(|v| v.is_some().then(|| fmt::bytes(top.get() / 2)))}</span>
                     <span>"0"</span>
                 </div>
-                <canvas class="allocations-chart" data-testid="allocations-chart" node_ref=canvas width=W as u32 height=H as u32
+                <canvas class="allocations-chart" data-testid="allocations-chart" node_ref=canvas width=W as u32 height=CHART.height as u32
                     data-window=move || view_memo.with(|v| v.as_ref().and_then(|v| v.allocations.window).map(|(a, b)| format!("{a}-{b}")))
                     data-colour=move || view_memo.with(|v| v.as_ref().map(|v| if v.allocations.keys.len() > 1 { "category" } else { "site" }))
                     data-bands=move || view_memo.with(|v| v.as_ref().map(|v| v.allocations.bands.len().to_string()))
