@@ -200,7 +200,7 @@ fn install_defaults_to_agents_and_claude_and_then_lists_installed() {
         .unwrap()
         .map(|e| e.unwrap().file_name().into_string().unwrap())
         .collect();
-    assert_eq!(entries.len(), 7, "{entries:?}");
+    assert_eq!(entries.len(), bundled().len(), "{entries:?}");
 
     let helper = sb.status(&[], "pt-snap-helper");
     assert_eq!(helper["status"], "installed");
