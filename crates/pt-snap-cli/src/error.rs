@@ -56,10 +56,6 @@ impl CliError {
         self.code.exit_status()
     }
 
-    pub fn snapshot_invalid(message: impl Into<String>) -> Self {
-        Self::new(ErrorCode::SnapshotInvalid, message)
-    }
-
     pub fn import_failed(message: impl Into<String>) -> Self {
         Self::new(ErrorCode::ImportFailed, message)
     }

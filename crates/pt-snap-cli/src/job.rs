@@ -6,8 +6,11 @@
 use std::path::{Path, PathBuf};
 
 use pt_snap_contract::hint;
+use pt_snap_query::Analyzer;
+use pt_snap_report::check::{measure_snapshot, measure_source, Measured};
 use pt_snap_report::ranks::{assign_ranks, RankAssignment};
-use pt_snap_store::inputs::{self, Input};
+use pt_snap_report::Metric;
+use pt_snap_store::inputs::{self, Input, InputKind};
 use pt_snap_store::{open, ReplayMode};
 
 use crate::error::{CliError, CliResult};
@@ -85,5 +88,83 @@ pub fn for_reading(e: CliError, command: &str) -> CliError {
         e.with_hint(Some(&h))
     } else {
         e
+    }
+}
+
+/// What `check` measures of every (rank, device) of one run (a file, or a directory of
+/// ranks) at `metric`'s peak: a snapshot by the replay alone, writing no database; a
+/// database through the query interface.
+pub fn measure(
+    run: &Path,
+    metric: Metric,
+    device: Option<i64>,
+    jobs: Option<u32>,
+    json: bool,
+) -> CliResult<Vec<(u64, Measured)>> {
+    let job = Job::list(std::slice::from_ref(&run.to_path_buf()), json)?;
+    let files = job.each(jobs, |i, input| {
+        guard("measuring", &input.path, || {
+            measure_file(&job, input, metric, device)
+        })
+        .map(|devices| {
+            devices
+                .into_iter()
+                .map(|m| (job.ranks.ranks[i], m))
+                .collect::<Vec<_>>()
+        })
+    });
+    let mut out = Vec::new();
+    for (input, file) in job.inputs.iter().zip(files) {
+        let measured = file.map_err(|e| {
+            let message = format!("{}: {}", input.path.display(), e.message);
+            CliError::new(e.code, message).with_hint(e.hint.as_deref())
+        })?;
+        out.extend(measured);
+    }
+    Ok(out)
+}
+
+fn measure_file(
+    job: &Job,
+    input: &Input,
+    metric: Metric,
+    device: Option<i64>,
+) -> CliResult<Vec<Measured>> {
+    let wanted = |devices: Vec<i64>| -> CliResult<Vec<i64>> {
+        match device {
+            None => Ok(devices),
+            Some(d) if devices.contains(&d) => Ok(vec![d]),
+            Some(d) => Err(CliError::device_not_found(d, &devices)),
+        }
+    };
+    match input.kind {
+        InputKind::Snapshot => {
+            let mut progress = job.progress.file(input.bytes, input.file_name());
+            let snapshot = pt_snap_store::snapshot::decode(&input.path, &mut progress)?;
+            let devices = snapshot
+                .devices_with_events()
+                .into_iter()
+                .map(|d| d as i64)
+                .collect();
+            wanted(devices)?
+                .into_iter()
+                .map(|d| {
+                    measure_snapshot(&snapshot, d as usize, metric).map_err(|e| {
+                        let failure = pt_snap_import::failure::import_failed(format!(
+                            "Snapshot import backend reported failure: {e}"
+                        ))
+                        .with_hint(Some(&hint::replay_failed_reading("check")));
+                        CliError::from(failure)
+                    })
+                })
+                .collect()
+        }
+        InputKind::Database => {
+            let analyzer = Analyzer::open(&input.path).map_err(CliError::from)?;
+            wanted(analyzer.devices().to_vec())?
+                .into_iter()
+                .map(|d| measure_source(&analyzer, d, metric).map_err(CliError::from))
+                .collect()
+        }
     }
 }

@@ -4,9 +4,11 @@
 //! store's same [`Observer`].
 
 use std::io::IsTerminal;
+use std::sync::Mutex;
 
 use indicatif::{ProgressBar, ProgressStyle};
 use pt_snap_store::{Observer, Progress, Stage};
+use pt_snap_view::{Event, Served};
 
 fn style(template: &str) -> ProgressStyle {
     ProgressStyle::with_template(template)
@@ -217,5 +219,133 @@ impl Observer for FileProgress<'_> {
 impl Drop for FileProgress<'_> {
     fn drop(&mut self) {
         self.reach(1.0);
+    }
+}
+
+/// Bytes in MB with one decimal, as `pt-snap view` says sizes.
+pub(crate) fn megabytes(bytes: u64) -> String {
+    format!("{:.1} MB", bytes as f64 / 1e6)
+}
+
+/// What `pt-snap view`'s server tells the terminal: that the page connected, how much of the file it has
+/// read (a bar on a terminal, a line every tenth elsewhere), and refused requests.
+pub(crate) struct PageReads {
+    names: Vec<String>,
+    sizes: Vec<u64>,
+    total: u64,
+    bar: Option<ProgressBar>,
+    state: Mutex<ReadState>,
+}
+
+#[derive(Default)]
+struct ReadState {
+    listed: bool,
+    /// The furthest byte sent of each file, and their sum.
+    furthest: Vec<u64>,
+    read: u64,
+    /// Tenths of the total said so far (without a bar).
+    tenths: u64,
+}
+
+impl PageReads {
+    pub fn new(served: &Served) -> PageReads {
+        let bar = (std::io::stderr().is_terminal() && served.total_bytes() > 0).then(|| {
+            let bar = ProgressBar::hidden();
+            bar.set_length(served.total_bytes());
+            bar.set_style(style(
+                "{spinner} {msg:<18} [{bar:30}] {percent:>3}% {bytes}/{total_bytes}",
+            ));
+            bar.set_message("the page reads it");
+            bar
+        });
+        PageReads {
+            names: served.entries.iter().map(|e| e.path.clone()).collect(),
+            sizes: served.entries.iter().map(|e| e.size).collect(),
+            total: served.total_bytes(),
+            bar,
+            state: Mutex::new(ReadState {
+                furthest: vec![0; served.entries.len()],
+                ..ReadState::default()
+            }),
+        }
+    }
+
+    fn say(&self, line: &str) {
+        match &self.bar {
+            Some(bar) if !bar.is_hidden() => bar.println(line),
+            _ => eprintln!("{line}"),
+        }
+    }
+
+    pub fn event(&self, event: Event<'_>) {
+        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        match event {
+            Event::Listed { peer } => {
+                if !state.listed {
+                    state.listed = true;
+                    self.say(&format!("The page is open (from {peer})."));
+                }
+            }
+            Event::Refused { peer, path } => self.say(&format!(
+                "warning: refused {path} to {peer}: no valid token (a page opened from an \
+                 old or edited URL?)"
+            )),
+            Event::Unavailable { file, error } => {
+                let name = self.names.get(file).map_or("?", String::as_str);
+                self.say(&format!("warning: cannot serve {name}: {error}"));
+            }
+            Event::Sent { file, start, end } => {
+                let Some(size) = self.sizes.get(file).copied() else {
+                    return;
+                };
+                let furthest = state.furthest[file];
+                // Read again from the start (the page reloaded): its share starts over.
+                if start == 0 && furthest >= size && end < size {
+                    state.read -= furthest;
+                    state.furthest[file] = 0;
+                    state.tenths = state.read * 10 / self.total.max(1);
+                }
+                let furthest = state.furthest[file];
+                if end <= furthest {
+                    return;
+                }
+                state.read += end.min(size).saturating_sub(furthest);
+                state.furthest[file] = end.min(size).max(furthest);
+                let read = state.read;
+                match &self.bar {
+                    Some(bar) => {
+                        if bar.is_hidden() {
+                            bar.set_draw_target(indicatif::ProgressDrawTarget::stderr());
+                        }
+                        bar.set_position(read);
+                    }
+                    None => {
+                        let tenths = read * 10 / self.total.max(1);
+                        if tenths > state.tenths {
+                            state.tenths = tenths;
+                            eprintln!(
+                                "The page has read {}% ({} of {}).",
+                                tenths * 10,
+                                megabytes(read),
+                                megabytes(self.total)
+                            );
+                        }
+                    }
+                }
+                if state.furthest[file] >= size && self.names.len() > 1 {
+                    self.say(&format!(
+                        "The page has read {} ({}).",
+                        self.names[file],
+                        megabytes(size)
+                    ));
+                }
+                if read >= self.total {
+                    if let Some(bar) = &self.bar {
+                        bar.finish_and_clear();
+                        eprintln!("The page has read all of it ({}).", megabytes(self.total));
+                    }
+                }
+            }
+        }
     }
 }

@@ -323,6 +323,22 @@ fn state_name(code: i64) -> Option<&'static str> {
         .map(|(_, n)| *n)
 }
 
+/// `table`'s part of one file: the rows `analyzer` holds, or for the summary the `ranks`
+/// rows already made of it (`summary`).
+pub fn part(
+    table: Table,
+    analyzer: &Analyzer,
+    summary: &[Json],
+    info: &PartInfo,
+) -> Result<Built, ExportError> {
+    match table {
+        Table::Events => events_part(analyzer, info),
+        Table::Blocks => blocks_part(analyzer, info),
+        Table::Callstacks => callstacks_part(analyzer, info),
+        Table::Summary => summary_part(summary, info),
+    }
+}
+
 /// `events`: every device's trace, in (device, id) order.
 pub fn events_part(analyzer: &Analyzer, info: &PartInfo) -> Result<Built, ExportError> {
     let mut part = Part::new(Table::Events, info)?;

@@ -13,7 +13,7 @@ use std::fs;
 use std::io::Read as _;
 use std::path::{Path, PathBuf};
 
-use pt_snap_contract::Failure;
+use pt_snap_contract::{ErrorCode, Failure};
 use pt_snap_import::failure;
 use pt_snap_model::decode::{Detected, HEAD_LEN};
 use pt_snap_model::names;
@@ -36,6 +36,23 @@ impl Input {
     /// The file's name, as ranks are read from it.
     pub fn file_name(&self) -> &str {
         self.path.file_name().and_then(|n| n.to_str()).unwrap_or("")
+    }
+
+    /// The file's SHA-256 in hex, which names what was read; a file gone or unreadable is
+    /// `DATABASE_NOT_FOUND` or `SNAPSHOT_INVALID` by its kind.
+    pub fn sha256(&self) -> Result<String, Failure> {
+        fs::File::open(&self.path)
+            .and_then(pt_snap_import::sha256_hex)
+            .map_err(|e| match self.kind {
+                InputKind::Database => Failure::new(
+                    ErrorCode::DatabaseNotFound,
+                    format!("Database not found: {} ({e})", self.path.display()),
+                ),
+                InputKind::Snapshot => failure::snapshot_invalid(format!(
+                    "Snapshot not found or unreadable: {} ({e})",
+                    self.path.display()
+                )),
+            })
     }
 }
 

@@ -1,7 +1,7 @@
 //! The server behind `pt-snap view`: the browser app built into the binary ([`app`]), the one
 //! file or directory it was given ([`served`]), and the HTTP that hands both to a browser
 //! ([`server`]): the app to anyone who can connect, the file only to a request that carries
-//! the URL's token.
+//! the URL's token; and [`browser`] opens it.
 //!
 //! The page reads the file the way it reads a dropped one — its worker asks for slices, here
 //! HTTP ranges or one streamed answer — so the server never holds more of it than the slice it
@@ -9,6 +9,7 @@
 #![forbid(unsafe_code)]
 
 pub mod app;
+pub mod browser;
 mod http;
 pub mod served;
 pub mod server;

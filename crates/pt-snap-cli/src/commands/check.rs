@@ -5,18 +5,14 @@
 
 use std::path::Path;
 
-use pt_snap_contract::{envelope, hint, publish};
-use pt_snap_query::Analyzer;
-use pt_snap_report::check::{
-    judge, measure_snapshot, measure_source, Baseline, Measured, Tolerance, Verdict,
-};
+use pt_snap_contract::{envelope, publish};
+use pt_snap_report::check::{judge, Baseline, Tolerance, Verdict};
 use pt_snap_report::Metric;
-use pt_snap_store::inputs::{Input, InputKind};
 use serde_json::json;
 
 use crate::cli::{CheckArgs, CheckFormat, MetricArg};
 use crate::error::{CliError, CliResult};
-use crate::job::{self, Job};
+use crate::job;
 use crate::output;
 
 const HINT: &str = "See 'pt-snap check --help' and docs/ci.md.";
@@ -62,7 +58,7 @@ fn record(args: &CheckArgs, path: &Path) -> CliResult {
     let repeats = args
         .runs
         .iter()
-        .map(|r| measure_run(r, metric, args.device, args.jobs, args.json))
+        .map(|r| job::measure(r, metric, args.device, args.jobs, args.json))
         .collect::<CliResult<Vec<_>>>()?;
     let baseline = Baseline::record(metric, args.device, tolerance, &repeats)
         .map_err(|e| CliError::invalid_parameter(format!("cannot record a baseline: {e}"), HINT))?;
@@ -135,7 +131,7 @@ fn judged(args: &CheckArgs, path: &Path) -> CliResult<Verdict> {
         ));
     };
     let baseline = read_baseline(path)?;
-    let measured = measure_run(run, baseline.metric, baseline.device, args.jobs, args.json)?;
+    let measured = job::measure(run, baseline.metric, baseline.device, args.jobs, args.json)?;
     let judgement = judge(&baseline, &measured).map_err(|m| {
         CliError::invalid_parameter(
             format!("{}: {m}", run.display()),
@@ -193,80 +189,4 @@ fn read_baseline(path: &Path) -> CliResult<Baseline> {
              not by hand).",
         )
     })
-}
-
-/// Every (rank, device) of one run: a file, or a directory of ranks.
-fn measure_run(
-    run: &Path,
-    metric: Metric,
-    device: Option<i64>,
-    jobs: Option<u32>,
-    json: bool,
-) -> CliResult<Vec<(u64, Measured)>> {
-    let job = Job::list(std::slice::from_ref(&run.to_path_buf()), json)?;
-    let files = job.each(jobs, |i, input| {
-        job::guard("measuring", &input.path, || {
-            measure_file(&job, input, metric, device)
-        })
-        .map(|devices| {
-            devices
-                .into_iter()
-                .map(|m| (job.ranks.ranks[i], m))
-                .collect::<Vec<_>>()
-        })
-    });
-    let mut out = Vec::new();
-    for (input, file) in job.inputs.iter().zip(files) {
-        let measured = file.map_err(|e| {
-            let message = format!("{}: {}", input.path.display(), e.message);
-            CliError::new(e.code, message).with_hint(e.hint.as_deref())
-        })?;
-        out.extend(measured);
-    }
-    Ok(out)
-}
-
-fn measure_file(
-    job: &Job,
-    input: &Input,
-    metric: Metric,
-    device: Option<i64>,
-) -> CliResult<Vec<Measured>> {
-    let wanted = |devices: Vec<i64>| -> CliResult<Vec<i64>> {
-        match device {
-            None => Ok(devices),
-            Some(d) if devices.contains(&d) => Ok(vec![d]),
-            Some(d) => Err(CliError::device_not_found(d, &devices)),
-        }
-    };
-    match input.kind {
-        InputKind::Snapshot => {
-            let mut progress = job.progress.file(input.bytes, input.file_name());
-            let snapshot = pt_snap_store::snapshot::decode(&input.path, &mut progress)?;
-            let devices = snapshot
-                .devices_with_events()
-                .into_iter()
-                .map(|d| d as i64)
-                .collect();
-            wanted(devices)?
-                .into_iter()
-                .map(|d| {
-                    measure_snapshot(&snapshot, d as usize, metric).map_err(|e| {
-                        let failure = pt_snap_import::failure::import_failed(format!(
-                            "Snapshot import backend reported failure: {e}"
-                        ))
-                        .with_hint(Some(&hint::replay_failed_reading("check")));
-                        CliError::from(failure)
-                    })
-                })
-                .collect()
-        }
-        InputKind::Database => {
-            let analyzer = Analyzer::open(&input.path).map_err(CliError::from)?;
-            wanted(analyzer.devices().to_vec())?
-                .into_iter()
-                .map(|d| measure_source(&analyzer, d, metric).map_err(CliError::from))
-                .collect()
-        }
-    }
 }

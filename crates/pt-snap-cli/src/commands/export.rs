@@ -13,7 +13,7 @@ use pt_snap_parquet::{PartInfo, Table};
 use pt_snap_query::Analyzer;
 use pt_snap_report::ranks::{summarize, FileSummary, RankSource, RanksReport};
 use pt_snap_report::Metric;
-use pt_snap_store::inputs::{Input, InputKind};
+use pt_snap_store::inputs::Input;
 use serde_json::{json, Value as Json};
 
 use crate::budget::Deadline;
@@ -132,18 +132,7 @@ fn export_parts(
     partition: &Partition,
     outcome: &mut Outcome,
 ) -> CliResult {
-    let sha256 = fs::File::open(&input.path)
-        .and_then(pt_snap_import::sha256_hex)
-        .map_err(|e| match input.kind {
-            InputKind::Database => CliError::database_not_found(format!(
-                "Database not found: {} ({e})",
-                input.path.display()
-            )),
-            InputKind::Snapshot => CliError::snapshot_invalid(format!(
-                "Snapshot not found or unreadable: {} ({e})",
-                input.path.display()
-            )),
-        })?;
+    let sha256 = input.sha256()?;
     outcome.sha256 = Some(sha256.clone());
     if let Some(rows) = partition.current(&sha256) {
         outcome.kept = true;
@@ -186,13 +175,7 @@ fn export_parts(
     };
     let mut rows = [0i64; 4];
     for (i, table) in Table::ALL.into_iter().enumerate() {
-        let built = match table {
-            Table::Events => pt_snap_parquet::events_part(&analyzer, &info),
-            Table::Blocks => pt_snap_parquet::blocks_part(&analyzer, &info),
-            Table::Callstacks => pt_snap_parquet::callstacks_part(&analyzer, &info),
-            Table::Summary => pt_snap_parquet::summary_part(&summary, &info),
-        }
-        .map_err(failed)?;
+        let built = pt_snap_parquet::part(table, &analyzer, &summary, &info).map_err(failed)?;
         partition
             .write(table, &built)
             .map_err(|(path, e)| write_error(&path, &e))?;

@@ -3,20 +3,19 @@
 //! in a browser where there is a display. The input is checked as every command checks it
 //! before anything listens; the terminal then says what the page reads, until Ctrl+C.
 
-use std::io::{IsTerminal, Write};
+use std::io::Write;
 use std::net::{SocketAddr, TcpListener, ToSocketAddrs};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::sync::Mutex;
 
-use indicatif::{ProgressBar, ProgressStyle};
 use pt_snap_contract::{ErrorCode, Failure};
 use pt_snap_store::inputs::{self, InputKind};
+use pt_snap_view::browser::Opened;
 use pt_snap_view::served::Kind;
-use pt_snap_view::{App, Event, Served, Server};
+use pt_snap_view::{App, Served, Server};
 
 use crate::cli::ViewArgs;
 use crate::error::{CliError, CliResult};
+use crate::progress::{megabytes, PageReads};
 
 pub fn run(args: &ViewArgs) -> CliResult {
     let served = served(args.path.as_deref())?;
@@ -56,7 +55,8 @@ pub fn run(args: &ViewArgs) -> CliResult {
     if args.no_open {
         eprintln!("Open the URL in a browser. Ctrl+C stops the server.");
     } else {
-        match open_browser(&url) {
+        let said = |why: String| eprintln!("{why}: open the URL yourself.");
+        match pt_snap_view::browser::open(&url, said) {
             Opened::Started(how) => eprintln!("Opening it with {how}. Ctrl+C stops the server."),
             Opened::NoDisplay => eprintln!(
                 "No display here: open the URL in a browser (from another machine through an \
@@ -71,7 +71,7 @@ pub fn run(args: &ViewArgs) -> CliResult {
         }
     }
     stop_cleanly_on_interrupt();
-    let report = Report::new(&served);
+    let report = PageReads::new(&served);
     server.serve(move |event| report.event(event))
 }
 
@@ -91,10 +91,6 @@ fn what(served: &Served) -> String {
         ),
         Kind::Nothing => "pt-snap view: the app (drop a snapshot on it) at".to_owned(),
     }
-}
-
-fn megabytes(bytes: u64) -> String {
-    format!("{:.1} MB", bytes as f64 / 1e6)
 }
 
 fn no_app() -> CliError {
@@ -203,76 +199,6 @@ fn listen(host: &str, port: u16) -> CliResult<TcpListener> {
     })
 }
 
-enum Opened {
-    Started(String),
-    NoDisplay,
-    Failed(String),
-}
-
-/// Starts a browser on `url`: `$BROWSER` when set (as Python's `webbrowser` reads it: the
-/// first of its `:`-separated commands, `%s` standing for the URL), else the desktop's
-/// opener where there is a display.
-fn open_browser(url: &str) -> Opened {
-    let configured = std::env::var("BROWSER")
-        .ok()
-        .filter(|b| !b.trim().is_empty());
-    let (program, args): (String, Vec<String>) = if let Some(browser) = configured {
-        let first = browser.split(':').next().unwrap_or_default();
-        let mut words = first.split_whitespace().map(str::to_owned);
-        let Some(program) = words.next() else {
-            return Opened::Failed(format!("$BROWSER is {browser:?}"));
-        };
-        let mut args: Vec<String> = words.collect();
-        if args.iter().any(|a| a.contains("%s")) {
-            args = args.iter().map(|a| a.replace("%s", url)).collect();
-        } else {
-            args.push(url.to_owned());
-        }
-        (program, args)
-    } else if cfg!(target_os = "macos") {
-        if std::env::var_os("SSH_CONNECTION").is_some() {
-            return Opened::NoDisplay;
-        }
-        ("open".to_owned(), vec![url.to_owned()])
-    } else if cfg!(windows) {
-        (
-            "rundll32".to_owned(),
-            vec!["url.dll,FileProtocolHandler".to_owned(), url.to_owned()],
-        )
-    } else {
-        let display = ["DISPLAY", "WAYLAND_DISPLAY"]
-            .iter()
-            .any(|v| std::env::var_os(v).is_some_and(|d| !d.is_empty()));
-        if !display {
-            return Opened::NoDisplay;
-        }
-        ("xdg-open".to_owned(), vec![url.to_owned()])
-    };
-    match Command::new(&program)
-        .args(&args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-    {
-        Ok(mut child) => {
-            // Reaped when it ends (an opener hands the URL on and exits), and its failure said.
-            let name = program.clone();
-            std::thread::spawn(move || {
-                if let Ok(status) = child.wait() {
-                    if !status.success() {
-                        eprintln!(
-                            "{name} could not open a browser ({status}): open the URL yourself."
-                        );
-                    }
-                }
-            });
-            Opened::Started(program)
-        }
-        Err(e) => Opened::Failed(format!("{program}: {e}")),
-    }
-}
-
 /// Ctrl+C (or SIGTERM) ends the server at once: it holds nothing to write back, so it says
 /// so and exits 0.
 fn stop_cleanly_on_interrupt() {
@@ -293,133 +219,6 @@ fn stop_cleanly_on_interrupt() {
         unsafe {
             libc::signal(libc::SIGINT, handler);
             libc::signal(libc::SIGTERM, handler);
-        }
-    }
-}
-
-/// What the server tells the terminal: that the page connected, how much of the file it has
-/// read (a bar on a terminal, a line every tenth elsewhere), and refused requests.
-struct Report {
-    names: Vec<String>,
-    sizes: Vec<u64>,
-    total: u64,
-    bar: Option<ProgressBar>,
-    state: Mutex<ReadState>,
-}
-
-#[derive(Default)]
-struct ReadState {
-    listed: bool,
-    /// The furthest byte sent of each file, and their sum.
-    furthest: Vec<u64>,
-    read: u64,
-    /// Tenths of the total said so far (without a bar).
-    tenths: u64,
-}
-
-impl Report {
-    fn new(served: &Served) -> Report {
-        let bar = (std::io::stderr().is_terminal() && served.total_bytes() > 0).then(|| {
-            let bar = ProgressBar::hidden();
-            bar.set_length(served.total_bytes());
-            bar.set_style(
-                ProgressStyle::with_template(
-                    "{spinner} {msg:<18} [{bar:30}] {percent:>3}% {bytes}/{total_bytes}",
-                )
-                .expect("valid template")
-                .progress_chars("=> "),
-            );
-            bar.set_message("the page reads it");
-            bar
-        });
-        Report {
-            names: served.entries.iter().map(|e| e.path.clone()).collect(),
-            sizes: served.entries.iter().map(|e| e.size).collect(),
-            total: served.total_bytes(),
-            bar,
-            state: Mutex::new(ReadState {
-                furthest: vec![0; served.entries.len()],
-                ..ReadState::default()
-            }),
-        }
-    }
-
-    fn say(&self, line: &str) {
-        match &self.bar {
-            Some(bar) if !bar.is_hidden() => bar.println(line),
-            _ => eprintln!("{line}"),
-        }
-    }
-
-    fn event(&self, event: Event<'_>) {
-        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
-        match event {
-            Event::Listed { peer } => {
-                if !state.listed {
-                    state.listed = true;
-                    self.say(&format!("The page is open (from {peer})."));
-                }
-            }
-            Event::Refused { peer, path } => self.say(&format!(
-                "warning: refused {path} to {peer}: no valid token (a page opened from an \
-                 old or edited URL?)"
-            )),
-            Event::Unavailable { file, error } => {
-                let name = self.names.get(file).map_or("?", String::as_str);
-                self.say(&format!("warning: cannot serve {name}: {error}"));
-            }
-            Event::Sent { file, start, end } => {
-                let Some(size) = self.sizes.get(file).copied() else {
-                    return;
-                };
-                let furthest = state.furthest[file];
-                // Read again from the start (the page reloaded): its share starts over.
-                if start == 0 && furthest >= size && end < size {
-                    state.read -= furthest;
-                    state.furthest[file] = 0;
-                    state.tenths = state.read * 10 / self.total.max(1);
-                }
-                let furthest = state.furthest[file];
-                if end <= furthest {
-                    return;
-                }
-                state.read += end.min(size).saturating_sub(furthest);
-                state.furthest[file] = end.min(size).max(furthest);
-                let read = state.read;
-                match &self.bar {
-                    Some(bar) => {
-                        if bar.is_hidden() {
-                            bar.set_draw_target(indicatif::ProgressDrawTarget::stderr());
-                        }
-                        bar.set_position(read);
-                    }
-                    None => {
-                        let tenths = read * 10 / self.total.max(1);
-                        if tenths > state.tenths {
-                            state.tenths = tenths;
-                            eprintln!(
-                                "The page has read {}% ({} of {}).",
-                                tenths * 10,
-                                megabytes(read),
-                                megabytes(self.total)
-                            );
-                        }
-                    }
-                }
-                if state.furthest[file] >= size && self.names.len() > 1 {
-                    self.say(&format!(
-                        "The page has read {} ({}).",
-                        self.names[file],
-                        megabytes(size)
-                    ));
-                }
-                if read >= self.total {
-                    if let Some(bar) = &self.bar {
-                        bar.finish_and_clear();
-                        eprintln!("The page has read all of it ({}).", megabytes(self.total));
-                    }
-                }
-            }
         }
     }
 }
