@@ -34,8 +34,8 @@ pub fn App() -> impl IntoView {
             client::cancel_all();
         }
     });
-    if let Some(token) = served::token() {
-        served::open(state, token);
+    if served::requested() {
+        served::open(state);
     } else if parse_hash(&window().location().hash().unwrap_or_default()).sample {
         loader::load_sample(state);
     }

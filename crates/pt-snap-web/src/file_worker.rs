@@ -64,12 +64,18 @@ impl Drop for Reader {
 impl FileWorker {
     /// Starts a worker; its messages go nowhere until [`FileWorker::listen`].
     pub fn start() -> Result<FileWorker, Failure> {
-        let worker = Worker::new(SCRIPT).map_err(|e| {
-            Failure::new(
-                ErrorCode::Internal,
-                format!("The worker could not start: {e:?}"),
-            )
-        })?;
+        let (worker, held) = match early_worker() {
+            Some(early) => early,
+            None => (
+                Worker::new(SCRIPT).map_err(|e| {
+                    Failure::new(
+                        ErrorCode::Internal,
+                        format!("The worker could not start: {e:?}"),
+                    )
+                })?,
+                js_sys::Array::new(),
+            ),
+        };
         let shared = Rc::new(Shared {
             worker,
             outbox: RefCell::new(Some(Vec::new())),
@@ -96,6 +102,16 @@ impl FileWorker {
         shared
             .worker
             .set_onerror(Some(on_error.as_ref().unchecked_ref()));
+        // What an early worker said before it was taken, in order, before anything newer.
+        for event in held.iter() {
+            match event.dyn_into::<web_sys::ErrorEvent>() {
+                Ok(error) => shared.tell(FromWorker::Failed(died(&error)), JsValue::UNDEFINED),
+                Err(event) => {
+                    let data = Reflect::get(&event, &"data".into()).unwrap_or(JsValue::UNDEFINED);
+                    shared.received(&data);
+                }
+            }
+        }
         Ok(FileWorker {
             shared,
             _on_message: on_message,
@@ -232,6 +248,18 @@ fn post(worker: &Worker, o: &Object) {
 
 /// What a worker that died says: it posts nothing (its wasm trapped, e.g. out of memory on a
 /// huge file), so its error event is turned into the failure shown.
+/// The worker `www/served.js` started as a `pt-snap view` page began to load (its wasm
+/// compiles while the page's does and the file is fetched), with the events it got until
+/// now; taken once.
+fn early_worker() -> Option<(Worker, js_sys::Array)> {
+    let window = web_sys::window()?;
+    let early = Reflect::get(&window, &"ptSnapEarlyWorker".into()).ok()?;
+    let worker: Worker = Reflect::get(&early, &"worker".into()).ok()?.dyn_into().ok()?;
+    let held: js_sys::Array = Reflect::get(&early, &"held".into()).ok()?.dyn_into().ok()?;
+    let _ = Reflect::delete_property(&window, &"ptSnapEarlyWorker".into());
+    Some((worker, held))
+}
+
 fn died(ev: &web_sys::ErrorEvent) -> Failure {
     ev.prevent_default();
     pt_snap_import::failure::backend(format!(
