@@ -80,6 +80,22 @@ fn never() -> Option<Stop> {
     None
 }
 
+/// The counter timeline over `window`, a bucket per event: what the band charts must stack up
+/// to, column by column.
+fn counters_per_event(engine: &Engine, device: i64, window: (i64, i64)) -> Timeline {
+    let buckets = (window.1 - window.0 + 1) as usize;
+    (engine.ask(
+        question::Timeline {
+            device,
+            window: Some(window),
+            buckets,
+        },
+        never,
+        60.0,
+    ))
+    .unwrap()
+}
+
 #[test]
 fn a_database_whose_indexes_were_deferred_answers_alike_before_and_after_they_are_built() {
     let mut checked = 0;
@@ -534,17 +550,7 @@ fn the_allocation_timeline_stacks_the_active_counter() {
                 Ok(view) => view,
                 other => panic!("{}: {other:?}", path.display()),
             };
-            let counters = engine
-                .ask(
-                    question::Timeline {
-                        device: p.device,
-                        window: Some((lo, hi)),
-                        buckets: columns,
-                    },
-                    never,
-                    60.0,
-                )
-                .unwrap();
+            let counters = counters_per_event(&engine, p.device, (lo, hi));
             for (top, colour) in [
                 (0, Colour::Site),
                 (7, Colour::Site),
@@ -1005,17 +1011,7 @@ fn the_segment_timeline_stacks_the_reserved_counter() {
             };
             let (lo, hi) = (first, last.min(first + 299));
             let columns = (hi - lo + 1) as usize;
-            let counters = engine
-                .ask(
-                    question::Timeline {
-                        device: p.device,
-                        window: Some((lo, hi)),
-                        buckets: columns,
-                    },
-                    never,
-                    60.0,
-                )
-                .unwrap();
+            let counters = counters_per_event(&engine, p.device, (lo, hi));
             for top in [0, 3, usize::MAX] {
                 let a = engine
                     .ask(

@@ -14,7 +14,7 @@ use std::cell::RefCell;
 
 use leptos::html;
 use leptos::prelude::*;
-use pt_snap_engine::{question, ErrorCode, Failure};
+use pt_snap_engine::{question, Failure};
 use pt_snap_query::bucket_index;
 use pt_snap_report::allocations::{Allocations, Item};
 use pt_snap_report::units::grouped;
@@ -26,7 +26,7 @@ use crate::band_chart::{self, at_event, css, events_text, paler, Chart, COLUMNS,
 use crate::fmt;
 use crate::state::AppState;
 use crate::timeline::W;
-use crate::views::{active_peak_event, error_box, pending, PeaksReply};
+use crate::views::{active_peak_event, error_box, event_form, pending, PeaksReply, Redraw};
 
 #[wasm_bindgen]
 extern "C" {
@@ -81,20 +81,19 @@ pub fn SegmentsView() -> impl IntoView {
     });
     let container = NodeRef::<html::Div>::new();
     let failure = RwSignal::new(None::<Failure>);
-    // As the memory tree's: the answer is parsed in the task after the one it came in and
-    // drawn in the next; `drawing` names the latest answer, so one superseded meanwhile, or
-    // a view gone, is not drawn.
-    let drawing = StoredValue::new(0u64);
+    let redraw = Redraw::new(failure);
     Effect::new(move |_| {
         let answer = map.get();
         let Some(host) = container.get() else { return };
         let scrolled = map_scroll(&host).map_or(0, |m| m.scroll_top());
-        drawing.update_value(|n| *n += 1);
-        let this = drawing.get_value();
         let json = match answer {
             // The last map stays while the next event's is replayed.
-            None => return,
+            None => {
+                redraw.supersede();
+                return;
+            }
             Some(Err(f)) => {
+                redraw.supersede();
                 destroy_map();
                 failure.set(Some(f));
                 return;
@@ -102,22 +101,9 @@ pub fn SegmentsView() -> impl IntoView {
             Some(Ok(json)) => json,
         };
         failure.set(None);
-        let current = move || drawing.try_get_value() == Some(this);
-        let failed = move |err: JsValue| {
-            failure.set(Some(Failure::new(ErrorCode::Internal, format!("{err:?}"))))
-        };
-        let parse = move || {
-            if !current() {
-                return;
-            }
-            let data = match js_sys::JSON::parse(&json) {
-                Ok(data) => data,
-                Err(err) => return failed(err),
-            };
-            let draw = move || {
-                if !current() {
-                    return;
-                }
+        redraw.in_two_tasks(
+            move || js_sys::JSON::parse(&json),
+            move |data| {
                 destroy_map();
                 let select = Closure::<dyn Fn(f64)>::new(move |e: f64| {
                     state.event.set(Some(e as i64));
@@ -126,46 +112,28 @@ pub fn SegmentsView() -> impl IntoView {
                 let _ = js_sys::Reflect::set(&options, &"onSelectEvent".into(), select.as_ref());
                 let _ = js_sys::Reflect::set(&options, &"maxHeight".into(), &"60vh".into());
                 let host: &web_sys::HtmlElement = &host;
-                match segments_render(host, &data, &options) {
-                    Ok(view) => {
-                        if let Some(m) = map_scroll(host) {
-                            m.set_scroll_top(scrolled);
-                        }
-                        MAP.with(|m| {
-                            *m.borrow_mut() = Some(Drawn {
-                                view,
-                                _select: select,
-                            })
-                        });
-                    }
-                    Err(err) => failed(err),
+                let view = segments_render(host, &data, &options)?;
+                if let Some(m) = map_scroll(host) {
+                    m.set_scroll_top(scrolled);
                 }
-            };
-            set_timeout(draw, std::time::Duration::ZERO);
-        };
-        set_timeout(parse, std::time::Duration::ZERO);
+                MAP.with(|m| {
+                    *m.borrow_mut() = Some(Drawn {
+                        view,
+                        _select: select,
+                    })
+                });
+                Ok(())
+            },
+        );
     });
     on_cleanup(move || {
-        drawing.try_update_value(|n| *n += 1);
+        redraw.supersede();
         destroy_map();
     });
-    let input = RwSignal::new(String::new());
-    Effect::new(move |_| input.set(event().map(|e| e.to_string()).unwrap_or_default()));
-    let go = move || {
-        if let Ok(e) = input.get_untracked().trim().parse::<i64>() {
-            state.event.set(Some(e));
-        }
-    };
     view! {
-        <form class="form-row" on:submit=move |e| { e.prevent_default(); go(); }>
-            <label class="field">"After event "
-                <input type="number" data-testid="segments-event" class="narrow" prop:value=move || input.get()
-                    on:input=move |e| input.set(event_target_value(&e))/>
-            </label>
-            <button class="button" type="submit">"Show"</button>
-            <button class="button" type="button" on:click=move |_| state.event.set(None)>"Active peak"</button>
+        {event_form(event, "segments-event", view! {
             <span class="muted small">"The allocator's segments right after the event, as "<code>"pt-snap report segments"</code>" replays them."</span>
-        </form>
+        })}
         {move || match (event(), map.with(Option::is_none)) {
             (None, _) => Some(view! { <p class="muted">"This device has no events to choose from."</p> }.into_any()),
             (Some(_), true) => Some(pending("Replaying the allocator's segments…")),

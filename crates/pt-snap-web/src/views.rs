@@ -406,6 +406,96 @@ pub(crate) fn destroy_js_view(slot: &'static std::thread::LocalKey<RefCell<Optio
     });
 }
 
+/// The form above the views drawn at one event (the memory tree, the segment map): the
+/// event shown, typed in to show another; "Active peak" goes back to it. `extra` ends the row.
+pub(crate) fn event_form(
+    event: impl Fn() -> Option<i64> + Copy + Send + Sync + 'static,
+    testid: &'static str,
+    extra: impl IntoView + 'static,
+) -> impl IntoView {
+    let state = expect_context::<AppState>();
+    let input = RwSignal::new(String::new());
+    Effect::new(move |_| input.set(event().map(|e| e.to_string()).unwrap_or_default()));
+    let go = move || {
+        if let Ok(e) = input.get_untracked().trim().parse::<i64>() {
+            state.event.set(Some(e));
+        }
+    };
+    view! {
+        <form class="form-row" on:submit=move |e| { e.prevent_default(); go(); }>
+            <label class="field">"After event "
+                <input type="number" data-testid=testid class="narrow" prop:value=move || input.get()
+                    on:input=move |e| input.set(event_target_value(&e))/>
+            </label>
+            <button class="button" type="submit">"Show"</button>
+            <button class="button" type="button" on:click=move |_| state.event.set(None)>"Active peak"</button>
+            {extra}
+        </form>
+    }
+}
+
+/// An answer drawn by a JavaScript component in two tasks after the one it came in:
+/// prepared (parsed, its models made) in the first and drawn in the second, as each can
+/// take tens of ms at 1M events, together over the page's 100 ms budget for a task. Only
+/// the latest answer is drawn: one superseded meanwhile, or a view gone, is not.
+#[derive(Clone, Copy)]
+pub(crate) struct Redraw {
+    latest: StoredValue<u64>,
+    failure: RwSignal<Option<Failure>>,
+}
+
+impl Redraw {
+    /// A failure to prepare or draw goes to `failure`.
+    pub fn new(failure: RwSignal<Option<Failure>>) -> Self {
+        Redraw {
+            latest: StoredValue::new(0),
+            failure,
+        }
+    }
+
+    /// Whatever is pending is not drawn.
+    pub fn supersede(self) -> Option<u64> {
+        self.latest.try_update_value(|n| {
+            *n += 1;
+            *n
+        })
+    }
+
+    pub fn in_two_tasks<T: 'static>(
+        self,
+        prepare: impl FnOnce() -> Result<T, JsValue> + 'static,
+        draw: impl FnOnce(T) -> Result<(), JsValue> + 'static,
+    ) {
+        let this = self.supersede();
+        let current = move || self.latest.try_get_value() == this;
+        let failed = move |err: JsValue| {
+            (self.failure).set(Some(Failure::new(ErrorCode::Internal, format!("{err:?}"))))
+        };
+        let zero = std::time::Duration::ZERO;
+        set_timeout(
+            move || {
+                if !current() {
+                    return;
+                }
+                match prepare() {
+                    Err(err) => failed(err),
+                    Ok(prepared) => set_timeout(
+                        move || {
+                            if current() {
+                                if let Err(err) = draw(prepared) {
+                                    failed(err);
+                                }
+                            }
+                        },
+                        zero,
+                    ),
+                }
+            },
+            zero,
+        );
+    }
+}
+
 #[component]
 pub fn TreeView() -> impl IntoView {
     let state = expect_context::<AppState>();
@@ -421,72 +511,36 @@ pub fn TreeView() -> impl IntoView {
         })
     });
     let failure = RwSignal::new(None::<Failure>);
-    // A tree is parsed and its models made in the task after the one its answer came in,
-    // and drawn in the next (each is tens of ms at 1M events: together over the page's
-    // 100 ms budget for a task); `drawing` names the latest answer, so one superseded
-    // meanwhile, or a view gone, is not drawn.
-    let drawing = StoredValue::new(0u64);
+    let redraw = Redraw::new(failure);
     Effect::new(move |_| {
         let answer = tree.get();
         let Some(el) = container.get() else { return };
         destroy_flamegraph();
-        drawing.update_value(|n| *n += 1);
-        let this = drawing.get_value();
         match answer {
-            None => failure.set(None),
-            Some(Err(f)) => failure.set(Some(f)),
             Some(Ok(json)) => {
                 failure.set(None);
-                let current = move || drawing.try_get_value() == Some(this);
-                let failed = move |err: JsValue| {
-                    failure.set(Some(Failure::new(ErrorCode::Internal, format!("{err:?}"))))
-                };
-                let prepare = move || {
-                    if !current() {
-                        return;
-                    }
-                    let data = js_sys::JSON::parse(&json).unwrap_or(JsValue::NULL);
-                    let models = match flamegraph_prepare(&data) {
-                        Ok(models) => models,
-                        Err(err) => return failed(err),
-                    };
-                    let draw = move || {
-                        if !current() {
-                            return;
-                        }
+                redraw.in_two_tasks(
+                    move || flamegraph_prepare(&js_sys::JSON::parse(&json).unwrap_or(JsValue::NULL)),
+                    move |models| {
                         let el: &web_sys::HtmlElement = &el;
-                        match flamegraph_render(el, &models, &js_sys::Object::new()) {
-                            Ok(view) => FLAMEGRAPH.with(|f| *f.borrow_mut() = Some(view)),
-                            Err(err) => failed(err),
-                        }
-                    };
-                    set_timeout(draw, std::time::Duration::ZERO);
-                };
-                set_timeout(prepare, std::time::Duration::ZERO);
+                        let view = flamegraph_render(el, &models, &js_sys::Object::new())?;
+                        FLAMEGRAPH.with(|f| *f.borrow_mut() = Some(view));
+                        Ok(())
+                    },
+                );
+            }
+            other => {
+                redraw.supersede();
+                failure.set(other.and_then(Result::err));
             }
         }
     });
     on_cleanup(move || {
-        drawing.try_update_value(|n| *n += 1);
+        redraw.supersede();
         destroy_flamegraph();
     });
-    let input = RwSignal::new(String::new());
-    Effect::new(move |_| input.set(event().map(|e| e.to_string()).unwrap_or_default()));
-    let go = move || {
-        if let Ok(e) = input.get_untracked().trim().parse::<i64>() {
-            state.event.set(Some(e));
-        }
-    };
     view! {
-        <form class="form-row" on:submit=move |e| { e.prevent_default(); go(); }>
-            <label class="field">"After event "
-                <input type="number" data-testid="tree-event" class="narrow" prop:value=move || input.get()
-                    on:input=move |e| input.set(event_target_value(&e))/>
-            </label>
-            <button class="button" type="submit">"Show"</button>
-            <button class="button" type="button" on:click=move |_| state.event.set(None)>"Active peak"</button>
-            {include_static_field(include_static)}
-        </form>
+        {event_form(event, "tree-event", include_static_field(include_static))}
         {move || match (event(), tree.get()) {
             (None, _) => Some(view! { <p class="muted">"This device has no events to choose from."</p> }.into_any()),
             (Some(_), None) => Some(pending("Building the memory tree…")),
