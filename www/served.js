@@ -12,13 +12,14 @@
   var token = new URLSearchParams(location.search).get('token');
   if (!token) return;
   var query = '?token=' + encodeURIComponent(token);
+  function network(e) { throw { network: String((e && e.message) || e) }; }
   function get(url) {
     return fetch(url + query).then(
       function (r) {
         if (r.ok) return r;
         return r.text().then(function (text) { throw { status: r.status, text: text }; });
       },
-      function (e) { throw { network: String((e && e.message) || e) }; });
+      network);
   }
   var served = get('files')
     .then(function (r) { return r.json(); })
@@ -27,7 +28,8 @@
       return (listing.files || []).reduce(function (done, f) {
         return done
           .then(function () { return get(f.url); })
-          .then(function (r) { return r.blob(); })
+          // A body cut short (the server stopped) is the server not answering.
+          .then(function (r) { return r.blob().catch(network); })
           .then(function (b) { blobs.push(b); });
       }, Promise.resolve()).then(function () { return { listing: listing, blobs: blobs }; });
     });

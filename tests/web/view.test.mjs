@@ -1,7 +1,8 @@
 // `pt-snap view` end to end in Chromium: the URL it prints opens the file in the app with the
-// CLI's peaks (read from the server through the worker, as a drop is), a directory opens as
-// the ranks of a job, a page with a wrong token shows an error and never the file, the server
-// listens on loopback only, the terminal says what the page read, and Ctrl+C ends it.
+// CLI's peaks (fetched from the server as the page loads, then opened as a drop is), a
+// directory opens as the ranks of a job, a page with a wrong token shows an error and never
+// the file, the server listens on loopback only, the terminal says what the page read, and
+// Ctrl+C ends it.
 // Run by tests/web/run.sh (which builds target/debug/pt-snap with the app built in and makes
 // the inputs and the CLI's answers in target/web/). Screenshots: target/web/view-*.png.
 import { spawn } from 'node:child_process';
@@ -89,6 +90,8 @@ await check('the printed URL opens the file with the CLI peaks; the server liste
     eq(await v('peak-reserved'), want.peak_reserved, 'peak_reserved');
     await p.waitForSelector('[data-testid=engine-state][data-value=ready]', { timeout: 120000 });
     eq(await p.textContent('.opened strong'), 'sample.pkl', 'the file is named as it is on disk');
+    // The worker www/served.js started as the page loaded is the one the file went to.
+    eq(await p.evaluate(() => 'ptSnapEarlyWorker' in window), false, 'the early worker was taken');
     // Read from the server, with the token, and nothing refused.
     ok(p.responses.some((r) => r.path.startsWith('/files/') && r.status < 300 && r.search.includes(server.token)),
       `the file was read from the server: ${JSON.stringify(p.responses)}`);

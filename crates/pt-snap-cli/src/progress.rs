@@ -1,7 +1,7 @@
-//! Import progress bars and warnings: on stderr, bars only on a terminal, neither under
-//! `--json`. `import` shows one bar per snapshot ([`ImportProgress`]); `ranks` one bar for
-//! its whole set of files ([`SetProgress`]), each import reporting its share through the
-//! store's same [`Observer`].
+//! Progress bars and warnings: on stderr, bars only on a terminal, neither under `--json`.
+//! `import` shows one bar per snapshot ([`ImportProgress`]); `ranks` one bar for its whole
+//! set of files ([`SetProgress`]), each import reporting its share through the store's same
+//! [`Observer`]; `view` how much of its file the page has read ([`PageReads`]).
 
 use std::io::IsTerminal;
 use std::sync::Mutex;

@@ -81,6 +81,20 @@ fn never() -> Option<Stop> {
 }
 
 /// The counter timeline over `window`, a bucket per event: what the band charts must stack up
+
+/// Every device of every fixture with events, over its first 300 events at one column each:
+/// `f(path, engine, device, window, columns)`.
+fn each_first_300_events(mut f: impl FnMut(&Path, &Engine, &DevicePreview, (i64, i64), usize)) {
+    for (path, previews, engine) in imported_fixtures() {
+        for p in &previews {
+            let Some((first, last)) = p.timeline.bounds else {
+                continue;
+            };
+            let (lo, hi) = (first, last.min(first + 299));
+            f(&path, &engine, p, (lo, hi), (hi - lo + 1) as usize);
+        }
+    }
+}
 /// to, column by column.
 fn counters_per_event(engine: &Engine, device: i64, window: (i64, i64)) -> Timeline {
     let buckets = (window.1 - window.0 + 1) as usize;
@@ -528,101 +542,94 @@ fn a_diff_side_crosses_as_text_and_compares_as_the_clis_diff() {
 /// after that event (a block is live until its free completes), on every fixture and device.
 #[test]
 fn the_allocation_timeline_stacks_the_active_counter() {
-    for (path, previews, engine) in imported_fixtures() {
-        for p in &previews {
-            let Some((first, last)) = p.timeline.bounds else {
-                continue;
-            };
-            let (lo, hi) = (first, last.min(first + 299));
-            let columns = (hi - lo + 1) as usize;
-            let ask = |top, colour| match engine.ask(
-                question::Allocations {
-                    device: p.device,
-                    window: Some((lo, hi)),
-                    columns,
-                    top,
-                    colour,
-                    rules: None,
-                },
-                never,
-                60.0,
-            ) {
-                Ok(view) => view,
-                other => panic!("{}: {other:?}", path.display()),
-            };
-            let counters = counters_per_event(&engine, p.device, (lo, hi));
-            for (top, colour) in [
-                (0, Colour::Site),
-                (7, Colour::Site),
-                (usize::MAX, Colour::Site),
-                (7, Colour::Category),
-            ] {
-                let view = ask(top, colour);
-                let a = &view.allocations;
-                assert!(a.bands.len() <= top);
-                for b in &counters.buckets {
-                    let c = (b.first_id - lo) as usize;
-                    assert_eq!(a.column_events(c), Some((b.first_id, b.first_id)));
-                    let height = a.stack_at(c).last().map_or(0, |s| s.2);
-                    assert_eq!(
-                        height,
-                        b.active.max,
-                        "{} device {} event {} top {top}",
-                        path.display(),
-                        p.device,
-                        b.first_id
-                    );
+    each_first_300_events(|path, engine, p, (lo, hi), columns| {
+        let ask = |top, colour| match engine.ask(
+            question::Allocations {
+                device: p.device,
+                window: Some((lo, hi)),
+                columns,
+                top,
+                colour,
+                rules: None,
+            },
+            never,
+            60.0,
+        ) {
+            Ok(view) => view,
+            other => panic!("{}: {other:?}", path.display()),
+        };
+        let counters = counters_per_event(&engine, p.device, (lo, hi));
+        for (top, colour) in [
+            (0, Colour::Site),
+            (7, Colour::Site),
+            (usize::MAX, Colour::Site),
+            (7, Colour::Category),
+        ] {
+            let view = ask(top, colour);
+            let a = &view.allocations;
+            assert!(a.bands.len() <= top);
+            for b in &counters.buckets {
+                let c = (b.first_id - lo) as usize;
+                assert_eq!(a.column_events(c), Some((b.first_id, b.first_id)));
+                let height = a.stack_at(c).last().map_or(0, |s| s.2);
+                assert_eq!(
+                    height,
+                    b.active.max,
+                    "{} device {} event {} top {top}",
+                    path.display(),
+                    p.device,
+                    b.first_id
+                );
+            }
+            if colour == Colour::Category {
+                // By category, a column's bands and folded blocks are the template's
+                // breakdown at its event.
+                let c = columns / 2;
+                let (e, _) = a.column_events(c).unwrap();
+                let mut drawn = std::collections::BTreeMap::<String, i64>::new();
+                for (item, from, to) in a.stack_at(c) {
+                    let key = match item {
+                        Item::Rest(k) => k,
+                        Item::Band(i) => a.bands[i].key,
+                    };
+                    *drawn.entry(a.keys[key as usize].clone()).or_default() += to - from;
                 }
-                if colour == Colour::Category {
-                    // By category, a column's bands and folded blocks are the template's
-                    // breakdown at its event.
-                    let c = columns / 2;
-                    let (e, _) = a.column_events(c).unwrap();
-                    let mut drawn = std::collections::BTreeMap::<String, i64>::new();
-                    for (item, from, to) in a.stack_at(c) {
-                        let key = match item {
-                            Item::Rest(k) => k,
-                            Item::Band(i) => a.bands[i].key,
-                        };
-                        *drawn.entry(a.keys[key as usize].clone()).or_default() += to - from;
-                    }
-                    let t = engine
-                        .ask(
-                            question::Template {
-                                device: p.device,
-                                template: "category_breakdown_at_event".into(),
-                                params: json!({"event_id": e}).as_object().unwrap().clone(),
-                                max_rows: -1,
-                                exact_total: true,
-                            },
-                            never,
-                            60.0,
-                        )
-                        .unwrap();
-                    let (ci, bi) = (
-                        t.columns.iter().position(|c| c == "category").unwrap(),
-                        t.columns.iter().position(|c| c == "bytes").unwrap(),
-                    );
-                    let mut want = std::collections::BTreeMap::<String, i64>::new();
-                    for r in &t.rows {
-                        *want.entry(r[ci].as_str().unwrap().to_owned()).or_default() +=
-                            r[bi].as_i64().unwrap();
-                    }
-                    want.retain(|_, v| *v != 0);
-                    drawn.retain(|_, v| *v != 0);
-                    assert_eq!(drawn, want, "{} event {e}", path.display());
-                    assert_eq!(view.rules.len(), a.bands.len(), "each kept block's rule");
+                let t = engine
+                    .ask(
+                        question::Template {
+                            device: p.device,
+                            template: "category_breakdown_at_event".into(),
+                            params: json!({"event_id": e}).as_object().unwrap().clone(),
+                            max_rows: -1,
+                            exact_total: true,
+                        },
+                        never,
+                        60.0,
+                    )
+                    .unwrap();
+                let (ci, bi) = (
+                    t.columns.iter().position(|c| c == "category").unwrap(),
+                    t.columns.iter().position(|c| c == "bytes").unwrap(),
+                );
+                let mut want = std::collections::BTreeMap::<String, i64>::new();
+                for r in &t.rows {
+                    *want.entry(r[ci].as_str().unwrap().to_owned()).or_default() +=
+                        r[bi].as_i64().unwrap();
                 }
-                // Sites label kept blocks' stacks only, each with some text (an empty stack
-                // has none).
-                let kept: std::collections::HashSet<i64> =
-                    a.bands.iter().filter_map(|b| b.block.callstack).collect();
-                for (id, site) in &view.sites {
-                    assert!(kept.contains(id) && !site.is_empty(), "{id}: {site:?}");
-                }
+                want.retain(|_, v| *v != 0);
+                drawn.retain(|_, v| *v != 0);
+                assert_eq!(drawn, want, "{} event {e}", path.display());
+                assert_eq!(view.rules.len(), a.bands.len(), "each kept block's rule");
+            }
+            // Sites label kept blocks' stacks only, each with some text (an empty stack
+            // has none).
+            let kept: std::collections::HashSet<i64> =
+                a.bands.iter().filter_map(|b| b.block.callstack).collect();
+            for (id, site) in &view.sites {
+                assert!(kept.contains(id) && !site.is_empty(), "{id}: {site:?}");
             }
         }
-    }
+    });
 }
 
 /// The OOM view's answer is `report oom`'s, through the page's text messages; a file without
@@ -1004,44 +1011,37 @@ fn the_segment_map_is_report_segments_at_every_event_asked() {
 #[test]
 fn the_segment_timeline_stacks_the_reserved_counter() {
     let mut checked = 0;
-    for (path, previews, engine) in imported_fixtures() {
-        for p in &previews {
-            let Some((first, last)) = p.timeline.bounds else {
-                continue;
-            };
-            let (lo, hi) = (first, last.min(first + 299));
-            let columns = (hi - lo + 1) as usize;
-            let counters = counters_per_event(&engine, p.device, (lo, hi));
-            for top in [0, 3, usize::MAX] {
-                let a = engine
-                    .ask(
-                        question::SegmentTimeline {
-                            device: p.device,
-                            window: Some((lo, hi)),
-                            columns,
-                            top,
-                        },
-                        never,
-                        60.0,
-                    )
-                    .unwrap_or_else(|f| panic!("{}: {f:?}", path.display()));
-                assert!(a.bands.len() <= top);
-                for b in &counters.buckets {
-                    let c = (b.first_id - lo) as usize;
-                    let height = a.stack_at(c).last().map_or(0, |s| s.2);
-                    assert_eq!(
-                        height,
-                        b.reserved.max,
-                        "{} device {} event {} top {top}",
-                        path.display(),
-                        p.device,
-                        b.first_id
-                    );
-                    checked += 1;
-                }
+    each_first_300_events(|path, engine, p, (lo, hi), columns| {
+        let counters = counters_per_event(&engine, p.device, (lo, hi));
+        for top in [0, 3, usize::MAX] {
+            let a = engine
+                .ask(
+                    question::SegmentTimeline {
+                        device: p.device,
+                        window: Some((lo, hi)),
+                        columns,
+                        top,
+                    },
+                    never,
+                    60.0,
+                )
+                .unwrap_or_else(|f| panic!("{}: {f:?}", path.display()));
+            assert!(a.bands.len() <= top);
+            for b in &counters.buckets {
+                let c = (b.first_id - lo) as usize;
+                let height = a.stack_at(c).last().map_or(0, |s| s.2);
+                assert_eq!(
+                    height,
+                    b.reserved.max,
+                    "{} device {} event {} top {top}",
+                    path.display(),
+                    p.device,
+                    b.first_id
+                );
+                checked += 1;
             }
         }
-    }
+    });
     assert!(checked >= 1000, "only {checked} columns checked");
 }
 

@@ -342,7 +342,7 @@ const HEAD: &str = include_str!("../../../www/report-head.html");
 /// Replaces `{{HEAD}}` and each placeholder once, in one pass over the template, so text
 /// inserted for one placeholder (a frame name spelling `{{SCRIPT}}`) is never itself replaced.
 pub(crate) fn fill(template: &str, values: &[(&str, &str)]) -> String {
-    let values: Vec<(&str, &str)> = [("{{HEAD}}", HEAD)]
+    let values: Vec<(&str, &str)> = [("{{HEAD}}", HEAD.trim_end())]
         .into_iter()
         .chain(values.iter().copied())
         .collect();

@@ -3,9 +3,8 @@
 //! ([`server`]): the app to anyone who can connect, the file only to a request that carries
 //! the URL's token; and [`browser`] opens it.
 //!
-//! The page reads the file the way it reads a dropped one — its worker asks for slices, here
-//! HTTP ranges or one streamed answer — so the server never holds more of it than the slice it
-//! is sending, whatever its size.
+//! The page fetches the file in one streamed answer (HTTP ranges are answered too), so the
+//! server never holds more of it than the slice it is sending, whatever its size.
 #![forbid(unsafe_code)]
 
 pub mod app;

@@ -48,7 +48,6 @@ const CATEGORY_COLOURS: [[u8; 3]; 8] = [
     [140, 148, 160],
 ];
 
-
 fn site_colour(callstack: Option<i64>) -> [u8; 3] {
     match callstack {
         // Fibonacci hashing spreads neighbouring ids over the palette.
@@ -210,8 +209,7 @@ pub fn AllocationPanel() -> impl IntoView {
             }
         }
     };
-    let on_wheel =
-        move |e: WheelEvent| band_chart::zoom(state.window, &e, bounds_and_window());
+    let on_wheel = move |e: WheelEvent| band_chart::zoom(state.window, &e, bounds_and_window());
     let readout = move || {
         let hit = hover.get()?;
         view_memo.with(|v| {

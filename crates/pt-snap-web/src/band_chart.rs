@@ -102,7 +102,11 @@ impl Pixels {
 
 /// The wheel over a chart zooms `window` (every timeline's) about the pointer, within the
 /// trace's `bounds`; `now` is `(bounds, window)` as the chart last drew them.
-pub fn zoom(window: RwSignal<Option<(i64, i64)>>, e: &WheelEvent, now: Option<((i64, i64), (i64, i64))>) {
+pub fn zoom(
+    window: RwSignal<Option<(i64, i64)>>,
+    e: &WheelEvent,
+    now: Option<((i64, i64), (i64, i64))>,
+) {
     e.prevent_default();
     let Some(el) = e
         .current_target()

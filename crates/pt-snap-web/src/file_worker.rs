@@ -39,7 +39,10 @@ struct Shared {
     /// The messages for the worker until it has said `Ready` (earlier ones would be lost);
     /// `None` after.
     outbox: RefCell<Option<Vec<Object>>>,
-    listener: RefCell<Listener>,
+    /// `None` until [`FileWorker::listen`]; what the worker says before is kept in `unheard`
+    /// (a spare that dies, or an early worker's held events, must still be heard).
+    listener: RefCell<Option<Listener>>,
+    unheard: RefCell<Vec<(FromWorker, JsValue)>>,
     readers: RefCell<Vec<Reader>>,
 }
 
@@ -62,7 +65,8 @@ impl Drop for Reader {
 }
 
 impl FileWorker {
-    /// Starts a worker; its messages go nowhere until [`FileWorker::listen`].
+    /// Starts a worker (the one `www/served.js` started, if there is one); what it says is
+    /// kept until [`FileWorker::listen`].
     pub fn start() -> Result<FileWorker, Failure> {
         let (worker, held) = match early_worker() {
             Some(early) => early,
@@ -79,7 +83,8 @@ impl FileWorker {
         let shared = Rc::new(Shared {
             worker,
             outbox: RefCell::new(Some(Vec::new())),
-            listener: RefCell::new(Rc::new(|_, _| {})),
+            listener: RefCell::new(None),
+            unheard: RefCell::new(Vec::new()),
             readers: RefCell::new(Vec::new()),
         });
         // Weak: the worker's handlers must not keep what owns them alive.
@@ -106,6 +111,15 @@ impl FileWorker {
         for event in held.iter() {
             match event.dyn_into::<web_sys::ErrorEvent>() {
                 Ok(error) => shared.tell(FromWorker::Failed(died(&error)), JsValue::UNDEFINED),
+                // A script that did not load fires a plain `error` event.
+                Err(event) if Reflect::get(&event, &"type".into()).ok() == Some("error".into()) => {
+                    shared.tell(
+                        FromWorker::Failed(pt_snap_import::failure::backend(
+                            "the worker could not load its script",
+                        )),
+                        JsValue::UNDEFINED,
+                    )
+                }
                 Err(event) => {
                     let data = Reflect::get(&event, &"data".into()).unwrap_or(JsValue::UNDEFINED);
                     shared.received(&data);
@@ -119,9 +133,19 @@ impl FileWorker {
         })
     }
 
-    /// Hands every message from now on (but `Ready` and the read helpers') to `listener`.
+    /// Hands every message (but `Ready` and the read helpers') to `listener`: first those
+    /// said before, then each as it comes. Those said before follow in a microtask, once the
+    /// caller has made the worker its own, and still ahead of any message to come.
     pub fn listen(&self, listener: Listener) {
-        *self.shared.listener.borrow_mut() = listener;
+        *self.shared.listener.borrow_mut() = Some(Rc::clone(&listener));
+        let unheard = std::mem::take(&mut *self.shared.unheard.borrow_mut());
+        if !unheard.is_empty() {
+            wasm_bindgen_futures::spawn_local(async move {
+                for (message, attachment) in unheard {
+                    listener(message, attachment);
+                }
+            });
+        }
     }
 
     /// Posts `message`, now or once the worker has said `Ready`.
@@ -187,8 +211,11 @@ impl Shared {
     /// Hands a message to the listener, outside every borrow: it may replace the listener
     /// or drop this worker.
     fn tell(&self, message: FromWorker, attachment: JsValue) {
-        let listener = Rc::clone(&self.listener.borrow());
-        listener(message, attachment);
+        let listener = self.listener.borrow().clone();
+        match listener {
+            Some(listener) => listener(message, attachment),
+            None => self.unheard.borrow_mut().push((message, attachment)),
+        }
     }
 
     /// Starts read helper `id` on the `job` attached to `data`, its messages passed on to
@@ -246,20 +273,23 @@ fn post(worker: &Worker, o: &Object) {
     }
 }
 
-/// What a worker that died says: it posts nothing (its wasm trapped, e.g. out of memory on a
-/// huge file), so its error event is turned into the failure shown.
 /// The worker `www/served.js` started as a `pt-snap view` page began to load (its wasm
 /// compiles while the page's does and the file is fetched), with the events it got until
 /// now; taken once.
 fn early_worker() -> Option<(Worker, js_sys::Array)> {
     let window = web_sys::window()?;
     let early = Reflect::get(&window, &"ptSnapEarlyWorker".into()).ok()?;
-    let worker: Worker = Reflect::get(&early, &"worker".into()).ok()?.dyn_into().ok()?;
+    let worker: Worker = Reflect::get(&early, &"worker".into())
+        .ok()?
+        .dyn_into()
+        .ok()?;
     let held: js_sys::Array = Reflect::get(&early, &"held".into()).ok()?.dyn_into().ok()?;
     let _ = Reflect::delete_property(&window, &"ptSnapEarlyWorker".into());
     Some((worker, held))
 }
 
+/// What a worker that died says: it posts nothing (its wasm trapped, e.g. out of memory on a
+/// huge file), so its error event is turned into the failure shown.
 fn died(ev: &web_sys::ErrorEvent) -> Failure {
     ev.prevent_default();
     pt_snap_import::failure::backend(format!(

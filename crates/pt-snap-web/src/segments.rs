@@ -164,7 +164,8 @@ fn stream_colour(key: u16) -> [u8; 3] {
     STREAMS[usize::from(key) % STREAMS.len()]
 }
 
-/// Neighbouring segments told apart: every other one a shade lighter.
+/// Segments told apart: every other band (in the answer's order, which stacks them, so
+/// neighbours mostly differ) a shade lighter.
 fn shade(rgb: [u8; 3], band: usize) -> [u8; 3] {
     if band.is_multiple_of(2) {
         rgb
@@ -172,7 +173,6 @@ fn shade(rgb: [u8; 3], band: usize) -> [u8; 3] {
         paler(rgb, 5)
     }
 }
-
 
 /// The item under a pointer: which column, and which segment or folded stream there.
 #[derive(Debug, Clone, PartialEq)]

@@ -23,13 +23,22 @@ pub fn requested() -> bool {
         .any(|pair| pair.strip_prefix("token=").is_some_and(|t| !t.is_empty()))
 }
 
-/// Opens what `www/served.js` fetched, as if it had been dropped on the page.
+/// What the status strip says while `www/served.js` fetches.
+const FETCHING: &str = "what pt-snap view serves";
+
+/// Opens what `www/served.js` fetched, as if it had been dropped on the page, unless the
+/// user opened something else meanwhile.
 pub fn open(state: AppState) {
-    state
-        .status
-        .set(Status::Reading("what pt-snap view serves".into()));
+    state.status.set(Status::Reading(FETCHING.into()));
     leptos::task::spawn_local(async move {
-        match served().await {
+        let result = served().await;
+        let still_ours = state
+            .status
+            .with_untracked(|s| matches!(s, Status::Reading(what) if what == FETCHING));
+        if !still_ours {
+            return;
+        }
+        match result {
             Ok(Some((files, folder))) => file_drop::open_files(state, files, folder),
             Ok(None) => state.status.set(Status::Idle),
             Err(failure) => state.status.set(Status::Failed(failure)),
@@ -63,9 +72,16 @@ async fn served() -> Result<Option<(Vec<(File, String)>, bool)>, Failure> {
     };
     let blobs = Array::from(&field("blobs"));
     let mut files = Vec::new();
-    for (i, entry) in listing["files"].as_array().into_iter().flatten().enumerate() {
-        let (Some(path), Ok(blob)) = (entry["path"].as_str(), blobs.get(i as u32).dyn_into::<Blob>())
-        else {
+    for (i, entry) in listing["files"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .enumerate()
+    {
+        let (Some(path), Ok(blob)) = (
+            entry["path"].as_str(),
+            blobs.get(i as u32).dyn_into::<Blob>(),
+        ) else {
             continue;
         };
         // A dropped folder's files are named by their path below it, a dropped file by its
@@ -90,7 +106,11 @@ async fn served() -> Result<Option<(Vec<(File, String)>, bool)>, Failure> {
 /// Why `www/served.js` got nothing: the server refused (its status and words), did not
 /// answer, or listed nothing readable.
 fn refused(e: JsValue) -> Failure {
-    let get = |name: &str| Reflect::get(&e, &name.into()).ok().filter(|v| !v.is_undefined());
+    let get = |name: &str| {
+        Reflect::get(&e, &name.into())
+            .ok()
+            .filter(|v| !v.is_undefined())
+    };
     if let Some(status) = get("status").and_then(|s| s.as_f64()) {
         let said = get("text").and_then(|t| t.as_string()).unwrap_or_default();
         let code = if status == 403.0 {
@@ -98,11 +118,13 @@ fn refused(e: JsValue) -> Failure {
         } else {
             ErrorCode::Other
         };
-        // The server's words say what to do (a wrong token's: open the URL it printed).
+        // The server's words say what to do (a wrong token's: open the URL it printed), so
+        // no hint of the code's own.
         return Failure::new(
             code,
             format!("pt-snap view answered HTTP {status}: {}", said.trim()),
-        );
+        )
+        .with_hint(None);
     }
     if let Some(why) = get("network").and_then(|n| n.as_string()) {
         return Failure::new(

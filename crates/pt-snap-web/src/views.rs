@@ -467,7 +467,8 @@ impl Redraw {
         draw: impl FnOnce(T) -> Result<(), JsValue> + 'static,
     ) {
         let this = self.supersede();
-        let current = move || self.latest.try_get_value() == this;
+        // A view gone (`None`) draws nothing.
+        let current = move || this.is_some() && self.latest.try_get_value() == this;
         let failed = move |err: JsValue| {
             (self.failure).set(Some(Failure::new(ErrorCode::Internal, format!("{err:?}"))))
         };
@@ -520,7 +521,9 @@ pub fn TreeView() -> impl IntoView {
             Some(Ok(json)) => {
                 failure.set(None);
                 redraw.in_two_tasks(
-                    move || flamegraph_prepare(&js_sys::JSON::parse(&json).unwrap_or(JsValue::NULL)),
+                    move || {
+                        flamegraph_prepare(&js_sys::JSON::parse(&json).unwrap_or(JsValue::NULL))
+                    },
                     move |models| {
                         let el: &web_sys::HtmlElement = &el;
                         let view = flamegraph_render(el, &models, &js_sys::Object::new())?;
