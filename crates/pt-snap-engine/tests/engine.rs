@@ -80,8 +80,6 @@ fn never() -> Option<Stop> {
     None
 }
 
-/// The counter timeline over `window`, a bucket per event: what the band charts must stack up
-
 /// Every device of every fixture with events, over its first 300 events at one column each:
 /// `f(path, engine, device, window, columns)`.
 fn each_first_300_events(mut f: impl FnMut(&Path, &Engine, &DevicePreview, (i64, i64), usize)) {
@@ -95,6 +93,8 @@ fn each_first_300_events(mut f: impl FnMut(&Path, &Engine, &DevicePreview, (i64,
         }
     }
 }
+
+/// The counter timeline over `window`, a bucket per event: what the band charts must stack up
 /// to, column by column.
 fn counters_per_event(engine: &Engine, device: i64, window: (i64, i64)) -> Timeline {
     let buckets = (window.1 - window.0 + 1) as usize;
@@ -558,7 +558,7 @@ fn the_allocation_timeline_stacks_the_active_counter() {
             Ok(view) => view,
             other => panic!("{}: {other:?}", path.display()),
         };
-        let counters = counters_per_event(&engine, p.device, (lo, hi));
+        let counters = counters_per_event(engine, p.device, (lo, hi));
         for (top, colour) in [
             (0, Colour::Site),
             (7, Colour::Site),
@@ -1012,7 +1012,7 @@ fn the_segment_map_is_report_segments_at_every_event_asked() {
 fn the_segment_timeline_stacks_the_reserved_counter() {
     let mut checked = 0;
     each_first_300_events(|path, engine, p, (lo, hi), columns| {
-        let counters = counters_per_event(&engine, p.device, (lo, hi));
+        let counters = counters_per_event(engine, p.device, (lo, hi));
         for top in [0, 3, usize::MAX] {
             let a = engine
                 .ask(
