@@ -172,12 +172,35 @@ impl Allocations {
         out
     }
 
+    /// Every column's stack at once: `f(column, item, from, to)` for each item of each
+    /// column, bottom up within a column as [`Allocations::stack_at`] gives it (columns
+    /// interleaved). One pass over the bands, each over its own run of columns, so a chart
+    /// costs the items it draws rather than every band for every column. Gives the highest
+    /// stack.
+    pub fn each_stacked(&self, mut f: impl FnMut(usize, Item, i64, i64)) -> i64 {
+        let mut at = vec![0i64; self.columns];
+        for (k, rest) in self.rest.iter().enumerate() {
+            for (c, &bytes) in rest.iter().enumerate().take(self.columns) {
+                if bytes > 0 {
+                    f(c, Item::Rest(k as u16), at[c], at[c] + bytes);
+                    at[c] += bytes;
+                }
+            }
+        }
+        for (i, b) in self.bands.iter().enumerate() {
+            let first = b.columns.0 as usize;
+            let last = (b.columns.1 as usize).min(self.columns.saturating_sub(1));
+            for (c, height) in at.iter_mut().enumerate().take(last + 1).skip(first) {
+                f(c, Item::Band(i), *height, *height + b.block.size);
+                *height += b.block.size;
+            }
+        }
+        at.into_iter().max().unwrap_or(0)
+    }
+
     /// The highest stack of any column: the chart's scale.
     pub fn top(&self) -> i64 {
-        (0..self.columns)
-            .map(|c| self.stack_at(c).last().map_or(0, |s| s.2))
-            .max()
-            .unwrap_or(0)
+        self.each_stacked(|_, _, _, _| {})
     }
 
     /// The events column `c` covers.
@@ -271,6 +294,47 @@ mod tests {
         assert_eq!(next, 41);
         for outside in [9, 41, -1] {
             assert_eq!(bucket_index((10, 40), 7, outside), None, "{outside}");
+        }
+    }
+
+    #[test]
+    fn every_stack_at_once_is_each_column_stacked() {
+        let blocks: Vec<Lifetime> = (0..40)
+            .map(|i| {
+                block(
+                    i,
+                    10 + (i * 37) % 90,
+                    (i * 7) % 30 - 3,
+                    [-1, 35, 12][i as usize % 3],
+                )
+            })
+            .collect();
+        for top in [0, 5, 100] {
+            let req = AllocationRequest {
+                window: None,
+                columns: 17,
+                top,
+            };
+            let a = allocations(
+                &blocks,
+                Some((0, 39)),
+                &req,
+                vec!["a".into(), "b".into()],
+                |b| (b.block % 2) as u16,
+            );
+            let mut columns = vec![Vec::new(); a.columns];
+            let top_at_once = a.each_stacked(|c, item, from, to| columns[c].push((item, from, to)));
+            for (c, stack) in columns.iter().enumerate() {
+                assert_eq!(stack, &a.stack_at(c), "top {top}, column {c}");
+            }
+            let highest = (0..a.columns)
+                .map(|c| a.stack_at(c).last().map_or(0, |s| s.2))
+                .max();
+            assert_eq!(Some(top_at_once), highest.or(Some(0)), "top {top}");
+            assert!(
+                columns.iter().any(|s| s.len() >= 2),
+                "top {top}: the case stacks something: {columns:?}"
+            );
         }
     }
 }

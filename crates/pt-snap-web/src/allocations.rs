@@ -105,34 +105,35 @@ pub fn AllocationPanel() -> impl IntoView {
             };
             let a = &v.allocations;
             let mut pixels = CHART.pixels();
-            for c in 0..a.columns.min(COLUMNS) {
-                let x = PAD as usize + c;
-                for (item, from, to) in a.stack_at(c) {
-                    let (y_top, y_bottom) = (CHART.y_of(to, top), CHART.y_of(from, top));
-                    let by_category = a.keys.len() > 1;
-                    let rgb = match item {
-                        Item::Rest(k) if by_category => {
-                            paler(CATEGORY_COLOURS[usize::from(k).min(7)], 11)
-                        }
-                        Item::Rest(_) => REST,
-                        Item::Band(i) => {
-                            let b = &a.bands[i];
-                            if Some(b.block.block) == sel {
-                                SELECTED
-                            } else if by_category {
-                                CATEGORY_COLOURS[usize::from(b.key).min(7)]
-                            } else {
-                                site_colour(b.block.callstack)
-                            }
-                        }
-                    };
-                    pixels.paint(x, y_top, y_bottom.max(y_top + 1), rgb);
-                    // A darker edge on top of each band tall enough to keep one.
-                    if y_bottom > y_top + 3 {
-                        pixels.paint(x, y_top, y_top + 1, rgb.map(|v| v / 2));
-                    }
+            let by_category = a.keys.len() > 1;
+            a.each_stacked(|c, item, from, to| {
+                if c >= COLUMNS {
+                    return;
                 }
-            }
+                let x = PAD as usize + c;
+                let (y_top, y_bottom) = (CHART.y_of(to, top), CHART.y_of(from, top));
+                let rgb = match item {
+                    Item::Rest(k) if by_category => {
+                        paler(CATEGORY_COLOURS[usize::from(k).min(7)], 11)
+                    }
+                    Item::Rest(_) => REST,
+                    Item::Band(i) => {
+                        let b = &a.bands[i];
+                        if Some(b.block.block) == sel {
+                            SELECTED
+                        } else if by_category {
+                            CATEGORY_COLOURS[usize::from(b.key).min(7)]
+                        } else {
+                            site_colour(b.block.callstack)
+                        }
+                    }
+                };
+                pixels.paint(x, y_top, y_bottom.max(y_top + 1), rgb);
+                // A darker edge on top of each band tall enough to keep one.
+                if y_bottom > y_top + 3 {
+                    pixels.paint(x, y_top, y_top + 1, rgb.map(|v| v / 2));
+                }
+            });
             pixels.put(&canvas);
         });
     });

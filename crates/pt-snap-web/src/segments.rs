@@ -223,20 +223,21 @@ fn SegmentTimelinePanel() -> impl IntoView {
                 return;
             };
             let mut pixels = CHART.pixels();
-            for c in 0..a.columns.min(COLUMNS) {
-                let x = crate::timeline::PAD as usize + c;
-                for (item, from, to) in a.stack_at(c) {
-                    let (y_top, y_bottom) = (CHART.y_of(to, top), CHART.y_of(from, top));
-                    let rgb = match item {
-                        // The folded segments of a stream: its colour, paler still.
-                        Item::Rest(k) => paler(stream_colour(k), 12),
-                        Item::Band(i) => shade(stream_colour(a.bands[i].key), i),
-                    };
-                    pixels.paint(x, y_top, y_bottom.max(y_top + 1), rgb);
+            let x_of = |c: usize| crate::timeline::PAD as usize + c;
+            a.each_stacked(|c, item, from, to| {
+                if c >= COLUMNS {
+                    return;
                 }
-                if mark == Some(c) {
-                    pixels.paint(x, 0, CHART.height, SELECTED);
-                }
+                let (y_top, y_bottom) = (CHART.y_of(to, top), CHART.y_of(from, top));
+                let rgb = match item {
+                    // The folded segments of a stream: its colour, paler still.
+                    Item::Rest(k) => paler(stream_colour(k), 12),
+                    Item::Band(i) => shade(stream_colour(a.bands[i].key), i),
+                };
+                pixels.paint(x_of(c), y_top, y_bottom.max(y_top + 1), rgb);
+            });
+            if let Some(c) = mark.filter(|&c| c < COLUMNS) {
+                pixels.paint(x_of(c), 0, CHART.height, SELECTED);
             }
             pixels.put(&canvas);
         });
@@ -335,11 +336,18 @@ fn SegmentTimelinePanel() -> impl IntoView {
                         // An SVG fill, not a style attribute: the page's CSP allows no inline style.
                         <span><svg class="swatch" width="10" height="10" aria-hidden="true"><rect width="10" height="10" rx="2" fill=css(stream_colour(k as u16))></rect></svg>{name.clone()}</span>
                     }).collect_view()}
-                    <span class="muted">{format!(
-                        "{} of the {} segments reserved in this window drawn one by one, every other a shade lighter; the paler band at the bottom folds the rest.",
-                        grouped(a.bands.len() as i64),
-                        grouped(a.live_blocks as i64),
-                    )}</span>
+                    <span class="muted">{if a.bands.len() as u64 >= a.live_blocks {
+                        format!(
+                            "All {} segments reserved in this window, drawn one by one, every other a shade lighter.",
+                            grouped(a.live_blocks as i64),
+                        )
+                    } else {
+                        format!(
+                            "{} of the {} segments reserved in this window drawn one by one, every other a shade lighter; the paler band at the bottom folds the rest.",
+                            grouped(a.bands.len() as i64),
+                            grouped(a.live_blocks as i64),
+                        )
+                    }}</span>
                 </div>
             }))}
         </section>
