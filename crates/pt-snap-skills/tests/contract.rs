@@ -55,6 +55,22 @@ fn flags() -> BTreeMap<&'static str, BTreeSet<&'static str>> {
     m.insert("metadata", vec![]);
     m.insert("ranks", vec!["--device", "-d", "--metric", "--jobs", "-j"]);
     m.insert(
+        "check",
+        vec![
+            "--record",
+            "--baseline",
+            "--metric",
+            "--tolerance",
+            "--device",
+            "-d",
+            "--format",
+            "--output",
+            "-o",
+            "--jobs",
+            "-j",
+        ],
+    );
+    m.insert(
         "diff",
         vec![
             "--metric",
