@@ -68,15 +68,42 @@ pub struct Engine {
     console: Arc<AtomicBool>,
     /// One device's block lifetimes, read once for the allocation timeline: every window
     /// is cut from them without another scan of the table.
-    blocks: RefCell<Option<Rc<DeviceBlocks>>>,
+    blocks: LastDevice<DeviceBlocks>,
     /// The segment map's replays and the segment timeline's bands ([`segments`]).
     segments: segments::Segments,
+}
+
+/// One device's data for a timeline, read once and kept until another device is asked for:
+/// every window is cut from it without another scan of the database.
+struct LastDevice<T>(RefCell<Option<(i64, Rc<T>)>>);
+
+impl<T> Default for LastDevice<T> {
+    fn default() -> Self {
+        LastDevice(RefCell::new(None))
+    }
+}
+
+impl<T> LastDevice<T> {
+    /// `device`'s data, kept, or `read` now (and kept instead of the last device's).
+    fn get(
+        &self,
+        device: i64,
+        read: impl FnOnce() -> Result<T, Refusal>,
+    ) -> Result<Rc<T>, Refusal> {
+        if let Some((d, kept)) = &*self.0.borrow() {
+            if *d == device {
+                return Ok(Rc::clone(kept));
+            }
+        }
+        let data = Rc::new(read()?);
+        *self.0.borrow_mut() = Some((device, Rc::clone(&data)));
+        Ok(data)
+    }
 }
 
 /// A device's blocks, and (once asked for) their stacks' categories under the last rules
 /// asked for.
 struct DeviceBlocks {
-    device: i64,
     lifetimes: Vec<Lifetime>,
     categories: RefCell<Option<Rc<BlockCategories>>>,
     /// Each stack's label once read (`None`: an empty stack), so a window dragged across
@@ -612,26 +639,14 @@ impl Engine {
         rules: Option<&str>,
     ) -> Result<AllocationView, Refusal> {
         let a = &self.analyzer;
-        let cached = self
-            .blocks
-            .borrow()
-            .as_ref()
-            .filter(|d| d.device == device)
-            .map(Rc::clone);
-        let device_blocks = match cached {
-            Some(d) => d,
-            None => {
-                let (_, lifetimes) = a.lifetimes(Some(device))?;
-                let d = Rc::new(DeviceBlocks {
-                    device,
-                    lifetimes,
-                    categories: RefCell::new(None),
-                    sites: RefCell::default(),
-                });
-                *self.blocks.borrow_mut() = Some(Rc::clone(&d));
-                d
-            }
-        };
+        let device_blocks = self.blocks.get(device, || {
+            let (_, lifetimes) = a.lifetimes(Some(device))?;
+            Ok(DeviceBlocks {
+                lifetimes,
+                categories: RefCell::new(None),
+                sites: RefCell::default(),
+            })
+        })?;
         let bounds = self.bounds_of(device);
         let req = AllocationRequest {
             window,

@@ -8,7 +8,6 @@
 use std::cell::RefCell;
 use std::collections::hash_map::Entry;
 use std::collections::HashMap;
-use std::rc::Rc;
 
 use pt_snap_query::Lifetime;
 use pt_snap_report::allocations::{allocations, AllocationRequest, Allocations};
@@ -16,7 +15,7 @@ use pt_snap_report::capture::{capture_of, Capture};
 use pt_snap_report::segments::{map_of, page_data, segment_lifetimes, Replay};
 
 use crate::protocol::question;
-use crate::{Answers, CaptureCheck, Engine, Refusal, MAX_COLUMNS, MAX_TOP};
+use crate::{Answers, CaptureCheck, Engine, LastDevice, Refusal, MAX_COLUMNS, MAX_TOP};
 
 /// What the engine keeps between the Segments view's questions.
 #[derive(Default)]
@@ -24,12 +23,11 @@ pub(crate) struct Segments {
     /// Each device's replay, by the device asked for.
     replays: RefCell<HashMap<i64, Replay>>,
     /// The last device's segment timeline bands.
-    bands: RefCell<Option<Rc<DeviceBands>>>,
+    bands: LastDevice<DeviceBands>,
 }
 
 /// A device's segment lifetimes and the colour class (stream) of each.
 struct DeviceBands {
-    device: i64,
     bands: Vec<Lifetime>,
     /// `stream N` for each stream, in stream order.
     keys: Vec<String>,
@@ -49,7 +47,6 @@ impl DeviceBands {
             .map(|s| distinct.binary_search(s).unwrap_or(0) as u16)
             .collect();
         Ok(DeviceBands {
-            device,
             bands,
             keys: distinct.iter().map(|s| format!("stream {s}")).collect(),
             key_of,
@@ -75,17 +72,8 @@ impl Answers for question::Segments {
 
 impl Answers for question::SegmentTimeline {
     fn answer(&self, engine: &Engine) -> Result<Allocations, Refusal> {
-        let cached = (engine.segments.bands.borrow().as_ref())
-            .filter(|d| d.device == self.device)
-            .map(Rc::clone);
-        let device = match cached {
-            Some(d) => d,
-            None => {
-                let d = Rc::new(DeviceBands::read(engine, self.device)?);
-                *engine.segments.bands.borrow_mut() = Some(Rc::clone(&d));
-                d
-            }
-        };
+        let device =
+            (engine.segments.bands).get(self.device, || DeviceBands::read(engine, self.device))?;
         let bounds = engine.bounds_of(self.device);
         let req = AllocationRequest {
             window: self.window,
