@@ -286,11 +286,9 @@ pub fn AllocationPanel() -> impl IntoView {
                 _ => None,
             }}
             <div class="tl-plot">
-                <div class="tl-yaxis small muted" aria-hidden="true">
-                    <span>{move || view_memo.with(|v| v.is_some().then(|| fmt::bytes(top.get())))}</span>
-                    <span>{move || view_memo.with(|v| v.is_some().then(|| fmt::bytes(top.get() / 2)))}</span>
-                    <span>"0"</span>
-                </div>
+                {band_chart::y_axis(move |part| {
+                    view_memo.with(|v| v.is_some().then(|| fmt::bytes((top.get() as f64 * part) as i64)))
+                })}
                 <canvas class="allocations-chart" data-testid="allocations-chart" node_ref=canvas width=W as u32 height=CHART.height as u32
                     data-window=move || view_memo.with(|v| v.as_ref().and_then(|v| v.allocations.window).map(|(a, b)| format!("{a}-{b}")))
                     data-colour=move || view_memo.with(|v| v.as_ref().map(|v| if v.allocations.keys.len() > 1 { "category" } else { "site" }))

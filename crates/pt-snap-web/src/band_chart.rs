@@ -9,6 +9,7 @@ use pt_snap_report::allocations::{Allocations, Item};
 use wasm_bindgen::{Clamped, JsCast};
 use web_sys::{CanvasRenderingContext2d, HtmlCanvasElement, MouseEvent, WheelEvent};
 
+use crate::fmt;
 use crate::timeline::{set_window, PAD, W};
 
 /// Columns: one per pixel between the counter timeline's paddings.
@@ -138,12 +139,23 @@ pub fn css(rgb: [u8; 3]) -> String {
     format!("rgb({},{},{})", rgb[0], rgb[1], rgb[2])
 }
 
-/// The events a column covers, as a readout starts: `event N` or `events N–M`.
+/// The events a column covers, as a readout starts ([`fmt::events`]).
 pub fn events_text(a: &Allocations, column: usize) -> Option<String> {
-    Some(match a.column_events(column)? {
-        (x, y) if x == y => format!("event {x}"),
-        (x, y) => format!("events {x}–{y}"),
-    })
+    a.column_events(column).map(|(x, y)| fmt::events(x, y))
+}
+
+/// The y axis beside a plot: `label(1.0)` at the top, `label(0.5)` half way, 0 at the
+/// bottom; `label` gives `None` while nothing is drawn.
+pub fn y_axis(
+    label: impl Fn(f64) -> Option<String> + Copy + Send + Sync + 'static,
+) -> impl IntoView {
+    view! {
+        <div class="tl-yaxis small muted" aria-hidden="true">
+            <span>{move || label(1.0)}</span>
+            <span>{move || label(0.5)}</span>
+            <span>"0"</span>
+        </div>
+    }
 }
 
 /// When a band starts or ends, as the readouts say it (`-1`: beyond the trace).

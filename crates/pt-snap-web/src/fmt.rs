@@ -13,6 +13,15 @@ pub fn exact(n: i64) -> String {
     format!("{} bytes", grouped(n))
 }
 
+/// The events a column or bucket covers, as every readout starts: `event N`, `events N–M`.
+pub fn events(first: i64, last: i64) -> String {
+    if first == last {
+        format!("event {first}")
+    } else {
+        format!("events {first}–{last}")
+    }
+}
+
 /// Seconds for a budget field: `60`, `0.5`.
 pub fn seconds(s: f64) -> String {
     if s.fract() == 0.0 {
@@ -51,6 +60,12 @@ mod tests {
         assert_eq!(grouped(605_360_992), "605,360,992");
         assert_eq!(grouped(-1_000), "-1,000");
         assert_eq!(exact(1_024), "1,024 bytes");
+    }
+
+    #[test]
+    fn a_range_of_one_event_is_that_event() {
+        assert_eq!(events(7, 7), "event 7");
+        assert_eq!(events(7, 9), "events 7–9");
     }
 
     #[test]

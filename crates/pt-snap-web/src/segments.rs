@@ -315,11 +315,9 @@ fn SegmentTimelinePanel() -> impl IntoView {
                 _ => None,
             }}
             <div class="tl-plot">
-                <div class="tl-yaxis small muted" aria-hidden="true">
-                    <span>{move || drawn.with(|a| a.is_some().then(|| fmt::bytes(top.get())))}</span>
-                    <span>{move || drawn.with(|a| a.is_some().then(|| fmt::bytes(top.get() / 2)))}</span>
-                    <span>"0"</span>
-                </div>
+                {band_chart::y_axis(move |part| {
+                    drawn.with(|a| a.is_some().then(|| fmt::bytes((top.get() as f64 * part) as i64)))
+                })}
                 <canvas class="allocations-chart segment-chart" data-testid="segment-timeline-chart" node_ref=canvas width=W as u32 height=CHART.height as u32
                     data-window=move || drawn.with(|a| a.as_ref().and_then(|a| a.window).map(|(x, y)| format!("{x}-{y}")))
                     data-bands=move || drawn.with(|a| a.as_ref().map(|a| a.bands.len().to_string()))

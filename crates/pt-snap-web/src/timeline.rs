@@ -333,11 +333,7 @@ pub fn TimelinePanel(peaks: PeaksReply) -> impl IntoView {
     };
     let readout = move || match hover.get() {
         Some(b) => {
-            let range = if b.first_id == b.last_id {
-                format!("event {}", b.first_id)
-            } else {
-                format!("events {}–{}", b.first_id, b.last_id)
-            };
+            let range = fmt::events(b.first_id, b.last_id);
             let show = |e: Extent| {
                 if e.min == e.max {
                     fmt::bytes(e.max)
@@ -426,11 +422,7 @@ pub fn TimelinePanel(peaks: PeaksReply) -> impl IntoView {
                     </span>
                 </div>
                 <div class="tl-plot">
-                    <div class="tl-yaxis small muted" aria-hidden="true">
-                        <span>{move || y_label(1.0)}</span>
-                        <span>{move || y_label(0.5)}</span>
-                        <span>"0"</span>
-                    </div>
+                    {crate::band_chart::y_axis(y_label)}
                     <svg viewBox=format!("0 0 {W} {H}") preserveAspectRatio="none" data-testid="timeline"
                         data-window=move || frame.get().map(|f| format!("{}-{}", f.lo, f.hi))
                         data-buckets=move || series.with(|s| drawn(s).map_or(0, |t| t.buckets.len())).to_string()
