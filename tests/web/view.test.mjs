@@ -143,6 +143,7 @@ await check('a directory opens as the ranks of a job, as the CLI ranks it', asyn
     eq(rows.length, byRank.size, 'one row per summarised rank');
     for (const row of rows) eq(row.active, String(byRank.get(row.rank)?.peak_active), `rank ${row.rank} peak_active`);
     ok((await p.textContent('[data-testid=ranks-failed]')).includes('rank4.pickle'), 'the file that is no snapshot is named');
+    ok(!(await p.$$eval('.status[role=status]', (els) => els.map((e) => e.textContent).join(' '))).includes('what pt-snap view serves'), 'no status left from fetching the files');
     await p.screenshot({ path: path.join(out, 'view-directory.png'), fullPage: true });
     await p.close();
   } finally {

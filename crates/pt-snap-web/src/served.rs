@@ -39,7 +39,12 @@ pub fn open(state: AppState) {
             return;
         }
         match result {
-            Ok(Some((files, folder))) => file_drop::open_files(state, files, folder),
+            Ok(Some((files, folder))) => {
+                // From here on it is a drop, which says what it is doing itself (a folder's
+                // ranks say nothing here: without this the fetch's words would stay).
+                state.status.set(Status::Idle);
+                file_drop::open_files(state, files, folder)
+            }
             Ok(None) => state.status.set(Status::Idle),
             Err(failure) => state.status.set(Status::Failed(failure)),
         }
