@@ -1,20 +1,24 @@
 //! The files of a job as `ranks`, `export` and `check` take them (`pt_snap_store::inputs`):
 //! listed and ranked by name, worked on a few at a time (`pt_snap_store::pool`) under one
-//! progress bar, each one's database opened read-only — a snapshot's imported or reused
-//! beside it by the strict replay, as a plain `pt-snap import` makes it.
+//! progress bar. A database is opened read-only; a snapshot is either imported or reused
+//! beside itself by the strict replay, as a plain `pt-snap import` makes it
+//! ([`Job::database`], for `export`), or replayed the same way without writing anything
+//! ([`Job::replay_each`], for `check` and for `ranks` where no import is there to read).
 
 use std::path::{Path, PathBuf};
 
-use pt_snap_contract::hint;
+use pt_snap_contract::{hint, Failure};
 use pt_snap_query::Analyzer;
-use pt_snap_report::check::{measure_snapshot, measure_source, Measured};
+use pt_snap_report::check::{measure_replayed, measure_source, Measured};
 use pt_snap_report::ranks::{assign_ranks, RankAssignment};
+use pt_snap_report::replayed::Replayed;
 use pt_snap_report::Metric;
 use pt_snap_store::inputs::{self, Input, InputKind};
 use pt_snap_store::{open, ReplayMode};
 
 use crate::error::{CliError, CliResult};
 use crate::progress::SetProgress;
+use pt_snap_store::Observer;
 
 pub struct Job {
     pub inputs: Vec<Input>,
@@ -62,6 +66,37 @@ impl Job {
         let opened = open::database(&input.path, input.kind, ReplayMode::Strict, &mut progress)
             .map_err(|e| for_reading(CliError::from(e), command))?;
         Ok((opened.path, opened.import.map(|i| i.reused())))
+    }
+
+    /// `answer` of each device of the snapshot `input` with events (or only `device`),
+    /// replayed as a strict import does but writing no database; a refused replay in the
+    /// import's words, with the hint for `command`.
+    pub fn replay_each<T>(
+        &self,
+        input: &Input,
+        device: Option<i64>,
+        command: &str,
+        answer: impl Fn(&Replayed<'_>) -> T,
+    ) -> CliResult<Vec<T>> {
+        let source = pt_snap_store::snapshot::check(&input.path)?;
+        let mut progress = self.progress.file(input.bytes, input.file_name());
+        let snapshot = pt_snap_store::snapshot::decode(&source, &mut progress)?;
+        let devices = (snapshot.devices_with_events().into_iter())
+            .map(|d| d as i64)
+            .collect();
+        wanted(devices, device)?
+            .into_iter()
+            .map(|d| {
+                let replayed = Replayed::strict(&snapshot, d as usize).map_err(|e| {
+                    let refused = pt_snap_import::replay_refused(&snapshot, d as usize, e);
+                    for_reading(CliError::from(Failure::from(refused)), command)
+                })?;
+                for w in &replayed.warnings {
+                    progress.warn(w);
+                }
+                Ok(answer(&replayed))
+            })
+            .collect()
     }
 }
 
@@ -130,41 +165,25 @@ fn measure_file(
     metric: Metric,
     device: Option<i64>,
 ) -> CliResult<Vec<Measured>> {
-    let wanted = |devices: Vec<i64>| -> CliResult<Vec<i64>> {
-        match device {
-            None => Ok(devices),
-            Some(d) if devices.contains(&d) => Ok(vec![d]),
-            Some(d) => Err(CliError::device_not_found(d, &devices)),
-        }
-    };
     match input.kind {
-        InputKind::Snapshot => {
-            let mut progress = job.progress.file(input.bytes, input.file_name());
-            let snapshot = pt_snap_store::snapshot::decode(&input.path, &mut progress)?;
-            let devices = snapshot
-                .devices_with_events()
-                .into_iter()
-                .map(|d| d as i64)
-                .collect();
-            wanted(devices)?
-                .into_iter()
-                .map(|d| {
-                    measure_snapshot(&snapshot, d as usize, metric).map_err(|e| {
-                        let failure = pt_snap_import::failure::import_failed(format!(
-                            "Snapshot import backend reported failure: {e}"
-                        ))
-                        .with_hint(Some(&hint::replay_failed_reading("check")));
-                        CliError::from(failure)
-                    })
-                })
-                .collect()
-        }
+        InputKind::Snapshot => job.replay_each(input, device, "check", |replayed| {
+            measure_replayed(replayed, metric)
+        }),
         InputKind::Database => {
             let analyzer = Analyzer::open(&input.path).map_err(CliError::from)?;
-            wanted(analyzer.devices().to_vec())?
+            wanted(analyzer.devices().to_vec(), device)?
                 .into_iter()
                 .map(|d| measure_source(&analyzer, d, metric).map_err(CliError::from))
                 .collect()
         }
+    }
+}
+
+/// `devices`, or only `device` when it is one of them.
+fn wanted(devices: Vec<i64>, device: Option<i64>) -> CliResult<Vec<i64>> {
+    match device {
+        None => Ok(devices),
+        Some(d) if devices.contains(&d) => Ok(vec![d]),
+        Some(d) => Err(CliError::device_not_found(d, &devices)),
     }
 }

@@ -105,8 +105,10 @@ const PEAK_FIELDS: [&str; 6] = [
     "peak_reserved_event_id",
 ];
 
+/// The row's peaks are `memory_peak`'s on its database, or else on its snapshot (which
+/// `query` imports beside it).
 fn assert_peaks_are_memory_peak(row: &Value, cwd: &Path) {
-    let db = row["db_path"].as_str().unwrap();
+    let db = (row["db_path"].as_str()).unwrap_or_else(|| row["path"].as_str().unwrap());
     let want = memory_peak(db, row["device"].as_i64().unwrap(), cwd);
     for field in PEAK_FIELDS {
         assert!(row[field].is_i64(), "{field} of {row}");
@@ -155,15 +157,10 @@ fn the_planted_rank_and_only_it_is_an_outlier() {
         assert_eq!(row["rank_source"], "name");
         assert_eq!(row["device"], 0);
         assert_eq!(row["input"], "snapshot");
-        assert_eq!(row["reused"], false, "a fresh directory has no databases");
-        assert_eq!(
-            row["db_path"],
-            root.join(format!("rank{i}.pickle.db"))
-                .display()
-                .to_string()
-        );
+        // A fresh directory has no databases: the replay alone answers, and writes none.
+        assert!(row["reused"].is_null() && row["db_path"].is_null(), "{row}");
+        assert!(!root.join(format!("rank{i}.pickle.db")).exists());
         assert!(row["error"].is_null());
-        assert_peaks_are_memory_peak(row, &root);
         let group = &row["top_callstack_group"];
         assert_eq!(group["event_id"], row["peak_active_event_id"]);
         assert!(group["size_bytes"].as_i64().unwrap() > 0);
@@ -211,18 +208,27 @@ fn the_planted_rank_and_only_it_is_an_outlier() {
     assert_eq!(document["outliers"], 1);
     assert_eq!(document["failed"], 0);
 
-    // Again: every import is reused (the databases beside the snapshots are not extra
-    // ranks), with the same answers; and by another metric.
+    // The peaks are memory_peak's on each snapshot's import (which `query` leaves beside
+    // it). Again: those databases are read (they are not extra ranks), with the same rows
+    // to the byte but where they were read; and by another metric.
+    for row in rows {
+        assert_peaks_are_memory_peak(row, &root);
+    }
     let again = pt_snap(&root, &["ranks", root.to_str().unwrap(), "--json"]);
     assert!(again.status.success(), "{again:?}");
     let again = json_of(&again);
     let again_rows = ranks_of(&again);
     assert_eq!(again_rows.len(), RANKS as usize);
-    for (a, b) in rows.iter().zip(again_rows) {
+    for (i, (a, b)) in rows.iter().zip(again_rows).enumerate() {
         assert_eq!(b["reused"], true);
-        for field in PEAK_FIELDS {
-            assert_eq!(a[field], b[field]);
+        let beside = root.join(format!("rank{i}.pickle.db"));
+        assert_eq!(b["db_path"], beside.display().to_string());
+        let (mut a, mut b) = (a.clone(), b.clone());
+        for row in [&mut a, &mut b] {
+            row["reused"] = Value::Null;
+            row["db_path"] = Value::Null;
         }
+        assert_eq!(a, b, "the replay's row and the database's");
     }
     let reserved = json_of(&pt_snap(
         &root,
@@ -307,6 +313,8 @@ fn a_database_without_times_is_reused_and_says_why() {
     assert!(ranks_of(&first)
         .iter()
         .all(|r| r["time_us_status"] == "kept"));
+    let import = pt_snap(&root, &["import", "rank0.pickle", "--no-focus", "--json"]);
+    assert!(import.status.success(), "{import:?}");
     let db = root.join("rank0.pickle.db");
     rusqlite::Connection::open(&db)
         .unwrap()
@@ -481,8 +489,10 @@ fn every_device_is_a_row_and_names_without_ranks_are_positions() {
     );
     for row in rows {
         assert_peaks_are_memory_peak(row, &root);
-        // The `event` template's exact count of oom events of that device.
-        let db = row["db_path"].as_str().unwrap();
+        // The `event` template's exact count of oom events of that device, on the import
+        // the line above left beside the snapshot.
+        assert!(row["db_path"].is_null(), "the replay alone answered");
+        let db = row["path"].as_str().unwrap();
         let device = row["device"].as_i64().unwrap().to_string();
         let ooms = pt_snap(
             &root,
@@ -610,20 +620,37 @@ fn a_link_is_read_through_and_its_database_goes_beside_the_link() {
             .collect::<Vec<_>>()
     );
     assert_eq!(rows[1]["rank"], 1, "the rank is the link's name's");
+    assert!(rows[1]["db_path"].is_null(), "the replay alone answers");
+    let names = |dir: &Path| -> Vec<String> {
+        let mut names: Vec<_> = (fs::read_dir(dir).unwrap())
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        names
+    };
+    assert_eq!(names(elsewhere.path()), ["rank3.pickle"], "nothing written");
+    assert_eq!(
+        names(&root),
+        ["latest.pickle", "rank0.pickle", "rank1.pickle"]
+    );
+    // The link's import goes beside the link, and `ranks` reads it from there.
+    let import = pt_snap(&root, &["import", "rank1.pickle", "--no-focus", "--json"]);
+    assert!(import.status.success(), "{import:?}");
+    let document = json_of(&pt_snap(
+        &root,
+        &["ranks", root.to_str().unwrap(), "--json"],
+    ));
+    let rows = ranks_of(&document);
     assert_eq!(
         rows[1]["db_path"],
         root.join("rank1.pickle.db").to_str().unwrap(),
-        "the database goes beside the link"
+        "the database beside the link"
     );
-    assert!(root.join("rank1.pickle.db").is_file());
-    let beside_target: Vec<_> = fs::read_dir(elsewhere.path())
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .collect();
+    assert_eq!(rows[1]["reused"], true);
     assert_eq!(
-        beside_target,
+        names(elsewhere.path()),
         ["rank3.pickle"],
-        "nothing written beside the target"
+        "nothing beside the target"
     );
     assert_peaks_are_memory_peak(&rows[1], &root);
 }

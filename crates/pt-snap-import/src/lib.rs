@@ -186,13 +186,7 @@ pub fn import_snapshot_observed(
                 })
             },
         )
-        .map_err(|e| match e {
-            ReplayError::Sink(never) => match never {},
-            e @ ReplayError::Inconsistent(_) => {
-                ImportError::Replay(format!("{e}{}", all_inconsistencies(snapshot, device)))
-            }
-            e @ ReplayError::DumpState { .. } => ImportError::DumpState(e.to_string()),
-        })?;
+        .map_err(|e| replay_refused(snapshot, device, e))?;
         sink.order(device, snapshot);
         on_replayed(&ReplayedDevice {
             sink: &sink,
@@ -295,6 +289,22 @@ fn oom_rows(snapshot: &Snapshot, devices: &[usize]) -> Vec<(usize, i64, Option<i
         }
     }
     rows
+}
+
+/// A device's replay refused, in the import's words: what `import` says of it, and what a
+/// command that replays a snapshot without importing it (`check`, `ranks`) says too.
+pub fn replay_refused(
+    snapshot: &Snapshot,
+    device: usize,
+    e: ReplayError<std::convert::Infallible>,
+) -> ImportError {
+    match e {
+        ReplayError::Sink(never) => match never {},
+        e @ ReplayError::Inconsistent(_) => {
+            ImportError::Replay(format!("{e}{}", all_inconsistencies(snapshot, device)))
+        }
+        e @ ReplayError::DumpState { .. } => ImportError::DumpState(e.to_string()),
+    }
 }
 
 /// What a failed strict replay could not say by itself: it runs from the dump backwards and

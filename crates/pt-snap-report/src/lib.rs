@@ -21,6 +21,7 @@ pub mod oom;
 mod peak;
 mod python_view;
 pub mod ranks;
+pub mod replayed;
 pub mod segments;
 pub mod stack;
 mod tree;

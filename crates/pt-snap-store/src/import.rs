@@ -83,6 +83,29 @@ pub fn import(job: &Job, observer: &mut dyn Observer) -> Result<Imported, Failur
     }
 }
 
+/// The database beside the snapshot at `path` when [`import`] of all its devices with
+/// `replay` would reuse it as it is; `None` when it is missing or would be rebuilt; the
+/// snapshot refused as `import` refuses it. Only reads: a command that can answer without a
+/// database (`ranks`) takes one that exists, and writes none.
+pub fn reusable_beside(
+    path: &Path,
+    replay: ReplayMode,
+) -> Result<Option<(std::path::PathBuf, Imported)>, Failure> {
+    let source = crate::snapshot::check(path)?;
+    let target = crate::snapshot::database_beside(&source)?;
+    if !target.is_file() {
+        return Ok(None);
+    }
+    let sha = hash_file(&source)?;
+    Ok(reusable(&target, &sha, None, replay).ok().map(|metadata| {
+        let imported = Imported {
+            metadata,
+            miss: None,
+        };
+        (target, imported)
+    }))
+}
+
 /// Starts hashing `path` on another thread; the returned closure waits for the digest.
 pub(crate) fn hash_in_background(
     path: &Path,

@@ -1,7 +1,7 @@
 //! The database an input stands for: a SnapshotDB as it is, or a snapshot's, imported or
 //! reused beside it exactly as `pt-snap import PATH --no-focus` would (a command that only
-//! reads never moves the focus). What `diff`, `ranks`, `export`, `check`, `report` and the
-//! other read commands open.
+//! reads never moves the focus). What `diff`, `export`, `report` and the other read
+//! commands open; `ranks` and `check` replay a snapshot without one instead.
 
 use std::path::{Path, PathBuf};
 

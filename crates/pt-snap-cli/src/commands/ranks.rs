@@ -1,15 +1,20 @@
 //! `pt-snap ranks PATH…`: many snapshots of one job side by side. The files are listed,
-//! ranked and opened by `crate::job` (snapshots imported in parallel through the reuse
-//! cache, one progress bar); each database is read by `pt_snap_report::ranks`, which does
-//! the analysis; then it prints. Each worker keeps only its file's summary, so hundreds of
+//! ranked and worked on in parallel by `crate::job` (one progress bar); each is summarised
+//! by `pt_snap_report::ranks`, which does the analysis: a database, or the one a snapshot's
+//! import left beside it, through the templates; any other snapshot by the replay alone,
+//! writing nothing. Then it prints. Each worker keeps only its file's summary, so hundreds of
 //! files cost one row each, and every file's descriptors are closed before the next one is
 //! taken.
 
 use pt_snap_contract::envelope;
 use pt_snap_query::Analyzer;
-use pt_snap_report::ranks::{summarize, DeviceSummary, FileSummary, RankSource, RanksReport};
+use pt_snap_report::ranks::{
+    summarize, summarize_replayed, DeviceSummary, FileSummary, RankSource, RanksReport,
+};
 use pt_snap_report::Metric;
-use pt_snap_store::inputs::Input;
+use pt_snap_store::import;
+use pt_snap_store::inputs::{Input, InputKind};
+use pt_snap_store::ReplayMode;
 
 use crate::budget::Deadline;
 use crate::cli::RanksArgs;
@@ -98,14 +103,22 @@ fn summarize_file(
     metric: Metric,
     out: &mut FileSummary,
 ) -> CliResult<Vec<DeviceSummary>> {
-    if input.kind == pt_snap_store::inputs::InputKind::Snapshot {
-        out.db_path = pt_snap_store::snapshot::database_beside(&input.path)
-            .ok()
-            .map(|p| p.display().to_string());
-    }
-    let (db_path, reused) = job.database(input, "ranks")?;
+    let db_path = match input.kind {
+        InputKind::Database => input.path.clone(),
+        InputKind::Snapshot => match import::reusable_beside(&input.path, ReplayMode::Strict)? {
+            Some((db_path, _)) => {
+                out.reused = Some(true);
+                db_path
+            }
+            // No database to read: the replay alone answers, and none is written.
+            None => {
+                return job.replay_each(input, device, "ranks", |replayed| {
+                    summarize_replayed(replayed, metric)
+                })
+            }
+        },
+    };
     out.db_path = Some(db_path.display().to_string());
-    out.reused = reused;
     // The query time limit of `query` (PT_SNAP_QUERY_TIMEOUT, else 600 s), per file.
     let deadline = Deadline::start(None)?;
     let analyzer = Analyzer::open(&db_path).map_err(CliError::from)?;

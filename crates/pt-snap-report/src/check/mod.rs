@@ -22,7 +22,7 @@ pub use baseline::{Baseline, Entry, LimitRule, PeakStat, Tolerance, BASELINE_FOR
 pub use format::Format;
 pub(crate) use measure::stackless_label;
 pub use measure::{measure_source, Measured, SiteBytes};
-pub use stream::measure_snapshot;
+pub use stream::{measure_replayed, measure_snapshot};
 
 use serde::Serialize;
 

@@ -1,73 +1,67 @@
-//! A run measured from a decoded snapshot by the replay alone: the same numbers as
-//! [`super::measure_source`] on the database an import would write, without writing it.
-//! The replay hands over every event's counters and every block lifetime; the peaks follow
-//! `memory_peak`'s rule (each counter's maximum over the real events, ties to the lowest
-//! id), the live blocks `active_memory_callstack_at_event`'s (allocated at or before the
-//! event and not freed by then, the blocks from before the trace included), and a block's
-//! stack is its allocating event's, rendered as the import renders it.
+//! A run measured from a decoded snapshot by the replay alone ([`Replayed`]): the same
+//! numbers as [`super::measure_source`] on the database an import would write, without
+//! writing it. A block's stack is its allocating event's, rendered as the import renders it.
 
 use std::collections::HashMap;
+use std::convert::Infallible;
 
-use pt_snap_model::{Action, Snapshot, StackId};
-use pt_snap_replay::{BlockRow, Mode, ReplayError, RowSink, TraceRow};
+use pt_snap_model::{Snapshot, StackId};
+use pt_snap_replay::ReplayError;
 
 use super::measure::{category_of, stackless_label, Measured, SiteFold};
 use crate::capture::{Capture, StackCapture};
-use crate::peak::{Metric, Peak, Peaks};
+use crate::peak::Metric;
+use crate::replayed::Replayed;
 use crate::stack;
 
 /// Measures `device` of `snapshot` at `metric`'s peak, replaying it as a strict import does.
-/// `Err` is the replay's refusal, in its words.
+/// `Err` is the replay's refusal.
 pub fn measure_snapshot(
     snapshot: &Snapshot,
     device: usize,
     metric: Metric,
-) -> Result<Measured, String> {
-    let mut sink = Rows::new(snapshot);
-    pt_snap_replay::replay_device(snapshot, device, Mode::Strict, &mut sink, &mut |_| {}).map_err(
-        |e| match e {
-            ReplayError::Sink(never) => match never {},
-            e => e.to_string(),
-        },
-    )?;
-    let peaks = sink.peaks.peaks();
+) -> Result<Measured, ReplayError<Infallible>> {
+    Ok(measure_replayed(
+        &Replayed::strict(snapshot, device)?,
+        metric,
+    ))
+}
+
+/// [`measure_snapshot`] of a device already replayed.
+pub fn measure_replayed(replayed: &Replayed<'_>, metric: Metric) -> Measured {
+    let (snapshot, device) = (replayed.snapshot, replayed.device);
+    let peaks = replayed.peaks();
     let mut labels = Labels::new(snapshot);
     let mut fold = SiteFold::default();
-    let mut live_bytes = None;
-    if let Some(event) = peaks.get(metric).event_id {
-        live_bytes = sink.peaks.active_at(metric);
-        for b in sink.live_at(event) {
+    let at_peak = replayed.at_peak(metric);
+    if let Some(event) = at_peak {
+        for b in replayed.live_at(event.id) {
             let (label, category) = match b.alloc_event_id {
-                -1 => (
-                    stackless_label(if b.free_event_id == -1 {
-                        "static"
-                    } else {
-                        "preexisting_live_at_event"
-                    })
-                    .to_owned(),
-                    category_of(None),
-                ),
-                id => labels.of(sink.alloc_stacks.get(&id).copied()),
+                -1 => (stackless_label(b.category()).to_owned(), category_of(None)),
+                id => labels.of(replayed.alloc_stack(id)),
             };
             fold.add(label, category, b.size, 1);
         }
     }
     let (sites, categories) = fold.finish();
+    let active_peak = replayed.at_peak(Metric::Active);
     let capture = Capture {
-        trace_entries: sink.real_events,
-        entries_with_frames: sink.with_frames,
-        stacks: match (sink.with_frames, labels.native_seen(&sink.framed_stacks)) {
+        trace_entries: replayed.real_events,
+        entries_with_frames: replayed.with_frames,
+        stacks: match (
+            replayed.with_frames,
+            labels.native_seen(&replayed.framed_stacks),
+        ) {
             (0, _) => StackCapture::None,
             (_, true) => StackCapture::All,
             (_, false) => StackCapture::Python,
         },
-        has_time_us: sink
-            .peaks
-            .active_position()
-            .and_then(|p| snapshot.event_time(device, p))
+        has_time_us: replayed
+            .time_at(active_peak.and_then(|p| p.position))
             .is_some(),
-        static_bytes_at_peak: peaks.active.event_id.map_or(0, |e| {
-            sink.live_at(e)
+        static_bytes_at_peak: active_peak.map_or(0, |e| {
+            replayed
+                .live_at(e.id)
                 .filter(|b| b.alloc_event_id == -1)
                 .map(|b| b.size)
                 .sum()
@@ -76,7 +70,8 @@ pub fn measure_snapshot(
         trace_overflowed: snapshot.trace_buffer.overflowed(device),
         trace_max_entries: snapshot.trace_buffer.max_entries(device),
     };
-    Ok(Measured {
+    let live_bytes = at_peak.map(|e| e.active);
+    Measured {
         device: device as i64,
         metric,
         peaks,
@@ -84,144 +79,6 @@ pub fn measure_snapshot(
         sites,
         categories,
         capture,
-    })
-}
-
-/// What one device's replay leaves: the peaks, the stacks of allocations, the lifetimes.
-struct Rows<'a> {
-    snapshot: &'a Snapshot,
-    peaks: PeakFold,
-    /// The stack of every `alloc` event, by id: what a block's lifetime is allocated at.
-    alloc_stacks: HashMap<i64, StackId>,
-    blocks: Vec<Lifetime>,
-    real_events: i64,
-    with_frames: i64,
-    /// The distinct stacks of real events that have frames.
-    framed_stacks: Vec<StackId>,
-    seen: std::collections::HashSet<StackId>,
-}
-
-#[derive(Debug, Clone, Copy)]
-struct Lifetime {
-    alloc_event_id: i64,
-    free_event_id: i64,
-    size: i64,
-}
-
-impl<'a> Rows<'a> {
-    fn new(snapshot: &'a Snapshot) -> Self {
-        Rows {
-            snapshot,
-            peaks: PeakFold::default(),
-            alloc_stacks: HashMap::new(),
-            blocks: Vec::new(),
-            real_events: 0,
-            with_frames: 0,
-            framed_stacks: Vec::new(),
-            seen: std::collections::HashSet::new(),
-        }
-    }
-
-    /// The blocks live right after event `e`, as `active_memory_callstack_at_event` selects
-    /// them: from before the trace and not freed by `e`, or allocated at or before `e` and
-    /// not freed by `e` (a pending free is still live).
-    fn live_at(&self, e: i64) -> impl Iterator<Item = &Lifetime> {
-        self.blocks.iter().filter(move |b| {
-            let not_freed = b.free_event_id < 0 || b.free_event_id > e;
-            not_freed && (b.alloc_event_id == -1 || b.alloc_event_id <= e)
-        })
-    }
-}
-
-impl RowSink for Rows<'_> {
-    type Error = std::convert::Infallible;
-
-    fn trace_row(&mut self, row: &TraceRow) -> Result<(), Self::Error> {
-        if row.id < 0 {
-            return Ok(());
-        }
-        self.peaks.add(row);
-        self.real_events += 1;
-        if row.action == Action::Alloc {
-            self.alloc_stacks.insert(row.id, row.stack);
-        }
-        if !self.snapshot.stacks.stack(row.stack).is_empty() {
-            self.with_frames += 1;
-            if self.seen.insert(row.stack) {
-                self.framed_stacks.push(row.stack);
-            }
-        }
-        Ok(())
-    }
-
-    fn block_row(&mut self, row: &BlockRow) -> Result<(), Self::Error> {
-        self.blocks.push(Lifetime {
-            alloc_event_id: row.alloc_event_id,
-            free_event_id: row.free_event_id,
-            size: row.size,
-        });
-        Ok(())
-    }
-
-    fn expect_blocks(&mut self, n: usize) {
-        self.blocks.reserve(n.saturating_sub(self.blocks.len()));
-    }
-}
-
-/// One counter's peak so far: (bytes, event id, the active counter there, its position).
-type Best = (i64, i64, i64, Option<usize>);
-
-/// Each counter's peak as `memory_peak` finds it, with the active counter at that event.
-#[derive(Default)]
-struct PeakFold {
-    /// Per metric (allocated, active, reserved).
-    best: [Option<Best>; 3],
-}
-
-impl PeakFold {
-    /// Rows come last event first, so an equal value seen later has the lower id, which
-    /// `memory_peak`'s `MIN(id)` among equals picks.
-    fn add(&mut self, row: &TraceRow) {
-        for (slot, v) in self
-            .best
-            .iter_mut()
-            .zip([row.allocated, row.active, row.reserved])
-        {
-            if slot.is_none_or(|(best, id, _, _)| v > best || (v == best && row.id < id)) {
-                *slot = Some((v, row.id, row.active, row.position));
-            }
-        }
-    }
-
-    fn peak(&self, i: usize) -> Peak {
-        Peak {
-            bytes: self.best[i].map(|b| b.0),
-            event_id: self.best[i].map(|b| b.1),
-        }
-    }
-
-    fn peaks(&self) -> Peaks {
-        Peaks {
-            allocated: self.peak(0),
-            active: self.peak(1),
-            reserved: self.peak(2),
-        }
-    }
-
-    fn index(metric: Metric) -> usize {
-        match metric {
-            Metric::Allocated => 0,
-            Metric::Active => 1,
-            Metric::Reserved => 2,
-        }
-    }
-
-    fn active_at(&self, metric: Metric) -> Option<i64> {
-        self.best[Self::index(metric)].map(|b| b.2)
-    }
-
-    fn active_position(&self) -> Option<usize> {
-        self.best[1].and_then(|b| b.3)
     }
 }
 

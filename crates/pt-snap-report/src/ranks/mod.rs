@@ -3,15 +3,17 @@
 //! stands out from the others.
 //!
 //! Everything here is a composition of templates through a [`Source`](pt_snap_query::Source)
-//! ([`summarize`]) or arithmetic on their answers ([`RanksReport::new`]); reading rank
-//! numbers from file names ([`rank_from_name`], [`assign_ranks`]) is pure. The caller lists
-//! the files, imports them and keeps only each file's [`FileSummary`], so a set of hundreds
-//! of files costs one row each.
+//! ([`summarize`]), the same rows from a snapshot replayed without a database
+//! ([`summarize_replayed`]), or arithmetic on their answers ([`RanksReport::new`]); reading
+//! rank numbers from file names ([`rank_from_name`], [`assign_ranks`]) is pure. The caller
+//! lists the files, opens or replays them and keeps only each file's [`FileSummary`], so a
+//! set of hundreds of files costs one row each.
 //!
 //! | file | job |
 //! | --- | --- |
 //! | `naming` | rank numbers from file names, natural path order |
 //! | `summary` | one file's devices from the templates ([`summarize`]) |
+//! | `stream` | the same rows from the replay alone ([`summarize_replayed`]) |
 //! | `outliers` | the median, the MAD and each row's verdict ([`OutlierRule`]) |
 //! | `json` | `ranks --json`'s rows and fields |
 //! | `text` | the table printed without `--json` |
@@ -23,12 +25,14 @@ use crate::peak::Metric;
 mod json;
 mod naming;
 mod outliers;
+mod stream;
 mod summary;
 mod text;
 
 pub use naming::{assign_ranks, natural_cmp, rank_from_name, RankAssignment, RankSource};
 use outliers::median;
 pub use outliers::{Medians, OutlierRule, Verdict};
+pub use stream::summarize_replayed;
 pub use summary::{site, summarize, DeviceSummary, DynamicGroup, Frame, PeakTimes, TopGroup};
 
 /// What a file was given as.
@@ -55,10 +59,11 @@ pub struct FileSummary {
     pub rank: u64,
     pub rank_source: RankSource,
     pub input: InputKind,
-    /// The database read: the file itself, or the snapshot's import.
+    /// The database read: the file itself, or the snapshot's import beside it; `None` where
+    /// the replay alone answered.
     pub db_path: Option<String>,
-    /// For a snapshot whose import reached the cache decision: whether its database was
-    /// reused.
+    /// `Some(true)` for a snapshot read from the database its import left (the browser's
+    /// exported summaries say so too); `None` for a snapshot replayed, and for a database.
     pub reused: Option<bool>,
     /// Events a lenient replay applied from the trace alone (`import --lenient`); `None` for a
     /// strict replay.
