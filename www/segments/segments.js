@@ -218,10 +218,13 @@
       return mode.scale === 'fit' ? width / s.total_size : width / maxSize;
     }
 
+    var pxBuf = new Float64Array(0);
     function paintRow(g, s, y, h, width) {
       var scale = scaleOf(s, width);
       var w = Math.max(1, Math.round(s.total_size * scale));
-      var px = new Float64Array(w * 3);   // per pixel: allocated, pending, free bytes
+      if (pxBuf.length < w * 3) pxBuf = new Float64Array(w * 3);
+      var px = pxBuf;   // per pixel: allocated, pending, free bytes
+      px.fill(0, 0, w * 3);
       var blocks = s.blocks;
       var big = [];
       for (var k = 0; k < blocks.length; k++) {
@@ -236,12 +239,21 @@
       }
       g.fillStyle = colours.free;
       g.fillRect(0, y, w, h);
-      for (var q = 0; q < w; q++) {
-        var a = px[q * 3], pe = px[q * 3 + 1], f = px[q * 3 + 2];
-        if (a + pe <= 0) continue;
-        g.fillStyle = pe > a ? colours.pending : colours.alloc;
-        g.globalAlpha = Math.max(0.35, Math.min(1, (a + pe) / (a + pe + f)));
-        g.fillRect(q, y, 1, h);
+      // One fillRect per run of pixels of the same colour and (to 1/64) alpha.
+      var runAt = -1, runKey = -1;
+      for (var q = 0; q <= w; q++) {
+        var key = -1;
+        if (q < w) {
+          var a = px[q * 3], pe = px[q * 3 + 1], f = px[q * 3 + 2];
+          if (a + pe > 0) key = (pe > a ? 64 : 0) + Math.round(Math.max(0.35, Math.min(1, (a + pe) / (a + pe + f))) * 63);
+        }
+        if (key === runKey) continue;
+        if (runKey >= 0) {
+          g.fillStyle = runKey >= 64 ? colours.pending : colours.alloc;
+          g.globalAlpha = (runKey & 63) / 63;
+          g.fillRect(runAt, y, q - runAt, h);
+        }
+        runAt = q; runKey = key;
       }
       g.globalAlpha = 1;
       for (var j = 0; j < big.length; j++) {
@@ -315,9 +327,17 @@
     canvas.addEventListener('mouseleave', function () { tip.hidden = true; });
     canvas.addEventListener('click', onClick);
     map.addEventListener('scroll', draw, { passive: true });
-    var resize = global.ResizeObserver ? new global.ResizeObserver(draw) : null;
-    if (resize) resize.observe(map); else global.addEventListener('resize', draw);
-    paint();
+    // The first paint waits for the frame's own layout: the observer's first callback comes
+    // after it (where setting the scroll options.scrollTop asks for forces no layout) and
+    // asks for the next frame, so render() forces no layout and the canvas is drawn in a
+    // task of its own.
+    var scrollTo = options.scrollTop || 0;
+    function resized() {
+      if (scrollTo) { map.scrollTop = scrollTo; scrollTo = 0; }
+      draw();
+    }
+    var resize = global.ResizeObserver ? new global.ResizeObserver(resized) : null;
+    if (resize) resize.observe(map); else { global.addEventListener('resize', draw); resized(); }
 
     return {
       root: root,

@@ -75,12 +75,24 @@ pub fn follow(state: AppState) {
     });
     Effect::new(move |_| {
         if state.opened.with(Option::is_some) {
-            write_hash(
-                state.sample.get_untracked(),
-                state.device.get(),
-                state.event.get(),
-                state.tab.get(),
-            );
+            let _choice = (state.device.get(), state.event.get(), state.tab.get());
+            // Written once the next frame has laid the page out: `replaceState` right after
+            // a view is swapped in forces that layout within the click's own task.
+            request_animation_frame(move || {
+                set_timeout(
+                    move || {
+                        if state.opened.with_untracked(Option::is_some) {
+                            write_hash(
+                                state.sample.get_untracked(),
+                                state.device.get_untracked(),
+                                state.event.get_untracked(),
+                                state.tab.get_untracked(),
+                            );
+                        }
+                    },
+                    std::time::Duration::ZERO,
+                )
+            });
         }
     });
 }

@@ -111,11 +111,10 @@ pub fn SegmentsView() -> impl IntoView {
                 let options = js_sys::Object::new();
                 let _ = js_sys::Reflect::set(&options, &"onSelectEvent".into(), select.as_ref());
                 let _ = js_sys::Reflect::set(&options, &"maxHeight".into(), &"60vh".into());
-                let host: &web_sys::HtmlElement = &host;
-                let view = segments_render(host, &data, &options)?;
-                if let Some(m) = map_scroll(host) {
-                    m.set_scroll_top(scrolled);
-                }
+                // Applied by the component once the frame has laid the map out: set here,
+                // right after it is built, the scroll would force that layout in this task.
+                let _ = js_sys::Reflect::set(&options, &"scrollTop".into(), &scrolled.into());
+                let view = segments_render(&host, &data, &options)?;
                 MAP.with(|m| {
                     *m.borrow_mut() = Some(Drawn {
                         view,
@@ -181,6 +180,40 @@ struct Hit {
     item: Option<Item>,
 }
 
+/// The segment timeline `drawn` on `canvas`, on a scale of `top` bytes, with the selected
+/// event's column marked.
+fn draw(
+    canvas: NodeRef<html::Canvas>,
+    drawn: Memo<Option<Allocations>>,
+    top: i64,
+    mark: Option<usize>,
+) -> Result<(), JsValue> {
+    drawn.with_untracked(|a| {
+        let (Some(a), Some(canvas)) = (a, canvas.get_untracked()) else {
+            return;
+        };
+        let mut pixels = CHART.pixels();
+        let x_of = |c: usize| crate::timeline::PAD as usize + c;
+        a.each_stacked(|c, item, from, to| {
+            if c >= COLUMNS {
+                return;
+            }
+            let (y_top, y_bottom) = (CHART.y_of(to, top), CHART.y_of(from, top));
+            let rgb = match item {
+                // The folded segments of a stream: its colour, paler still.
+                Item::Rest(k) => paler(stream_colour(k), 12),
+                Item::Band(i) => shade(stream_colour(a.bands[i].key), i),
+            };
+            pixels.paint(x_of(c), y_top, y_bottom.max(y_top + 1), rgb);
+        });
+        if let Some(c) = mark.filter(|&c| c < COLUMNS) {
+            pixels.paint(x_of(c), 0, CHART.height, SELECTED);
+        }
+        pixels.put(&canvas);
+    });
+    Ok(())
+}
+
 #[component]
 fn SegmentTimelinePanel() -> impl IntoView {
     let state = expect_context::<AppState>();
@@ -215,32 +248,17 @@ fn SegmentTimelinePanel() -> impl IntoView {
                 .flatten()
         })
     };
+    // Drawn in a task of its own: the answer's task decodes it and updates the panel.
+    let failure = RwSignal::new(None::<Failure>);
+    let redraw = Redraw::new(failure);
     Effect::new(move |_| {
         let top = top.get();
         let mark = selected_column();
-        drawn.with(|a| {
-            let (Some(a), Some(canvas)) = (a, canvas.get()) else {
-                return;
-            };
-            let mut pixels = CHART.pixels();
-            let x_of = |c: usize| crate::timeline::PAD as usize + c;
-            a.each_stacked(|c, item, from, to| {
-                if c >= COLUMNS {
-                    return;
-                }
-                let (y_top, y_bottom) = (CHART.y_of(to, top), CHART.y_of(from, top));
-                let rgb = match item {
-                    // The folded segments of a stream: its colour, paler still.
-                    Item::Rest(k) => paler(stream_colour(k), 12),
-                    Item::Band(i) => shade(stream_colour(a.bands[i].key), i),
-                };
-                pixels.paint(x_of(c), y_top, y_bottom.max(y_top + 1), rgb);
-            });
-            if let Some(c) = mark.filter(|&c| c < COLUMNS) {
-                pixels.paint(x_of(c), 0, CHART.height, SELECTED);
-            }
-            pixels.put(&canvas);
-        });
+        drawn.track();
+        redraw.in_two_tasks(|| Ok(()), move |()| draw(canvas, drawn, top, mark));
+    });
+    on_cleanup(move || {
+        redraw.supersede();
     });
     // Where the pointer is, in columns and bytes.
     let hit_at = move |e: &web_sys::MouseEvent| -> Option<Hit> {
@@ -312,7 +330,7 @@ fn SegmentTimelinePanel() -> impl IntoView {
             </div>
             {move || match asked.get() {
                 Some(Err(f)) => Some(error_box(&f)),
-                _ => None,
+                _ => failure.get().map(|f| error_box(&f)),
             }}
             <div class="tl-plot">
                 {band_chart::y_axis(move |part| {
