@@ -457,6 +457,36 @@ impl Engine {
         let Some(next) = missing.first() else {
             return Ok(None);
         };
+        self.build_index(next, missing.len() - 1)
+    }
+
+    /// Builds, ahead of the order [`Engine::build_next_index`] takes, the indexes `query`
+    /// cannot do without, and says how many are left after them; `None` when it needs none
+    /// that is missing. A segment map replays its device's blocks a step at a time by the
+    /// events that allocated and freed them: without those two indexes each step scans
+    /// every block (at 1M events the first map took ~20 s, against 2.6 s with them).
+    pub fn build_indexes_for(&mut self, query: &Query) -> Result<Option<usize>, Failure> {
+        let Query::Segments(question) = query else {
+            return Ok(None);
+        };
+        let missing = self.missing_indexes()?;
+        let needed: Vec<&String> = missing
+            .iter()
+            .filter(|s| {
+                ["allocEventId", "freeEventId"]
+                    .iter()
+                    .any(|c| s.ends_with(&format!(" ON block_{} ({c})", question.device)))
+            })
+            .collect();
+        let mut left = None;
+        for (i, statement) in needed.iter().enumerate() {
+            left = self.build_index(statement, missing.len() - 1 - i)?;
+        }
+        Ok(left)
+    }
+
+    /// Builds the index `statement`, `left` others being missing after it.
+    fn build_index(&mut self, statement: &str, left: usize) -> Result<Option<usize>, Failure> {
         let conn = self.analyzer.db().conn();
         let failed = |e: rusqlite::Error| {
             Failure::new(
@@ -474,11 +504,10 @@ impl Engine {
         }
         conn.execute_batch("PRAGMA query_only = 0")
             .map_err(failed)?;
-        let built = pt_snap_db::build_index(conn, next);
+        let built = pt_snap_db::build_index(conn, statement);
         conn.execute_batch("PRAGMA query_only = 1")
             .map_err(failed)?;
         built.map_err(failed)?;
-        let left = missing.len() - 1;
         if left == 0 {
             self.overview.db_bytes = conn
                 .query_row(

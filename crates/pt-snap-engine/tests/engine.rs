@@ -183,6 +183,22 @@ fn a_database_whose_indexes_were_deferred_answers_alike_before_and_after_they_ar
             |e: &Engine| -> Vec<_> { questions.iter().map(|q| e.answer(q, never, 60.0)).collect() };
         let before = answers(&deferred);
         assert_eq!(before, answers(&whole), "{path:?}: before the indexes");
+        // A segment map builds its device's two block indexes first, and no other.
+        if let Some(&device) = devices.first() {
+            let map: Query = question::Segments {
+                device,
+                event_id: 0,
+            }
+            .into();
+            let left = Some(6 * devices.len() - 2);
+            assert_eq!(deferred.build_indexes_for(&map), Ok(left), "{path:?}");
+            assert_eq!(deferred.build_indexes_for(&map), Ok(None), "{path:?}");
+            for c in ["allocEventId", "freeEventId"] {
+                let name = format!("idx_block_{device}_{c}");
+                let sql = format!("SELECT count(*) FROM sqlite_master WHERE name = '{name}'");
+                assert_eq!(sql_cell(&deferred, &sql), Ok(json!(1)), "{path:?} {name}");
+            }
+        }
         let mut left = deferred.indexes_left().unwrap();
         while left > 0 {
             let now = deferred.build_next_index().unwrap();

@@ -22,7 +22,7 @@ use sqlite_wasm_rs as _;
 use crate::download::download;
 use crate::file_reader::sha256_of;
 use crate::import::{import, open_db, reopen, Outcome};
-use crate::indexes::build_indexes_later;
+use crate::indexes::{build_indexes_later, index_built};
 use crate::summaries::read_summaries;
 
 thread_local! {
@@ -78,8 +78,16 @@ pub(crate) fn start() {
                 budget_s,
                 query,
             }) => {
-                let answer = ENGINE.with(|e| match e.borrow().as_ref() {
-                    Some(engine) => engine.answer(&query, interrupt(budget_s), budget_s),
+                let answer = ENGINE.with(|e| match e.borrow_mut().as_mut() {
+                    Some(engine) => {
+                        // The deferred indexes this question cannot do without, first.
+                        match engine.build_indexes_for(&query) {
+                            Ok(Some(left)) => index_built(engine.indexes_report(left)),
+                            Ok(None) => {}
+                            Err(f) => return Err(f),
+                        }
+                        engine.answer(&query, interrupt(budget_s), budget_s)
+                    }
                     None => Err(Failure::new(ErrorCode::NotOpen, "No database is open.")),
                 });
                 post(&FromWorker::Answer { id, answer });
