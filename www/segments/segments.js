@@ -239,7 +239,7 @@
       }
       g.fillStyle = colours.free;
       g.fillRect(0, y, w, h);
-      // One fillRect per run of pixels of the same colour and (to 1/64) alpha.
+      // One fillRect per run of pixels of the same colour and (to 1/63) alpha.
       var runAt = -1, runKey = -1;
       for (var q = 0; q <= w; q++) {
         var key = -1;

@@ -215,7 +215,7 @@ pub struct RanksArgs {
     /// The peak compared across the files.
     #[arg(long, value_enum, default_value = "active")]
     pub metric: MetricArg,
-    /// Files imported and summarised at once (default: the number of cores).
+    /// Files replayed or read and summarised at once (default: the number of cores).
     #[arg(short = 'j', long = "jobs", value_parser = clap::value_parser!(u32).range(1..))]
     pub jobs: Option<u32>,
     /// Emit machine-readable JSON.

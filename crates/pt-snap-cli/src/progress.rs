@@ -1,7 +1,7 @@
 //! Progress bars and warnings: on stderr, bars only on a terminal, neither under `--json`.
-//! `import` shows one bar per snapshot ([`ImportProgress`]); `ranks` one bar for its whole
-//! set of files ([`SetProgress`]), each import reporting its share through the store's same
-//! [`Observer`]; `view` how much of its file the page has read ([`PageReads`]).
+//! `import` shows one bar per snapshot ([`ImportProgress`]); `ranks`, `check` and `export`
+//! one bar for a whole set of files ([`SetProgress`]), each file's decode or import reporting
+//! its share through the store's same [`Observer`]; `view` how much of its file the page has read ([`PageReads`]).
 
 use std::io::IsTerminal;
 use std::sync::Mutex;
@@ -89,10 +89,10 @@ impl Observer for ImportProgress {
     }
 }
 
-/// One bar for a set of inputs imported in parallel. Its length is the sum of their sizes
+/// One bar for a set of inputs worked on in parallel. Its length is the sum of their sizes
 /// in bytes; each file moves it by its own size, in shares for the stages of its import
 /// (decoding reads the bytes, then the replay and the indexes), and all at once when its
-/// database is reused or it fails.
+/// database is reused or read, or it fails.
 #[derive(Clone)]
 pub struct SetProgress {
     bar: Option<ProgressBar>,

@@ -680,3 +680,28 @@ fn a_static_top_group_names_the_largest_dynamic_one() {
         "{text}"
     );
 }
+
+/// A snapshot without any trace event (a state-only dump) is a failed row, as its database
+/// would be, whether the replay alone reads it or the database beside it.
+#[test]
+fn a_snapshot_without_events_is_a_failed_row_either_way() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    fs::copy(
+        repo_root().join("fixtures/edge/segments_only.pkl"),
+        root.join("rank0.pkl"),
+    )
+    .unwrap();
+    let replayed = failed_ranks(&root, &["ranks", "rank0.pkl", "--json"]);
+    assert!(!root.join("rank0.pkl.db").exists(), "nothing written");
+    let import = pt_snap(&root, &["import", "rank0.pkl", "--no-focus", "--json"]);
+    assert!(import.status.success(), "{import:?}");
+    let read = failed_ranks(&root, &["ranks", "rank0.pkl", "--json"]);
+    for rows in [&replayed, &read] {
+        assert_eq!(rows.len(), 1);
+        assert_eq!(rows[0]["error"]["code"], "DEVICE_NOT_FOUND", "{rows:?}");
+        assert_eq!(rows[0]["error"]["message"], "No devices found in database.");
+    }
+    assert!(replayed[0]["db_path"].is_null());
+    assert_eq!(read[0]["reused"], true);
+}

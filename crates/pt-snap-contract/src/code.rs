@@ -152,8 +152,9 @@ pub mod hint {
     pub const DATABASE_MOVED: &str =
         "Use 'pt-snap focus <new_database_path>' or pass a database path that exists.";
     /// `IMPORT_FAILED` for a trace the strict replay cannot reconcile, met by `command`, which
-    /// reads a snapshot through the import's reuse cache and has no `--lenient` of its own
-    /// (`ranks`, `export`, `check`, the reports), but reads any database it is given.
+    /// replays a snapshot strictly (imported through the reuse cache, or without a database)
+    /// and has no `--lenient` of its own (`ranks`, `export`, `check`, the reports), but reads
+    /// any database it is given.
     pub fn replay_failed_reading(command: &str) -> String {
         format!(
             "The trace contradicts the allocator state at the event named. To read it anyway, \

@@ -83,9 +83,15 @@ pub fn create_device_indexes(device: usize) -> String {
 pub fn create_block_indexes(device: usize) -> String {
     let mut sql = String::new();
     for col in ["allocEventId", "freeEventId", "size"] {
-        sql += &format!("CREATE INDEX idx_block_{device}_{col} ON block_{device} ({col});\n");
+        let name = block_index_name(device, col);
+        sql += &format!("CREATE INDEX {name} ON block_{device} ({col});\n");
     }
     sql
+}
+
+/// The name of `block_<device>`'s index on `column`.
+pub fn block_index_name(device: usize, column: &str) -> String {
+    format!("idx_block_{device}_{column}")
 }
 
 /// `trace_entry_<d>` of the v1 layout (import format 1): the callstack text inline instead

@@ -473,9 +473,10 @@ impl Engine {
         let needed: Vec<&String> = missing
             .iter()
             .filter(|s| {
-                ["allocEventId", "freeEventId"]
-                    .iter()
-                    .any(|c| s.ends_with(&format!(" ON block_{} ({c})", question.device)))
+                ["allocEventId", "freeEventId"].iter().any(|c| {
+                    let name = pt_snap_db::schema::block_index_name(question.device as usize, c);
+                    s.split_whitespace().nth(2) == Some(name.as_str())
+                })
             })
             .collect();
         let mut left = None;

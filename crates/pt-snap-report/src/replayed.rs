@@ -129,7 +129,12 @@ impl<'a> Replayed<'a> {
     /// Whether any entry of the device's trace has a `time_us` (the import writes a time row
     /// for each that does; with none its times table is empty).
     pub fn has_times(&self) -> bool {
-        (0..self.snapshot.device_traces[self.device].len()).any(|p| self.time_at(Some(p)).is_some())
+        let events = self
+            .snapshot
+            .device_traces
+            .get(self.device)
+            .map_or(0, Vec::len);
+        (0..events).any(|p| self.time_at(Some(p)).is_some())
     }
 
     /// The stack of the `alloc` event `id`; `None` when there is none (the template's join

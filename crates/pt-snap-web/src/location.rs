@@ -75,6 +75,7 @@ pub fn follow(state: AppState) {
     });
     Effect::new(move |_| {
         if state.opened.with(Option::is_some) {
+            // Read to be run again on each choice; written from the state as it is then.
             let _choice = (state.device.get(), state.event.get(), state.tab.get());
             // Written once the next frame has laid the page out: `replaceState` right after
             // a view is swapped in forces that layout within the click's own task.

@@ -30,7 +30,7 @@ struct Shared {
     running: Option<FileWorker>,
 }
 
-/// Asks `question` of `file`: imported strictly (as `pt-snap ranks` and `diff` import)
+/// Asks `question` of `file`: imported strictly (as `pt-snap diff` imports it)
 /// when it is a snapshot, opened when its name says `.db`. `on_stage` hears what the worker
 /// is doing; `on_done` the answer, once, never from inside a worker's handler (so it may
 /// drop this [`Asking`] or start another).

@@ -112,13 +112,20 @@ fn summarize_file(
             }
             // No database to read: the replay alone answers, and none is written.
             None => {
-                return job.replay_each(input, device, "ranks", |replayed| {
+                let rows = job.replay_each(input, device, "ranks", |replayed| {
                     summarize_replayed(replayed, metric)
-                })
+                })?;
+                // A file without events fails as its database would (`summarize`).
+                if rows.is_empty() {
+                    return Err(CliError::device_not_found(device.unwrap_or(0), &[]));
+                }
+                return Ok(rows);
             }
         },
     };
     out.db_path = Some(db_path.display().to_string());
+    // Moves the set's bar by the file's size when it is done, as a replayed file's decode does.
+    let _progress = job.progress.file(input.bytes, input.file_name());
     // The query time limit of `query` (PT_SNAP_QUERY_TIMEOUT, else 600 s), per file.
     let deadline = Deadline::start(None)?;
     let analyzer = Analyzer::open(&db_path).map_err(CliError::from)?;

@@ -95,7 +95,8 @@ fn top_group(replayed: &Replayed<'_>, event_id: i64) -> Option<TopGroup> {
             (text, key, g)
         })
         .collect();
-    // The template's order: bytes, then blocks, descending; then the text.
+    // The template's order: bytes, then blocks, descending; then the text. It leaves two
+    // stacks of one text, size and count unordered: any fixed order is as true.
     ranked.sort_by(|(ta, _, a), (tb, _, b)| {
         (b.size, b.blocks)
             .cmp(&(a.size, a.blocks))

@@ -80,11 +80,11 @@ pub(crate) fn start() {
             }) => {
                 let answer = ENGINE.with(|e| match e.borrow_mut().as_mut() {
                     Some(engine) => {
-                        // The deferred indexes this question cannot do without, first.
-                        match engine.build_indexes_for(&query) {
-                            Ok(Some(left)) => index_built(engine.indexes_report(left)),
-                            Ok(None) => {}
-                            Err(f) => return Err(f),
+                        // The deferred indexes this question cannot do without, first. One that
+                        // fails to build is the background builder's to report: the question
+                        // is still answered, only more slowly.
+                        if let Ok(Some(left)) = engine.build_indexes_for(&query) {
+                            index_built(engine.indexes_report(left));
                         }
                         engine.answer(&query, interrupt(budget_s), budget_s)
                     }
