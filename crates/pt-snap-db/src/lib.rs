@@ -26,8 +26,8 @@ pub use reader::{
 };
 pub use rusqlite;
 pub use writer::{
-    build_index, index_statements, missing_indexes, ActionValue, BlockRecord, Indexes, TraceRecord,
-    Writer,
+    build_index, index_name, index_statements, missing_indexes, ActionValue, BlockRecord, Indexes,
+    TraceRecord, Writer,
 };
 
 /// The import format this crate writes (`pt_snap_metadata.import_format_version`).

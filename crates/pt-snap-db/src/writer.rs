@@ -104,16 +104,19 @@ pub fn missing_indexes(conn: &Connection, devices: &[usize]) -> rusqlite::Result
         conn.prepare("SELECT 1 FROM sqlite_master WHERE type = 'index' AND name = ?")?;
     let mut missing = Vec::new();
     for statement in index_statements(devices) {
-        let name = statement
-            .split_whitespace()
-            .skip_while(|w| *w != "INDEX")
-            .nth(1)
-            .unwrap_or_default();
-        if !exists.exists([name])? {
+        if !exists.exists([index_name(&statement)])? {
             missing.push(statement);
         }
     }
     Ok(missing)
+}
+
+/// The name a `CREATE INDEX` statement of [`index_statements`] gives its index.
+pub fn index_name(statement: &str) -> &str {
+    (statement.split_whitespace())
+        .skip_while(|w| *w != "INDEX")
+        .nth(1)
+        .unwrap_or_default()
 }
 
 /// Builds one index of [`missing_indexes`] as an import would (its cache size, sort runs in

@@ -475,7 +475,7 @@ impl Engine {
             .filter(|s| {
                 ["allocEventId", "freeEventId"].iter().any(|c| {
                     let name = pt_snap_db::schema::block_index_name(question.device as usize, c);
-                    s.split_whitespace().nth(2) == Some(name.as_str())
+                    pt_snap_db::index_name(s) == name
                 })
             })
             .collect();

@@ -8,9 +8,9 @@
 //! per (rank, device) the peak against its limit, and the sites that grew, matched by label.
 //!
 //! A run is measured from a database through the query interface ([`measure_source`]) or,
-//! much faster, from a decoded snapshot by the replay alone ([`measure_snapshot`]), without
-//! writing a database; both give the same numbers (`tests/check.rs` holds them to each
-//! other on every fixture).
+//! much faster, from a snapshot replayed alone ([`measure_replayed`]), without writing a
+//! database; both give the same numbers (`tests/replayed.rs` holds them to each other on
+//! every fixture).
 
 mod baseline;
 mod format;
@@ -22,7 +22,7 @@ pub use baseline::{Baseline, Entry, LimitRule, PeakStat, Tolerance, BASELINE_FOR
 pub use format::Format;
 pub(crate) use measure::stackless_label;
 pub use measure::{measure_source, Measured, SiteBytes};
-pub use stream::{measure_replayed, measure_snapshot};
+pub use stream::measure_replayed;
 
 use serde::Serialize;
 

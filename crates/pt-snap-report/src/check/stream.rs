@@ -3,10 +3,8 @@
 //! writing it. A block's stack is its allocating event's, rendered as the import renders it.
 
 use std::collections::HashMap;
-use std::convert::Infallible;
 
 use pt_snap_model::{Snapshot, StackId};
-use pt_snap_replay::ReplayError;
 
 use super::measure::{category_of, stackless_label, Measured, SiteFold};
 use crate::capture::{Capture, StackCapture};
@@ -14,20 +12,7 @@ use crate::peak::Metric;
 use crate::replayed::Replayed;
 use crate::stack;
 
-/// Measures `device` of `snapshot` at `metric`'s peak, replaying it as a strict import does.
-/// `Err` is the replay's refusal.
-pub fn measure_snapshot(
-    snapshot: &Snapshot,
-    device: usize,
-    metric: Metric,
-) -> Result<Measured, ReplayError<Infallible>> {
-    Ok(measure_replayed(
-        &Replayed::strict(snapshot, device)?,
-        metric,
-    ))
-}
-
-/// [`measure_snapshot`] of a device already replayed.
+/// Measures a device replayed as a strict import does, at `metric`'s peak.
 pub fn measure_replayed(replayed: &Replayed<'_>, metric: Metric) -> Measured {
     let (snapshot, device) = (replayed.snapshot, replayed.device);
     let peaks = replayed.peaks();

@@ -1,6 +1,6 @@
 //! A device's row from a decoded snapshot by the replay alone ([`Replayed`]): the row
 //! [`super::summarize`] reads from the database an import would write, without writing it
-//! (`tests/ranks.rs` holds the two to each other on every fixture). The callstack groups are
+//! (`tests/replayed.rs` holds the two to each other on every fixture). The callstack groups are
 //! `active_memory_callstack_at_event`'s: memory from before the trace by its category, the
 //! rest by the allocating event's stack (one group per distinct stack, as the database's
 //! callstack ids are), a stack without frames being the missing callstack.
@@ -110,13 +110,7 @@ fn top_group(replayed: &Replayed<'_>, event_id: i64) -> Option<TopGroup> {
         false => ranked
             .iter()
             .find(|(_, k, _)| dynamic(k))
-            .map(|(text, _, g)| DynamicGroup {
-                size_bytes: g.size,
-                block_count: g.blocks,
-                callstack: text.clone(),
-                site: crate::stack::label_text(text)
-                    .unwrap_or_else(|| "[missing callstack]".into()),
-            }),
+            .map(|(text, _, g)| DynamicGroup::new(g.size, g.blocks, text.clone())),
     };
     Some(TopGroup {
         event_id,

@@ -49,6 +49,20 @@ pub struct DynamicGroup {
     pub site: String,
 }
 
+impl DynamicGroup {
+    /// The group of `callstack`'s text, its site labelled from it.
+    pub(crate) fn new(size_bytes: i64, block_count: i64, callstack: String) -> Self {
+        let site =
+            crate::stack::label_text(&callstack).unwrap_or_else(|| "[missing callstack]".into());
+        DynamicGroup {
+            size_bytes,
+            block_count,
+            callstack,
+            site,
+        }
+    }
+}
+
 /// One device of one file.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct DeviceSummary {
@@ -282,13 +296,11 @@ fn largest_dynamic(
     let callstack = (row.get("callstack").and_then(Json::as_str))
         .unwrap_or("")
         .to_owned();
-    let site = crate::stack::label_text(&callstack).unwrap_or_else(|| "[missing callstack]".into());
-    Ok(Some(DynamicGroup {
-        size_bytes: int("size_bytes"),
-        block_count: int("block_count"),
+    Ok(Some(DynamicGroup::new(
+        int("size_bytes"),
+        int("block_count"),
         callstack,
-        site,
-    }))
+    )))
 }
 
 fn frames_of(outcome: &QueryOutcome) -> Vec<Frame> {
