@@ -461,23 +461,16 @@ impl Engine {
     }
 
     /// Builds, ahead of the order [`Engine::build_next_index`] takes, the indexes `query`
-    /// cannot do without, and says how many are left after them; `None` when it needs none
-    /// that is missing. A segment map replays its device's blocks a step at a time by the
-    /// events that allocated and freed them: without those two indexes each step scans
-    /// every block (at 1M events the first map took ~20 s, against 2.6 s with them).
+    /// cannot do without (only a segment map has any: [`question::Segments::indexes`]), and
+    /// says how many are left after them; `None` when it needs none that is missing.
     pub fn build_indexes_for(&mut self, query: &Query) -> Result<Option<usize>, Failure> {
-        let Query::Segments(question) = query else {
-            return Ok(None);
+        let wanted = match query {
+            Query::Segments(q) => q.indexes(),
+            _ => return Ok(None),
         };
         let missing = self.missing_indexes()?;
-        let needed: Vec<&String> = missing
-            .iter()
-            .filter(|s| {
-                ["allocEventId", "freeEventId"].iter().any(|c| {
-                    let name = pt_snap_db::schema::block_index_name(question.device as usize, c);
-                    pt_snap_db::index_name(s) == name
-                })
-            })
+        let needed: Vec<&String> = (missing.iter())
+            .filter(|s| wanted.iter().any(|w| w == pt_snap_db::index_name(s)))
             .collect();
         let mut left = None;
         for (i, statement) in needed.iter().enumerate() {

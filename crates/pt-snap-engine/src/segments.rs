@@ -54,6 +54,19 @@ impl DeviceBands {
     }
 }
 
+impl question::Segments {
+    /// The indexes this question cannot do without, built first by
+    /// [`Engine::build_indexes_for`]: the replay reads the device's blocks a step at a time
+    /// by the events that allocated and freed them, and without these each step scans every
+    /// block (at 1M events the first map took ~20 s, against 2.6 s with them).
+    pub(crate) fn indexes(&self) -> Vec<String> {
+        let device = self.device as usize;
+        (["allocEventId", "freeEventId"].iter())
+            .map(|c| pt_snap_db::schema::block_index_name(device, c))
+            .collect()
+    }
+}
+
 impl Answers for question::Segments {
     fn answer(&self, engine: &Engine) -> Result<String, Refusal> {
         let a = &engine.analyzer;
