@@ -96,6 +96,8 @@ await check('the printed URL opens the file with the CLI peaks; the server liste
     ok(p.responses.some((r) => r.path.startsWith('/files/') && r.status < 300 && r.search.includes(server.token)),
       `the file was read from the server: ${JSON.stringify(p.responses)}`);
     ok(!p.responses.some((r) => r.status >= 400), `no request refused: ${JSON.stringify(p.responses.filter((r) => r.status >= 400))}`);
+    // The picture once the overview's allocation timeline is drawn, not its empty plot.
+    await p.waitForSelector('[data-testid=allocations-chart][data-bands]', { timeout: 120000 });
     await p.screenshot({ path: path.join(out, 'view-file.png'), fullPage: true });
     await p.close();
   } finally {
