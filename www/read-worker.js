@@ -1,5 +1,7 @@
 // The helper of the worker that holds a file: it reads the file once, as a stream, and
-// hashes it (SHA-256) and/or hands it to that worker through memory the two share. The page
+// hashes it (SHA-256) and/or hands it to that worker through memory the two share. The file
+// is a `File`, or one `pt-snap view` serves, `{url, size}`: its bytes stream from the server
+// as they arrive (the page never holds the whole file first). The page
 // starts it when that worker asks, and passes what it posts on to the worker (a worker's
 // own workers make its end racy in Chromium: crates/pt-snap-web/src/file_worker.rs).
 //
@@ -15,7 +17,7 @@
 // and a chunk at a time. WebCrypto's digest is faster but takes the whole file and copies
 // it: at 109 MB that held ~200 MiB beside the import's peak.
 //
-// The job posted: {file, hash, state?, bytes?, slice?, progress?}. With `state`, `bytes`
+// The job posted: {file, hash, state?, bytes?, slice?, progress?}; `file` as above. With `state`, `bytes`
 // holds `state.length` slots of `slice` bytes, and slice i of the file goes to slot
 // i % state.length; a slot's state is 0 while it is free, the slice's length once it is
 // filled (the reader sets it back to 0 when it has copied the slice out), or -1 when the
@@ -115,6 +117,19 @@ const changed = async (state, slot, now) => {
   }
 };
 
+// The body of a file `pt-snap view` serves, its first `size` bytes asked for.
+const served = async ({ url, size }) => {
+  if (size === 0) return new Blob([]).stream();
+  let response;
+  try {
+    response = await fetch(url, { headers: { Range: `bytes=0-${size - 1}` } });
+  } catch (e) {
+    throw new Error(`pt-snap view does not answer (${e.message}); it may have stopped`);
+  }
+  if (!response.ok) throw new Error(`pt-snap view answered HTTP ${response.status}`);
+  return response.body;
+};
+
 onmessage = async ({ data: { file, hash, state, bytes, slice, progress } }) => {
   postMessage({ started: true });
   const slots = state ? state.length : 0;
@@ -160,7 +175,7 @@ onmessage = async ({ data: { file, hash, state, bytes, slice, progress } }) => {
       }
     };
     // The size `left` counts from, whatever the file becomes meanwhile.
-    const stream = file.slice(0, file.size).stream();
+    const stream = file instanceof Blob ? file.slice(0, file.size).stream() : await served(file);
     // A byte stream reads into one buffer it hands back each time; another stream gives
     // chunks of its own, collected between this worker's short tasks.
     let byob = null;
@@ -172,9 +187,12 @@ onmessage = async ({ data: { file, hash, state, bytes, slice, progress } }) => {
     for (;;) {
       const { value, done } = await (byob ? reader.read(new Uint8Array(buffer)) : reader.read());
       if (done) break;
-      await take(value);
+      // Not past the size given (a served file that grew is read as it was listed).
+      await take(value.subarray(0, Math.max(0, file.size - read)));
       if (byob) buffer = value.buffer;
+      if (read >= file.size) break;
     }
+    reader.cancel().catch(() => {});
     // A file that shrank while it was read: the short slot says so, or, at a slot's
     // boundary, the failure does.
     if (want > 0) fill(slot, at > 0 ? at : -1);

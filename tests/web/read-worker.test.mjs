@@ -1,9 +1,12 @@
 // The read-ahead helper (www/read-worker.js) run in node as the browser runs it in a worker:
 // its SHA-256 against node's on chunkings around the 64-byte blocks, and its shared slots
 // read by a consumer as the import worker reads them (Atomics.wait in a worker thread),
-// on a file of several ring turns, an empty file and a file of exactly one turn.
+// on a file of several ring turns, an empty file and a file of exactly one turn; then the same
+// for a file `pt-snap view` serves (`{url, size}`, streamed from a server here), one that grew
+// after it was listed, and a server that stops mid-file.
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
+import http from 'node:http';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import vm from 'node:vm';
@@ -21,7 +24,7 @@ const sha = (bytes) => createHash('sha256').update(bytes).digest('hex');
 // The helper's globals in a context of their own: its class, and its message handler.
 const helper = () => {
   const answers = [];
-  const context = vm.createContext({ postMessage: (m) => answers.push(m), Atomics, setTimeout, console });
+  const context = vm.createContext({ postMessage: (m) => answers.push(m), Atomics, setTimeout, console, Blob, fetch });
   vm.runInContext(source, context);
   return { context, answers };
 };
@@ -61,15 +64,18 @@ for (let start = 0, i = 0; start < size; start += slice, i++) {
 parentPort.postMessage({ out, error });
 `;
 
-const through = async (size, slice, slots) => {
-  const data = new Uint8Array(size).map((_, i) => (i * 7919) % 251);
+const pattern = (size) => new Uint8Array(size).map((_, i) => (i * 7919) % 251);
+
+// `file` (default: a Blob of `data`) read into `slots` slots of `slice` bytes by a consumer.
+const through = async (size, slice, slots, file) => {
+  const data = pattern(size);
   const shared = new SharedArrayBuffer(slots * (4 + slice));
   const state = new Int32Array(shared, 0, slots);
   const bytes = new Uint8Array(shared, slots * 4);
   const reader = new Worker(consumer, { eval: true, workerData: { state, bytes, slice, size } });
   const read = new Promise((resolve) => reader.once('message', resolve));
   const { context, answers } = helper();
-  await context.onmessage({ data: { file: new Blob([data]), hash: true, state, bytes, slice, progress: slice } });
+  await context.onmessage({ data: { file: file ?? new Blob([data]), hash: true, state, bytes, slice, progress: slice } });
   const { out, error } = await read;
   await reader.terminate();
   return { data, out: new Uint8Array(out), error, answers };
@@ -95,10 +101,75 @@ for (const [size, slice, slots, what] of [
   const shared = new SharedArrayBuffer(slots * (4 + slice));
   const state = new Int32Array(shared, 0, slots);
   const bytes = new Uint8Array(shared, slots * 4);
-  const broken = { size: 3 * slice, slice: () => ({ stream: () => new ReadableStream({ pull: (c) => c.error(new Error('gone')) }) }) };
+  class Broken extends Blob {
+    get size() { return 3 * slice; }
+    slice() { return { stream: () => new ReadableStream({ pull: (c) => c.error(new Error('gone')) }) }; }
+  }
+  const broken = new Broken([]);
   const { context, answers } = helper();
   await context.onmessage({ data: { file: broken, hash: true, state, bytes, slice } });
   check(Atomics.load(state, 0) === -1 && /gone/.test(answers.at(-1)?.error ?? ''), 'a file that cannot be read: its slot is -1 and the answer an error');
+}
+
+// A file `pt-snap view` serves: this server answers a byte range as pt-snap view does, in
+// chunks of a few KiB (`whole`: it answers every byte it has instead, as a server may;
+// `stopAt`: the connection drops after that many bytes).
+const serve = (data, { whole, stopAt } = {}) => new Promise((resolve) => {
+  const server = http.createServer((req, res) => {
+    const m = !whole && /^bytes=(\d+)-(\d+)$/.exec(req.headers.range ?? '');
+    const [start, end] = m ? [Number(m[1]), Math.min(Number(m[2]) + 1, data.length)] : [0, data.length];
+    res.writeHead(m ? 206 : 200, { 'content-length': end - start });
+    let at = start;
+    const more = () => {
+      if (stopAt !== undefined && at >= stopAt) return res.destroy();
+      if (at >= end) return res.end();
+      const n = Math.min(3000, end - at);
+      res.write(data.subarray(at, at + n), more);
+      at += n;
+    };
+    more();
+  });
+  server.listen(0, '127.0.0.1', () => resolve(server));
+});
+
+for (const [size, extra, what] of [
+  [10 * 4096 + 123, 0, 'a served file of two and a half turns'],
+  [0, 0, 'an empty served file'],
+  [5 * 4096, 777, "a served file that grew after it was listed (the whole of it sent)"],
+]) {
+  // The file grew: the server sends all of it, more than the size listed.
+  const server = await serve(pattern(size + extra), { whole: extra > 0 });
+  const url = `http://127.0.0.1:${server.address().port}/files/0?token=t`;
+  const { data, out, error, answers } = await through(size, 4096, 4, { url, size });
+  server.close();
+  check(error === null && Buffer.compare(Buffer.from(out), Buffer.from(data)) === 0,
+    `${what}: every listed byte reaches the reader once, in order`);
+  check(answers[0]?.started === true && answers.at(-1)?.hex === sha(data), `${what}: the SHA-256 of the listed bytes`);
+}
+
+{
+  const slice = 4096, slots = 2, size = 6 * slice;
+  const server = await serve(pattern(size), { stopAt: 3 * slice + 100 });
+  const url = `http://127.0.0.1:${server.address().port}/files/0?token=t`;
+  const shared = new SharedArrayBuffer(slots * (4 + slice));
+  const state = new Int32Array(shared, 0, slots);
+  const bytes = new Uint8Array(shared, slots * 4);
+  const { context, answers } = helper();
+  // Empties each slot as it fills, as the import worker does, until one says the read failed.
+  let failedAt = null;
+  const drain = (async () => {
+    for (let i = 0; failedAt === null && i < 6; i++) {
+      const slot = i % slots;
+      while (Atomics.load(state, slot) === 0) await new Promise((r) => setTimeout(r, 1));
+      if (Atomics.load(state, slot) < 0) failedAt = i;
+      else { Atomics.store(state, slot, 0); Atomics.notify(state, slot); }
+    }
+  })();
+  await context.onmessage({ data: { file: { url, size }, hash: true, state, bytes, slice } });
+  await drain;
+  server.close();
+  check(failedAt === 3 && typeof answers.at(-1)?.error === 'string',
+    `a server that stops mid-file: the slice it stopped in fails (${failedAt}), and the answer is an error`);
 }
 
 if (failures) {

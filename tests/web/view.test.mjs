@@ -1,8 +1,8 @@
 // `pt-snap view` end to end in Chromium: the URL it prints opens the file in the app with the
-// CLI's peaks (fetched from the server as the page loads, then opened as a drop is), a
-// directory opens as the ranks of a job, a page with a wrong token shows an error and never
-// the file, the server listens on loopback only, the terminal says what the page read, and
-// Ctrl+C ends it.
+// CLI's peaks (opened as a drop is, its bytes streamed from the server), a directory opens as
+// the ranks of a job, a served database and an exported summary table open too, a page with
+// a wrong token shows an error and never the file, the server listens on loopback only, the
+// terminal says what the page read, and Ctrl+C ends it.
 // Run by tests/web/run.sh (which builds target/debug/pt-snap with the app built in and makes
 // the inputs and the CLI's answers in target/web/). Screenshots: target/web/view-*.png.
 import { spawn } from 'node:child_process';
@@ -147,6 +147,40 @@ await check('a directory opens as the ranks of a job, as the CLI ranks it', asyn
     ok((await p.textContent('[data-testid=ranks-failed]')).includes('rank4.pickle'), 'the file that is no snapshot is named');
     ok(!(await p.$$eval('.status[role=status]', (els) => els.map((e) => e.textContent).join(' '))).includes('what pt-snap view serves'), 'no status left from fetching the files');
     await p.screenshot({ path: path.join(out, 'view-directory.png'), fullPage: true });
+    await p.close();
+  } finally {
+    await server.stop();
+  }
+});
+
+await check('a served database opens, and an exported summary table, each read by ranges from the server', async () => {
+  // The .db: read through the read helper's stream. The summary parts: read by ranges by the
+  // worker itself (a synchronous request per range).
+  const want = read('expected-peak.json').rows[0];
+  let server = await view([path.join(out, 'fixture.pkl.db')]);
+  try {
+    const p = await newPage();
+    await p.goto(server.url);
+    await p.waitForSelector('[data-testid=engine-state][data-value=ready]', { timeout: 120000 });
+    const v = async (id) => Number(await p.getAttribute(`[data-testid=${id}]`, 'data-value'));
+    eq(await v('peak-reserved'), want.peak_reserved, 'the database\'s peak_reserved');
+    eq(await v('peak-active'), want.peak_active, 'the database\'s peak_active');
+    await p.close();
+  } finally {
+    await server.stop();
+  }
+  const ranks = read('expected-ranks.json');
+  const byRank = new Map(ranks.ranks.filter((r) => r.error == null).map((r) => [String(r.rank), r]));
+  server = await view([path.join(out, 'export')]);
+  try {
+    const p = await newPage();
+    await p.goto(server.url);
+    await p.waitForSelector('[data-testid=ranks-view][data-source=summary]', { timeout: 60000 });
+    await p.waitForSelector('[data-testid=ranks-progress][data-done="4"][data-total="4"]', { timeout: 60000 });
+    const rows = await p.$$eval('[data-testid=ranks-row]', (rs) => rs.map((r) => ({ rank: r.dataset.rank, active: r.dataset.peakActive })));
+    eq(rows.map((r) => r.rank).join(), '0,1,2,3', 'the four exported ranks');
+    for (const row of rows) eq(row.active, String(byRank.get(row.rank)?.peak_active), `rank ${row.rank} peak_active as ranks gives it`);
+    ok(p.responses.some((r) => r.path.startsWith('/files/') && r.status === 206), 'the parts were read by ranges');
     await p.close();
   } finally {
     await server.stop();

@@ -29,9 +29,9 @@ use pt_snap_engine::{
     answer_of, Answer, ErrorCode, Failure, FromWorker, IndexesLeft, Question, ToWorker,
 };
 use wasm_bindgen::prelude::*;
-use web_sys::File;
 
 use crate::file_worker::FileWorker;
+use crate::source::Source;
 
 /// Where the worker's messages go: the page's handlers for progress, preview, ready,
 /// failure and downloads (answers are routed here).
@@ -107,14 +107,14 @@ pub enum Job {
     /// A snapshot of any shape (or its cached database); `shown_sha256`: the file on
     /// screen's source, so the same file dropped again is recognised.
     Import {
-        file: File,
+        file: Source,
         lenient: bool,
         buckets: usize,
         shown_sha256: Option<String>,
         quick_match: bool,
     },
     /// A SnapshotDB.
-    Open { file: File },
+    Open { file: Source },
     /// A database in the OPFS cache.
     Reopen { sha256: String, cache_hit: bool },
 }
@@ -173,7 +173,7 @@ fn open_worker(
     };
     let first = envelope(&message);
     if let Some(file) = file {
-        let _ = Reflect::set(&first, &"file".into(), &file);
+        let _ = Reflect::set(&first, &"file".into(), &file.js());
     }
     if let Some(cell) = &cancel {
         let _ = Reflect::set(&first, &"cancel".into(), &cell.buffer());

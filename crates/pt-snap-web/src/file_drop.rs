@@ -10,6 +10,7 @@ use web_sys::{DragEvent, HtmlInputElement};
 
 use crate::client;
 use crate::loader;
+use crate::source::Source;
 use crate::state::{AppState, Screen, Status};
 
 fn files_of(list: &web_sys::FileList) -> Vec<web_sys::File> {
@@ -18,7 +19,7 @@ fn files_of(list: &web_sys::FileList) -> Vec<web_sys::File> {
 
 /// Each file with where it was found: below the folder chosen (`webkitRelativePath`), or
 /// its bare name.
-fn with_paths(files: Vec<web_sys::File>) -> Vec<(web_sys::File, String)> {
+fn with_paths(files: Vec<web_sys::File>) -> Vec<(Source, String)> {
     files
         .into_iter()
         .map(|f| {
@@ -32,7 +33,7 @@ fn with_paths(files: Vec<web_sys::File>) -> Vec<(web_sys::File, String)> {
             } else {
                 relative
             };
-            (f, path)
+            (Source::File(f), path)
         })
         .collect()
 }
@@ -51,7 +52,7 @@ fn dropped_entries(items: &web_sys::DataTransferItemList) -> Option<Vec<web_sys:
 /// the entries the browser would not read (a folder or file it may not open), with why.
 async fn files_below(
     entries: Vec<web_sys::FileSystemEntry>,
-) -> (Vec<(web_sys::File, String)>, Vec<String>) {
+) -> (Vec<(Source, String)>, Vec<String>) {
     use wasm_bindgen_futures::JsFuture;
     let mut found = Vec::new();
     let mut unreadable = Vec::new();
@@ -99,7 +100,7 @@ async fn files_below(
                     .file_with_callback_and_callback(&resolve, &reject);
             });
             match JsFuture::from(file).await {
-                Ok(file) => found.push((file.unchecked_into::<web_sys::File>(), path)),
+                Ok(file) => found.push((Source::File(file.unchecked_into()), path)),
                 Err(e) => unreadable.push(format!("{path} ({})", client::js_text(&e))),
             }
         }
@@ -110,15 +111,15 @@ async fn files_below(
 
 /// One file opens in every view; several (or a folder) are the ranks of a job; Parquet
 /// files are an exported summary table's parts, the ranks of a job without their snapshots.
-pub fn open_files(state: AppState, chosen: Vec<(web_sys::File, String)>, folder: bool) {
-    let (files, paths): (Vec<web_sys::File>, Vec<String>) = chosen.into_iter().unzip();
+pub fn open_files(state: AppState, chosen: Vec<(Source, String)>, folder: bool) {
+    let (files, paths): (Vec<Source>, Vec<String>) = chosen.into_iter().unzip();
     let parts = crate::job::summary_parts(&paths);
     if !parts.is_empty() {
         let files = parts.iter().map(|&i| files[i].clone()).collect();
         let paths = parts.iter().map(|&i| paths[i].clone()).collect();
         return crate::ranks::start_summary(state, files, paths);
     }
-    let files: Vec<web_sys::File> = crate::job::members(&paths, folder)
+    let files: Vec<Source> = crate::job::members(&paths, folder)
         .into_iter()
         .map(|i| files[i].clone())
         .collect();

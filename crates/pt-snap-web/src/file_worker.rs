@@ -44,6 +44,56 @@ struct Shared {
     listener: RefCell<Option<Listener>>,
     unheard: RefCell<Vec<(FromWorker, JsValue)>>,
     readers: RefCell<Vec<Reader>>,
+    /// The read helper of a job that reads a file, started as the job is posted so that
+    /// it loads beside the worker's own lookups; `None` once the job took it, or ended
+    /// without (a database reopened from the cache reads no file).
+    spare_reader: RefCell<Option<SpareReader>>,
+}
+
+/// A read helper not given a job yet. An error before it is taken (its script did not
+/// load) would otherwise go unheard: it is noted, and such a spare is not used.
+struct SpareReader {
+    worker: Worker,
+    failed: Rc<std::cell::Cell<bool>>,
+    _on_error: Closure<dyn FnMut(web_sys::Event)>,
+}
+
+impl SpareReader {
+    fn start() -> Option<SpareReader> {
+        let worker = Worker::new(READER_SCRIPT).ok()?;
+        let failed = Rc::new(std::cell::Cell::new(false));
+        let noted = Rc::clone(&failed);
+        // A script that did not load fires a plain `error` event, not an `ErrorEvent`.
+        let on_error = Closure::<dyn FnMut(web_sys::Event)>::new(move |ev: web_sys::Event| {
+            ev.prevent_default();
+            noted.set(true);
+        });
+        worker.set_onerror(Some(on_error.as_ref().unchecked_ref()));
+        Some(SpareReader {
+            worker,
+            failed,
+            _on_error: on_error,
+        })
+    }
+
+    /// The worker, unless it failed.
+    fn take(self) -> Option<Worker> {
+        self.worker.set_onerror(None);
+        if self.failed.get() {
+            self.worker.terminate();
+            return None;
+        }
+        Some(self.worker.clone())
+    }
+}
+
+impl Drop for SpareReader {
+    fn drop(&mut self) {
+        // Taken: `take` cleared the handler and the worker is a reader's now.
+        if self.worker.onerror().is_some() {
+            self.worker.terminate();
+        }
+    }
 }
 
 /// A read helper started for the worker, passing what it posts on to the worker's port.
@@ -86,6 +136,7 @@ impl FileWorker {
             listener: RefCell::new(None),
             unheard: RefCell::new(Vec::new()),
             readers: RefCell::new(Vec::new()),
+            spare_reader: RefCell::new(None),
         });
         // Weak: the worker's handlers must not keep what owns them alive.
         let weak = Rc::downgrade(&shared);
@@ -148,8 +199,15 @@ impl FileWorker {
         }
     }
 
-    /// Posts `message`, now or once the worker has said `Ready`.
+    /// Posts `message`, now or once the worker has said `Ready`. A message with a file
+    /// attached is a job that reads it: its read helper starts now.
     pub fn post(&self, message: &Object) {
+        if Reflect::has(message, &"file".into()).unwrap_or(false) {
+            let mut spare = self.shared.spare_reader.borrow_mut();
+            if spare.is_none() {
+                *spare = SpareReader::start();
+            }
+        }
         match self.shared.outbox.borrow_mut().as_mut() {
             Some(waiting) => waiting.push(message.clone()),
             None => post(&self.shared.worker, message),
@@ -162,6 +220,7 @@ impl FileWorker {
         // Dropped outside the borrow: ending a worker may run its handlers.
         let readers = std::mem::take(&mut *self.shared.readers.borrow_mut());
         drop(readers);
+        drop(self.shared.spare_reader.borrow_mut().take());
         self.shared.worker.set_onmessage(None);
         self.shared.worker.set_onerror(None);
         self.shared.worker.terminate();
@@ -184,6 +243,13 @@ impl Shared {
             Ok(message) => message,
             Err(f) => return self.tell(FromWorker::Failed(f), JsValue::UNDEFINED),
         };
+        if !matches!(
+            message,
+            FromWorker::Ready | FromWorker::Progress(_) | FromWorker::StartReader { .. }
+        ) {
+            // The job is past reading its file (or never read it).
+            drop(self.spare_reader.borrow_mut().take());
+        }
         match message {
             FromWorker::Ready => {
                 for o in self.outbox.borrow_mut().take().unwrap_or_default() {
@@ -233,7 +299,12 @@ impl Shared {
             let _ = Reflect::set(&o, &"error".into(), &why.into());
             let _ = port.post_message(&o);
         };
-        let worker = match Worker::new(READER_SCRIPT) {
+        let spare = self
+            .spare_reader
+            .borrow_mut()
+            .take()
+            .and_then(SpareReader::take);
+        let worker = match spare.map_or_else(|| Worker::new(READER_SCRIPT), Ok) {
             Ok(worker) => worker,
             Err(e) => return failed(&port, crate::client::js_text(&e)),
         };

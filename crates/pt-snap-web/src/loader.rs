@@ -6,7 +6,7 @@
 
 use std::cell::RefCell;
 
-use js_sys::{Array, Uint8Array};
+use js_sys::Array;
 use leptos::prelude::*;
 use pt_snap_engine::{ErrorCode, Failure, FromWorker, IndexesLeft};
 use wasm_bindgen::prelude::*;
@@ -16,12 +16,13 @@ use web_sys::{Blob, File, FilePropertyBag, Response};
 use crate::client::{self, Job};
 use crate::opened::Opened;
 use crate::sniff::{self, Route};
+use crate::source::Source;
 use crate::state::{AppState, Indexing, Status};
 
 thread_local! {
     /// The last import sent, so a strict one the replay refused can be run again leniently,
     /// and one reopened by name, size and time imported again if its hash says otherwise.
-    static LAST_IMPORT: RefCell<Option<(File, bool)>> = const { RefCell::new(None) };
+    static LAST_IMPORT: RefCell<Option<(Source, bool)>> = const { RefCell::new(None) };
     /// Bumped by every file chosen: a file whose first bytes arrive after a later choice is
     /// dropped.
     static CHOICE: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
@@ -70,7 +71,7 @@ pub fn load_sample(state: AppState) {
     leptos::task::spawn_local(async move {
         match fetch_file(SAMPLE, &name).await {
             Ok(file) => {
-                load(state, file);
+                load(state, Source::File(file));
                 state.sample.set(true);
             }
             // A dist/ built without the sample, or served from somewhere that lost it.
@@ -100,7 +101,7 @@ async fn fetch_file(url: &str, name: &str) -> Result<File, String> {
 }
 
 /// Opens or imports `file`, by what its first bytes say it is (see [`sniff::route`]).
-pub fn load(state: AppState, file: File) {
+pub fn load(state: AppState, file: Source) {
     state.sample.set(false);
     let choice = CHOICE.with(|c| {
         c.set(c.get() + 1);
@@ -109,7 +110,7 @@ pub fn load(state: AppState, file: File) {
     let name = file.name();
     state.status.set(Status::Reading(name.clone()));
     leptos::task::spawn_local(async move {
-        let head = match read_head(&file).await {
+        let head = match file.head(sniff::HEAD_LEN).await {
             Ok(head) => head,
             Err(e) => {
                 state
@@ -140,18 +141,9 @@ pub fn load(state: AppState, file: File) {
     });
 }
 
-/// The file's first [`sniff::HEAD_LEN`] bytes (fewer for a shorter file).
-async fn read_head(file: &File) -> Result<Vec<u8>, String> {
-    let js = |e: JsValue| client::js_text(&e);
-    let end = (sniff::HEAD_LEN as f64).min(file.size());
-    let slice = file.slice_with_f64_and_f64(0.0, end).map_err(js)?;
-    let buf = JsFuture::from(slice.array_buffer()).await.map_err(js)?;
-    Ok(Uint8Array::new(&buf).to_vec())
-}
-
 /// `quick_match`: a cached import of a file of the same name, size and modification time
 /// may be shown before the file is hashed (`ToWorker::Import`).
-fn import(state: AppState, file: File, lenient: bool, quick_match: bool) {
+fn import(state: AppState, file: Source, lenient: bool, quick_match: bool) {
     LAST_IMPORT.with(|l| *l.borrow_mut() = Some((file.clone(), lenient)));
     let (name, total) = (file.name(), file.size());
     start(

@@ -40,6 +40,8 @@ mod segments;
 #[cfg(target_arch = "wasm32")]
 mod served;
 #[cfg(target_arch = "wasm32")]
+mod source;
+#[cfg(target_arch = "wasm32")]
 mod state;
 #[cfg(target_arch = "wasm32")]
 mod status;

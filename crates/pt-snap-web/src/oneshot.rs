@@ -8,10 +8,10 @@ use std::rc::{Rc, Weak};
 
 use js_sys::{Object, Reflect};
 use pt_snap_engine::{answer_of, Answer, Failure, FromWorker, Progress, Query, Question, ToWorker};
-use web_sys::File;
 
 use crate::client::envelope;
 use crate::file_worker::FileWorker;
+use crate::source::Source;
 
 type Stage = Rc<dyn Fn(String)>;
 type Done = Box<dyn FnOnce(Result<Answer, Failure>)>;
@@ -35,7 +35,7 @@ struct Shared {
 /// is doing; `on_done` the answer, once, never from inside a worker's handler (so it may
 /// drop this [`Asking`] or start another).
 pub fn ask<Q: Question>(
-    file: &File,
+    file: &Source,
     question: Q,
     budget_s: f64,
     on_stage: impl Fn(String) + 'static,
@@ -60,7 +60,7 @@ pub fn ask<Q: Question>(
         running: None,
     }));
     let message = envelope(&first);
-    let _ = Reflect::set(&message, &"file".into(), file);
+    let _ = Reflect::set(&message, &"file".into(), &file.js());
     start(&shared, message);
     Asking { _shared: shared }
 }

@@ -17,7 +17,6 @@ use leptos::prelude::*;
 use pt_snap_engine::{question, Failure, FromWorker, ToWorker};
 use pt_snap_report::ranks::{site, RanksReport};
 use pt_snap_report::Metric;
-use web_sys::File;
 
 use crate::client::envelope;
 use crate::compare;
@@ -26,17 +25,18 @@ use crate::fmt;
 use crate::job::{order, Job, Member, Pick, SummaryTable};
 use crate::loader;
 use crate::oneshot::{self, Asking};
+use crate::source::Source;
 use crate::state::{AppState, Screen};
 
 thread_local! {
     /// The job's files, in the job's order (the page's signal holds only their names).
-    static FILES: RefCell<Vec<File>> = const { RefCell::new(Vec::new()) };
+    static FILES: RefCell<Vec<Source>> = const { RefCell::new(Vec::new()) };
     /// The file being summarised.
     static RUNNING: RefCell<Option<Asking>> = const { RefCell::new(None) };
     /// Bumped by every job started or stopped: a late answer of an older one is dropped.
     static SERIAL: Cell<u64> = const { Cell::new(0) };
     /// The summary table being read, or read.
-    static TABLE: RefCell<SummaryTable<File>> = RefCell::new(SummaryTable::new(Vec::new()));
+    static TABLE: RefCell<SummaryTable<Source>> = RefCell::new(SummaryTable::new(Vec::new()));
     /// The worker reading it.
     static READING: RefCell<Option<FileWorker>> = const { RefCell::new(None) };
     /// When the table read so far was last shown (`Date.now()`).
@@ -47,12 +47,12 @@ thread_local! {
 const SHOW_EVERY_MS: f64 = 400.0;
 
 /// Starts a job over `files` (a drop or pick of several, or a folder), replacing any other.
-pub fn start(state: AppState, files: Vec<File>) {
+pub fn start(state: AppState, files: Vec<Source>) {
     stop();
     crate::compare::forget(state);
-    let names: Vec<String> = files.iter().map(File::name).collect();
+    let names: Vec<String> = files.iter().map(Source::name).collect();
     let order = order(&names);
-    let files: Vec<File> = order.iter().map(|&i| files[i].clone()).collect();
+    let files: Vec<Source> = order.iter().map(|&i| files[i].clone()).collect();
     let names: Vec<String> = order.iter().map(|&i| names[i].clone()).collect();
     FILES.with(|f| *f.borrow_mut() = files);
     state.job.set(Some(Job::new(names, Metric::Active)));
@@ -67,7 +67,7 @@ const PARTS_PER_MESSAGE: usize = 32;
 /// Shows the parts of an exported summary table (`files`, found at `paths`) as a job, read
 /// by a worker of its own a batch at a time. The job shown is the one with the most ranks,
 /// until the user chooses another.
-pub fn start_summary(state: AppState, files: Vec<File>, paths: Vec<String>) {
+pub fn start_summary(state: AppState, files: Vec<Source>, paths: Vec<String>) {
     stop();
     crate::compare::forget(state);
     FILES.with(|f| f.borrow_mut().clear());
@@ -150,7 +150,7 @@ fn next_parts() -> js_sys::Object {
     let batch = TABLE.with(|t| t.borrow_mut().next_batch(PARTS_PER_MESSAGE));
     let attached = js_sys::Array::new();
     for (f, _) in &batch {
-        attached.push(f);
+        attached.push(&f.js());
     }
     let paths = batch.into_iter().map(|(_, p)| p).collect();
     let message = envelope(&ToWorker::ReadSummaries { paths });
@@ -180,7 +180,7 @@ pub fn stop() {
 }
 
 /// File `i` of the job.
-pub fn file(i: usize) -> Option<File> {
+pub fn file(i: usize) -> Option<Source> {
     FILES.with(|f| f.borrow().get(i).cloned())
 }
 

@@ -1,33 +1,39 @@
 //! What `pt-snap view` serves: its URL carries the server's `token`, and `www/served.js`,
-//! the first script of the page, has fetched the server's list (one file, the files below a
-//! directory, or nothing) and each listed file into a `Blob` while the app loaded. Here they
-//! become `File`s, opened exactly as a dropped file or folder is, so everything after this is
-//! the drop's path. The spare worker the page starts as it loads compiles its wasm meanwhile.
+//! the first script of the page, has asked for the server's list (one file, the files below
+//! a directory, or nothing) while the app loaded. Each listed file becomes a
+//! [`Source::Served`], opened exactly as a dropped file or folder is, so everything after
+//! this is the drop's path; its worker streams it from the server as it decodes. That worker
+//! was started as the page began to load, and has compiled its wasm meanwhile.
 
-use js_sys::{Array, Object, Promise, Reflect};
+use js_sys::{Promise, Reflect};
 use leptos::prelude::*;
 use pt_snap_engine::{ErrorCode, Failure};
 use serde_json::Value as Json;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::JsFuture;
-use web_sys::{Blob, File, FilePropertyBag};
 
 use crate::client;
 use crate::file_drop;
+use crate::source::Source;
 use crate::state::{AppState, Status};
 
 /// Whether the page's address carries a `token` (`?token=…`): `pt-snap view` printed it.
 pub fn requested() -> bool {
-    let search = window().location().search().unwrap_or_default();
-    (search.trim_start_matches('?').split('&'))
-        .any(|pair| pair.strip_prefix("token=").is_some_and(|t| !t.is_empty()))
+    token().is_some()
 }
 
-/// What the status strip says while `www/served.js` fetches.
+fn token() -> Option<String> {
+    let search = window().location().search().unwrap_or_default();
+    (search.trim_start_matches('?').split('&'))
+        .find_map(|pair| pair.strip_prefix("token=").filter(|t| !t.is_empty()))
+        .map(str::to_owned)
+}
+
+/// What the status strip says while `www/served.js` asks for the list.
 const FETCHING: &str = "what pt-snap view serves";
 
-/// Opens what `www/served.js` fetched, as if it had been dropped on the page, unless the
-/// user opened something else meanwhile.
+/// Opens what `pt-snap view` serves, as if it had been dropped on the page, unless the user
+/// opened something else meanwhile.
 pub fn open(state: AppState) {
     state.status.set(Status::Reading(FETCHING.into()));
     leptos::task::spawn_local(async move {
@@ -41,7 +47,7 @@ pub fn open(state: AppState) {
         match result {
             Ok(Some((files, folder))) => {
                 // From here on it is a drop, which says what it is doing itself (a folder's
-                // ranks say nothing here: without this the fetch's words would stay).
+                // ranks say nothing here: without this the list's words would stay).
                 state.status.set(Status::Idle);
                 file_drop::open_files(state, files, folder)
             }
@@ -53,7 +59,7 @@ pub fn open(state: AppState) {
 
 /// The files served and whether they are a folder's; `None` when the server was given
 /// nothing (the app alone).
-async fn served() -> Result<Option<(Vec<(File, String)>, bool)>, Failure> {
+async fn served() -> Result<Option<(Vec<(Source, String)>, bool)>, Failure> {
     let promise: Promise = Reflect::get(&window(), &"ptSnapServed".into())
         .ok()
         .and_then(|p| p.dyn_into().ok())
@@ -64,8 +70,7 @@ async fn served() -> Result<Option<(Vec<(File, String)>, bool)>, Failure> {
             )
         })?;
     let got = JsFuture::from(promise).await.map_err(refused)?;
-    let field = |name: &str| Reflect::get(&got, &name.into()).unwrap_or(JsValue::UNDEFINED);
-    let listing: Json = js_sys::JSON::stringify(&field("listing"))
+    let listing: Json = js_sys::JSON::stringify(&got)
         .ok()
         .and_then(|text| text.as_string())
         .and_then(|text| serde_json::from_str(&text).ok())
@@ -75,35 +80,37 @@ async fn served() -> Result<Option<(Vec<(File, String)>, bool)>, Failure> {
         Some("directory") => true,
         _ => return Ok(None),
     };
-    let blobs = Array::from(&field("blobs"));
+    let token = token().unwrap_or_default();
+    let base = window().location().href().unwrap_or_default();
     let mut files = Vec::new();
-    for (i, entry) in listing["files"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .enumerate()
-    {
-        let (Some(path), Ok(blob)) = (
+    for entry in listing["files"].as_array().into_iter().flatten() {
+        let (Some(path), Some(url), Some(size)) = (
             entry["path"].as_str(),
-            blobs.get(i as u32).dyn_into::<Blob>(),
+            entry["url"].as_str(),
+            entry["size"].as_f64(),
         ) else {
             continue;
         };
+        // Absolute, for the workers that fetch it (their base is their script's).
+        let url = web_sys::Url::new_with_base(url, &base).map_err(|e| {
+            Failure::new(
+                ErrorCode::Internal,
+                format!(
+                    "pt-snap view's list names no usable address ({})",
+                    client::js_text(&e)
+                ),
+            )
+        })?;
+        url.search_params().set("token", &token);
         // A dropped folder's files are named by their path below it, a dropped file by its
         // own name; the server names them so. The time lets the cache recognise the file.
-        let name = path.rsplit('/').next().unwrap_or(path);
-        let options: FilePropertyBag = Object::new().unchecked_into();
-        if let Some(ms) = entry["modified_ms"].as_f64() {
-            let _ = Reflect::set(&options, &"lastModified".into(), &ms.into());
-        }
-        let file = File::new_with_blob_sequence_and_options(&Array::of1(&blob), name, &options)
-            .map_err(|e| {
-                pt_snap_import::failure::backend(format!(
-                    "cannot read what pt-snap view serves: {}",
-                    client::js_text(&e)
-                ))
-            })?;
-        files.push((file, path.to_owned()));
+        let source = Source::Served {
+            url: url.href(),
+            name: path.rsplit('/').next().unwrap_or(path).to_owned(),
+            size,
+            modified_ms: entry["modified_ms"].as_f64(),
+        };
+        files.push((source, path.to_owned()));
     }
     Ok(Some((files, folder)))
 }

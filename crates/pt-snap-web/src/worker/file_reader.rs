@@ -1,7 +1,8 @@
-//! The dropped `File` as a `Read`, a slice at a time ([`Slices`]). Where the page is
-//! cross-origin isolated, a helper worker (`www/read-worker.js`, [`Helper`]) reads it ahead
-//! into shared slots this worker copies each slice out of ([`Ring`]), so the file is read
-//! once, and hashes it on the way; elsewhere this worker reads it with `FileReaderSync`. The
+//! The file opened ([`Source`]: dropped, or served by `pt-snap view`) as a `Read`, a slice
+//! at a time ([`Slices`]). Where the page is cross-origin isolated, a helper worker
+//! (`www/read-worker.js`, [`Helper`]) streams it ahead into shared slots this worker copies
+//! each slice out of ([`Ring`]), so the file is read once, and hashes it on the way;
+//! elsewhere this worker reads it a range at a time ([`Source::ranges`]). The
 //! page starts the helper when asked (`FromWorker::StartReader`): a worker's own workers
 //! make its end racy in Chromium (the page's `file_worker` says how).
 
@@ -16,11 +17,10 @@ use pt_snap_import::failure::backend;
 use pt_snap_model::{Slices, SLICE};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::JsFuture;
-use web_sys::{
-    DedicatedWorkerGlobalScope, File, FileReaderSync, MessageChannel, MessageEvent, MessagePort,
-};
+use web_sys::{DedicatedWorkerGlobalScope, MessageChannel, MessageEvent, MessagePort};
 
 use crate::messages::{get, post};
+use crate::source::Source;
 
 /// Bytes the helper hashes between two progress messages.
 const HASH_PROGRESS_STEP: f64 = (64 << 20) as f64;
@@ -28,20 +28,20 @@ const HASH_PROGRESS_STEP: f64 = (64 << 20) as f64;
 /// The file's SHA-256 when only the hash is wanted (to look it up in the cache, with
 /// `progress` of its size shown, or to check a file shown from it, beside the page's
 /// questions): the helper reads and hashes, and this worker is free meanwhile.
-pub(crate) async fn sha256_of(file: &File, progress: Option<f64>) -> Result<String, Failure> {
+pub(crate) async fn sha256_of(file: &Source, progress: Option<f64>) -> Result<String, Failure> {
     Helper::start(file, None, true, progress)
         .await?
         .sha256()
         .await
 }
 
-/// One slice of the `File`, copied into the decoder's memory.
+/// One slice of the file, copied into the decoder's memory.
 type FetchSlice = dyn FnMut(u64, u64) -> io::Result<Vec<u8>>;
 
-/// The File as a `Read`, one slice at a time ([`Slices`]), and its helper.
+/// The file as a `Read`, one slice at a time ([`Slices`]), and its helper.
 pub(crate) struct FileChunks {
     slices: Slices<Box<FetchSlice>>,
-    /// `None` for a file read with `FileReaderSync` and not hashed.
+    /// `None` for a file read a range at a time and not hashed.
     helper: Option<Helper>,
     /// Read through the helper's [`Ring`].
     ahead: bool,
@@ -49,9 +49,10 @@ pub(crate) struct FileChunks {
 
 impl FileChunks {
     /// Read ahead by the helper through shared slots where the page has shared memory
-    /// (it is cross-origin isolated), else with `FileReaderSync`, whose slices stay in
-    /// memory until a collection. The helper hashes the file if asked to.
-    pub(crate) async fn open(file: File, hash: bool) -> Result<Self, Failure> {
+    /// (it is cross-origin isolated), else a range at a time (a `File`'s with
+    /// `FileReaderSync`, whose slices stay in memory until a collection). The helper hashes
+    /// the file if asked to.
+    pub(crate) async fn open(file: Source, hash: bool) -> Result<Self, Failure> {
         let len = file.size() as u64;
         let scope: DedicatedWorkerGlobalScope = js_sys::global().unchecked_into();
         let ring = (get(&scope, "crossOriginIsolated").as_bool() == Some(true)).then(Ring::new);
@@ -69,14 +70,8 @@ impl FileChunks {
         let fetch: Box<FetchSlice> = match ring {
             Some(ring) => Box::new(move |start, end| ring.take(start, end)),
             None => {
-                let reader = FileReaderSync::new().map_err(|e| backend(format!("{e:?}")))?;
-                Box::new(move |start: u64, end: u64| {
-                    let slice = file
-                        .slice_with_f64_and_f64(start as f64, end as f64)
-                        .map_err(js_io)?;
-                    let bytes = reader.read_as_array_buffer(&slice).map_err(js_io)?;
-                    Ok(Uint8Array::new(&bytes).to_vec())
-                })
+                let ranges = file.ranges().map_err(backend)?;
+                Box::new(move |start: u64, end: u64| ranges.read(start, end))
             }
         };
         Ok(FileChunks {
@@ -137,7 +132,8 @@ impl Ring {
         };
         if filled < 0 {
             return Err(io::Error::other(
-                "cannot read the file: the browser stopped reading it (was it changed or removed?)",
+                "cannot read the file: the browser stopped reading it (was it changed or removed, \
+                 or did pt-snap view stop?)",
             ));
         }
         let from = slot * SLICE as u32;
@@ -172,7 +168,7 @@ impl Helper {
     /// wait on a slot might never end). `progress`: the file's size, to post how much
     /// is hashed.
     async fn start(
-        file: &File,
+        file: &Source,
         ring: Option<&Ring>,
         hash: bool,
         progress: Option<f64>,
@@ -226,7 +222,7 @@ impl Helper {
         };
         let job = Object::new();
         let mut fields = vec![
-            ("file", JsValue::from(file)),
+            ("file", file.js().clone()),
             ("hash", hash.into()),
             ("progress", progress.map(|_| HASH_PROGRESS_STEP).into()),
         ];

@@ -19,10 +19,10 @@ use pt_snap_engine::{Engine, Failure, FromWorker, Origin, Preview, Progress, Sto
 use pt_snap_import::failure::backend;
 use pt_snap_import::{ImportRequest, Indexes, ReplayMode, Stage};
 use pt_snap_opfs::{Access, Entry, Pool};
-use web_sys::File;
 
 use crate::file_reader::{sha256_of, FileChunks};
 use crate::messages::{post, POOL};
+use crate::source::Source;
 
 /// The page cache of a database read from OPFS, in KiB: 16 times SQLite's default. A
 /// page read past it is a `read` on a sync access handle, from the OS's cache; at 128 MiB
@@ -37,7 +37,7 @@ pub(crate) enum Outcome {
     /// shown while `file` is hashed to check that it is the one imported (`sha256`).
     OpenUnchecked {
         engine: Box<Engine>,
-        file: File,
+        file: Source,
         sha256: String,
     },
     /// The database, complete in OPFS and let go of (see the module's note).
@@ -90,7 +90,7 @@ pub(crate) fn storage(e: impl std::fmt::Display) -> Failure {
     backend(format!("the browser's file storage (OPFS): {e}"))
 }
 
-pub(crate) async fn open_db(file: &File) -> Result<Engine, Failure> {
+pub(crate) async fn open_db(file: &Source) -> Result<Engine, Failure> {
     let len = file.size() as usize;
     let reader = FileChunks::open(file.clone(), false).await?;
     Engine::from_image(
@@ -109,7 +109,7 @@ pub(crate) async fn open_db(file: &File) -> Result<Engine, Failure> {
 }
 
 pub(crate) async fn import(
-    file: &File,
+    file: &Source,
     replay: ReplayMode,
     buckets: usize,
     shown_sha256: Option<String>,

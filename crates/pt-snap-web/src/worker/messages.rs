@@ -1,5 +1,5 @@
 //! The worker's message loop: a message from the page (`ToWorker`, JSON text beside the
-//! attached `File`, cancel cell or files) starts a job or answers a question, and what the
+//! attached file (a [`Source`]), cancel cell or files) starts a job or answers a question, and what the
 //! worker says goes back as `FromWorker`. An import blocks this thread from the first byte
 //! to the open database, on purpose: the page stops it by ending the worker, which no
 //! cooperative flag could do faster.
@@ -14,7 +14,7 @@ use pt_snap_engine::{Engine, ErrorCode, Failure, FromWorker, IndexesLeft, Stop, 
 use pt_snap_import::ReplayMode;
 use pt_snap_opfs::Pool;
 use wasm_bindgen::prelude::*;
-use web_sys::{DedicatedWorkerGlobalScope, File, MessageEvent};
+use web_sys::{DedicatedWorkerGlobalScope, MessageEvent};
 
 // Linked for its host hooks (clock, randomness) that SQLite needs in a browser.
 use sqlite_wasm_rs as _;
@@ -23,6 +23,7 @@ use crate::download::download;
 use crate::file_reader::sha256_of;
 use crate::import::{import, open_db, reopen, Outcome};
 use crate::indexes::{build_indexes_later, index_built};
+use crate::source::Source;
 use crate::summaries::read_summaries;
 
 thread_local! {
@@ -42,7 +43,7 @@ pub(crate) fn start() {
         if let Ok(sab) = get(&data, "cancel").dyn_into::<js_sys::SharedArrayBuffer>() {
             CANCEL.with(|c| *c.borrow_mut() = Some(Int32Array::new(&sab)));
         }
-        let file: Option<File> = get(&data, "file").dyn_into().ok();
+        let file = Source::from_js(get(&data, "file"));
         match decode::<ToWorker>(&text) {
             Ok(ToWorker::Import {
                 lenient,
@@ -134,9 +135,9 @@ fn run_sqlite_hot() {
 }
 
 /// Runs `job` on the attached file and posts what it gives.
-fn with_file<F, Fut>(file: Option<File>, job: F)
+fn with_file<F, Fut>(file: Option<Source>, job: F)
 where
-    F: FnOnce(File) -> Fut + 'static,
+    F: FnOnce(Source) -> Fut + 'static,
     Fut: std::future::Future<Output = Result<Outcome, Failure>> + 'static,
 {
     let Some(file) = file else {

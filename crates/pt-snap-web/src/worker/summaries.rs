@@ -5,40 +5,35 @@
 
 use std::io;
 
-use js_sys::Uint8Array;
 use pt_snap_engine::{ErrorCode, Failure, FromWorker};
-use wasm_bindgen::prelude::*;
-use web_sys::{File, FileReaderSync};
 
 use crate::messages::post;
+use crate::source::Source;
 
 /// Reads `files` (the `paths` of them) as parts of an exported summary table.
 pub(crate) fn read_summaries(paths: &[String], files: &js_sys::Array) {
-    let reads = paths
-        .iter()
-        .enumerate()
-        .map(|(i, path)| match files.get(i as u32).dyn_into::<File>() {
-            Ok(file) => {
-                // The summary's reader says "cannot read the file".
-                let js = |e: &JsValue| io::Error::other(format!("{e:?}"));
-                let reader = FileReaderSync::new();
-                pt_snap_engine::SummaryRead::of(path, file.size() as u64, |start, end| {
-                    let slice = file
-                        .slice_with_f64_and_f64(start as f64, end as f64)
-                        .map_err(|e| js(&e))?;
-                    let reader = reader.as_ref().map_err(js)?;
-                    let bytes = reader.read_as_array_buffer(&slice).map_err(|e| js(&e))?;
-                    Ok(Uint8Array::new(&bytes).to_vec())
-                })
-            }
-            Err(_) => pt_snap_engine::SummaryRead {
-                path: path.clone(),
-                ranks: Err(Failure::new(
-                    ErrorCode::Internal,
-                    "The worker was sent no file.",
-                )),
-            },
-        })
-        .collect();
+    let reads =
+        paths
+            .iter()
+            .enumerate()
+            .map(|(i, path)| match Source::from_js(files.get(i as u32)) {
+                Some(file) => {
+                    let ranges = file.ranges();
+                    pt_snap_engine::SummaryRead::of(path, file.size() as u64, |start, end| {
+                        match &ranges {
+                            Ok(ranges) => ranges.read(start, end),
+                            Err(e) => Err(io::Error::other(e.to_string())),
+                        }
+                    })
+                }
+                None => pt_snap_engine::SummaryRead {
+                    path: path.clone(),
+                    ranks: Err(Failure::new(
+                        ErrorCode::Internal,
+                        "The worker was sent no file.",
+                    )),
+                },
+            })
+            .collect();
     post(&FromWorker::Summaries(reads));
 }

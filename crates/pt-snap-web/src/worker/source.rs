@@ -1,0 +1,121 @@
+//! The file this worker was sent, as the page's `source.rs` posts it: a `File` (chosen or
+//! dropped), or `{url, name, size, lastModified}` for one `pt-snap view` serves, read from
+//! the server as it is needed.
+
+#![cfg(target_arch = "wasm32")]
+
+use std::io;
+
+use js_sys::Uint8Array;
+use wasm_bindgen::prelude::*;
+use web_sys::{File, FileReaderSync, XmlHttpRequest, XmlHttpRequestResponseType};
+
+use crate::messages::get;
+
+#[derive(Clone)]
+pub(crate) struct Source {
+    /// As posted: what the read helper is given (`www/read-worker.js` reads both kinds).
+    js: JsValue,
+    name: String,
+    size: f64,
+    last_modified: f64,
+    /// `None` for a served file, read from `url`.
+    file: Option<File>,
+    url: String,
+}
+
+impl Source {
+    /// The posted source, or `None` when nothing readable was posted.
+    pub(crate) fn from_js(js: JsValue) -> Option<Source> {
+        if let Some(file) = js.dyn_ref::<File>() {
+            return Some(Source {
+                name: file.name(),
+                size: file.size(),
+                last_modified: file.last_modified(),
+                file: Some(file.clone()),
+                url: String::new(),
+                js,
+            });
+        }
+        let url = get(&js, "url").as_string()?;
+        Some(Source {
+            name: get(&js, "name").as_string()?,
+            size: get(&js, "size").as_f64()?,
+            // A file without a time is as new as a `File` made without one.
+            last_modified: get(&js, "lastModified")
+                .as_f64()
+                .unwrap_or_else(js_sys::Date::now),
+            file: None,
+            url,
+            js,
+        })
+    }
+
+    pub(crate) fn name(&self) -> String {
+        self.name.clone()
+    }
+
+    pub(crate) fn size(&self) -> f64 {
+        self.size
+    }
+
+    pub(crate) fn last_modified(&self) -> f64 {
+        self.last_modified
+    }
+
+    pub(crate) fn js(&self) -> &JsValue {
+        &self.js
+    }
+
+    /// A reader of byte ranges, for reading without the helper: `FileReaderSync` for a
+    /// `File`; a synchronous request (which a worker may make) for a served one.
+    pub(crate) fn ranges(&self) -> io::Result<Ranges> {
+        Ok(match &self.file {
+            Some(file) => Ranges::File(file.clone(), FileReaderSync::new().map_err(js_io)?),
+            None => Ranges::Served(self.url.clone()),
+        })
+    }
+}
+
+/// Reads `start..end` of a [`Source`] synchronously.
+pub(crate) enum Ranges {
+    File(File, FileReaderSync),
+    Served(String),
+}
+
+impl Ranges {
+    pub(crate) fn read(&self, start: u64, end: u64) -> io::Result<Vec<u8>> {
+        if end <= start {
+            return Ok(Vec::new());
+        }
+        let bytes = match self {
+            Ranges::File(file, reader) => {
+                let slice = file
+                    .slice_with_f64_and_f64(start as f64, end as f64)
+                    .map_err(js_io)?;
+                reader.read_as_array_buffer(&slice).map_err(js_io)?.into()
+            }
+            Ranges::Served(url) => {
+                let request = XmlHttpRequest::new().map_err(js_io)?;
+                request.open_with_async("GET", url, false).map_err(js_io)?;
+                request
+                    .set_request_header("Range", &format!("bytes={start}-{}", end - 1))
+                    .map_err(js_io)?;
+                request.set_response_type(XmlHttpRequestResponseType::Arraybuffer);
+                request.send().map_err(js_io)?;
+                let status = request.status().map_err(js_io)?;
+                if status != 206 {
+                    return Err(io::Error::other(format!(
+                        "cannot read the file: pt-snap view answered HTTP {status} (has it stopped?)"
+                    )));
+                }
+                request.response().map_err(js_io)?
+            }
+        };
+        Ok(Uint8Array::new(&bytes).to_vec())
+    }
+}
+
+fn js_io(e: JsValue) -> io::Error {
+    io::Error::other(format!("cannot read the file: {e:?}"))
+}
