@@ -18,6 +18,9 @@
 // scripts run notes Date.now() when `[data-testid=engine-state]` first says peaks or ready),
 // so it does not wait for Playwright. The peaks shown are checked against the native import's
 // memory_peak. Results: OUTDIR/view-bench.json and a table on stdout.
+//
+// VIEW_BENCH_BEFORE=/path/to/an/older/pt-snap adds its `view` to each round, run the same way
+// right after this one's: a change measured against the code before it, side by side.
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -58,9 +61,9 @@ function native() {
 }
 
 /** `pt-snap view [FILE] --no-open --port 0`; resolves once it has printed its URL. */
-function view(args) {
+function view(args, bin = cli) {
   const home = fs.mkdtempSync(path.join(os.tmpdir(), 'pt-snap-view-bench-home-'));
-  const child = spawn(cli, ['view', ...args, '--no-open', '--port', '0'], { env: cleanEnv(home), cwd: home });
+  const child = spawn(bin, ['view', ...args, '--no-open', '--port', '0'], { env: cleanEnv(home), cwd: home });
   let stdout = '', stderr = '';
   child.stderr.on('data', (d) => { stderr += d; });
   const url = new Promise((resolve, reject) => {
@@ -110,10 +113,10 @@ async function peaksAfter(page, t0, want) {
   return { s: (at - t0) / 1000, equal };
 }
 
-async function viewStep(want) {
+async function viewStep(want, bin = cli) {
   const b = await browser();
   const t0 = Date.now();
-  const server = view([file]);
+  const server = view([file], bin);
   try {
     await b.page.goto(await server.url);
     return await peaksAfter(b.page, t0, want);
@@ -156,7 +159,10 @@ const results = [];
 for (let r = 0; r < rounds; r++) {
   const n = native();
   const row = { round: r + 1, native_s: n.wall_s };
-  for (const [name, step] of [['view', () => viewStep(n.peak)], ['drop', () => dropStep(n.peak, false)], ['at_load', () => dropStep(n.peak, true)]]) {
+  const before = process.env.VIEW_BENCH_BEFORE;
+  const steps = [['view', () => viewStep(n.peak)], ...(before ? [['before', () => viewStep(n.peak, before)]] : []),
+    ['drop', () => dropStep(n.peak, false)], ['at_load', () => dropStep(n.peak, true)]];
+  for (const [name, step] of steps) {
     try {
       const m = await step();
       row[`${name}_s`] = m.s;
@@ -168,8 +174,9 @@ for (let r = 0; r < rounds; r++) {
   results.push(row);
   console.log(`   round ${r + 1}: native ${f2(row.native_s)} s; view→peaks ${f2(row.view_s)} s (${f2(row.view_s / row.native_s)}×)` +
     `; drop→peaks ${f2(row.drop_s)} s (${f2(row.drop_s / row.native_s)}×); drop at load→peaks ${f2(row.at_load_s)} s (${f2(row.at_load_s / row.native_s)}×)` +
+    (before ? `; view of the older binary→peaks ${f2(row.before_s)} s (${f2(row.before_s / row.native_s)}×)` : '') +
     `; peaks equal the CLI: ${[row.view_peaks_equal, row.drop_peaks_equal, row.at_load_peaks_equal].join('/')}` +
-    `${['view', 'drop', 'at_load'].map((k) => row[`${k}_error`] ? ` ${k} failed: ${row[`${k}_error`]}` : '').join('')}`);
+    `${['view', 'before', 'drop', 'at_load'].map((k) => row[`${k}_error`] ? ` ${k} failed: ${row[`${k}_error`]}` : '').join('')}`);
   fs.writeFileSync(path.join(outDir, 'view-bench.json'), JSON.stringify({ file, size_mib: size, results }, null, 1) + '\n');
 }
 const ratios = (k) => results.filter((r) => r[`${k}_s`] != null).map((r) => r[`${k}_s`] / r.native_s);
@@ -178,6 +185,7 @@ console.log('| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |');
 for (const r of results) {
   console.log(`| ${path.basename(file)} (${size.toFixed(0)} MiB), round ${r.round} | ${f2(r.native_s)} | ${f2(r.view_s)} | ${f2(r.view_s / r.native_s)}× | ${f2(r.drop_s)} | ${f2(r.drop_s / r.native_s)}× | ${f2(r.at_load_s)} | ${f2(r.at_load_s / r.native_s)}× |`);
 }
-console.log(`\nmedian ratios to the native import: view ${f2(median(ratios('view')))}×, drop ${f2(median(ratios('drop')))}×, drop at load ${f2(median(ratios('at_load')))}×`);
-const bad = results.some((r) => ['view', 'drop', 'at_load'].some((k) => r[`${k}_error`] || r[`${k}_peaks_equal`] === false));
+console.log(`\nmedian ratios to the native import: view ${f2(median(ratios('view')))}×, drop ${f2(median(ratios('drop')))}×, drop at load ${f2(median(ratios('at_load')))}×` +
+  (process.env.VIEW_BENCH_BEFORE ? `; the older binary's view ${f2(median(ratios('before')))}×` : ''));
+const bad = results.some((r) => ['view', 'before', 'drop', 'at_load'].some((k) => r[`${k}_error`] || r[`${k}_peaks_equal`] === false));
 process.exit(bad ? 1 : 0);

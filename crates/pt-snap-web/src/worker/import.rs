@@ -49,6 +49,28 @@ pub(crate) enum Outcome {
     AlreadyOpen,
 }
 
+/// Paces progress messages to a few a second: each one redraws the page's status strip, and
+/// on two cores that drawing came out of the import's own time (a 109 MB file decoded with
+/// a message per 1% reached the peaks ~0.15 s later than with one in ten).
+#[derive(Default)]
+struct Ticker {
+    last_ms: Option<f64>,
+}
+
+impl Ticker {
+    const EVERY_MS: f64 = 100.0;
+
+    /// Whether a message may go now; if so, the next waits [`Ticker::EVERY_MS`].
+    fn due(&mut self) -> bool {
+        let now = js_sys::Date::now();
+        if self.last_ms.is_some_and(|last| now - last < Self::EVERY_MS) {
+            return false;
+        }
+        self.last_ms = Some(now);
+        true
+    }
+}
+
 /// Opens a cached database by its source's SHA-256: writable for the indexes its import
 /// deferred, query_only for everything else (the engine's doing).
 pub(crate) async fn reopen(
@@ -169,9 +191,10 @@ pub(crate) async fn import(
     // Hashed by the helper as it reads the file ahead, unless the lookup above has.
     let mut reader = FileChunks::open(file.clone(), known_sha.is_none()).await?;
     let mut last_posted = 0u64;
+    let mut ticker = Ticker::default();
     let step = ((total / 100.0) as u64).max(256 * 1024);
     let snapshot = pt_snap_model::decode_sized(&mut reader, total as u64, &mut |p| {
-        if p.bytes_read >= last_posted + step {
+        if p.bytes_read >= last_posted + step && ticker.due() {
             last_posted = p.bytes_read;
             post(&FromWorker::Progress(Progress::Decoding {
                 bytes: p.bytes_read as f64,
@@ -241,7 +264,8 @@ pub(crate) async fn import(
                 done,
                 total: of,
             } => {
-                if done == 0 || done >= last_done + (of / 50).max(1) || done == of {
+                if done == 0 || (done >= last_done + (of / 50).max(1) && ticker.due()) || done == of
+                {
                     last_done = done;
                     post(&FromWorker::Progress(Progress::Replaying {
                         device: device as i64,
