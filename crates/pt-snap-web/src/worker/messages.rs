@@ -22,7 +22,7 @@ use sqlite_wasm_rs as _;
 use crate::download::download;
 use crate::file_reader::sha256_of;
 use crate::import::{import, open_db, reopen, Outcome};
-use crate::indexes::{build_indexes_later, index_built};
+use crate::indexes::{answered, build_indexes_later, index_built};
 use crate::source::Source;
 use crate::summaries::read_summaries;
 
@@ -92,6 +92,7 @@ pub(crate) fn start() {
                     None => Err(Failure::new(ErrorCode::NotOpen, "No database is open.")),
                 });
                 post(&FromWorker::Answer { id, answer });
+                answered();
             }
             Ok(ToWorker::Download) => download(),
             Ok(ToWorker::BuildIndexes) => {
