@@ -5,8 +5,8 @@
 // starts it when that worker asks, and passes what it posts on to the worker (a worker's
 // own workers make its end racy in Chromium: crates/pt-snap-web/src/file_worker.rs).
 //
-// Reading (on a cross-origin isolated page; elsewhere the worker reads the file itself with
-// `FileReaderSync`, and this helper only hashes it): the decoder reads synchronously.
+// Reading (on a cross-origin isolated page; elsewhere the worker reads the file itself a
+// range at a time, and this helper only hashes it): the decoder reads synchronously.
 // `FileReaderSync` gives it each slice in a new ArrayBuffer, which its worker frees only at
 // a garbage collection, and a worker busy with one long import rarely gets one: the
 // import's peak carried up to ~300 MiB of slices already read. Here the file streams into
@@ -117,16 +117,27 @@ const changed = async (state, slot, now) => {
   }
 };
 
-// The body of a file `pt-snap view` serves, its first `size` bytes asked for.
+// The body of a file `pt-snap view` serves, its first `size` bytes asked for. The server
+// says the file's length now (`Content-Range: bytes 0-N/LENGTH`): another than the page was
+// told is a file rewritten since, which is not read as if it were the one listed.
 const served = async ({ url, size }) => {
   if (size === 0) return new Blob([]).stream();
   let response;
   try {
     response = await fetch(url, { headers: { Range: `bytes=0-${size - 1}` } });
-  } catch (e) {
-    throw new Error(`pt-snap view does not answer (${e.message}); it may have stopped`);
+  } catch {
+    // Not the browser's words: they may name the URL, and with it the token.
+    throw new Error('pt-snap view does not answer; it may have stopped');
   }
-  if (!response.ok) throw new Error(`pt-snap view answered HTTP ${response.status}`);
+  if (!response.ok) {
+    const said = (await response.text().catch(() => '')).trim();
+    throw new Error(`pt-snap view answered HTTP ${response.status}${said ? `: ${said}` : ''}`);
+  }
+  const length = /\/(\d+)$/.exec(response.headers.get('Content-Range') ?? '')?.[1];
+  if (length !== undefined && Number(length) !== size) {
+    response.body?.cancel().catch(() => {});
+    throw new Error(`the file changed since the page listed it (${length} bytes, not ${size}): reload the page`);
+  }
   return response.body;
 };
 
@@ -187,15 +198,14 @@ onmessage = async ({ data: { file, hash, state, bytes, slice, progress } }) => {
     for (;;) {
       const { value, done } = await (byob ? reader.read(new Uint8Array(buffer)) : reader.read());
       if (done) break;
-      // Not past the size given (a served file that grew is read as it was listed).
+      // Not past the size given (a server that ignores the range sends all it has).
       await take(value.subarray(0, Math.max(0, file.size - read)));
       if (byob) buffer = value.buffer;
       if (read >= file.size) break;
     }
     reader.cancel().catch(() => {});
-    // A file that shrank while it was read: the short slot says so, or, at a slot's
-    // boundary, the failure does.
-    if (want > 0) fill(slot, at > 0 ? at : -1);
+    // A file that shrank before or while it was read: not hashed, nor read, as if whole.
+    if (read < file.size) throw new Error(`the file is shorter than it was (${read} bytes, not ${file.size}): was it changed?`);
     postMessage(sha ? { hex: sha.hex() } : { done: true });
   } catch (e) {
     // The slot being filled says so, once the reader has emptied it; a slice already

@@ -2,8 +2,9 @@
 // its SHA-256 against node's on chunkings around the 64-byte blocks, and its shared slots
 // read by a consumer as the import worker reads them (Atomics.wait in a worker thread),
 // on a file of several ring turns, an empty file and a file of exactly one turn; then the same
-// for a file `pt-snap view` serves (`{url, size}`, streamed from a server here), one that grew
-// after it was listed, and a server that stops mid-file.
+// for a file `pt-snap view` serves (`{url, size}`, streamed from a server here); a server that
+// sends more than was asked, one that stops mid-file, a file rewritten since it was listed,
+// and a file shorter than its size.
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import http from 'node:http';
@@ -20,6 +21,7 @@ const check = (cond, what) => {
   if (!cond) failures++;
 };
 const sha = (bytes) => createHash('sha256').update(bytes).digest('hex');
+const eq1 = (got, want, what) => check(JSON.stringify(got) === JSON.stringify(want), `${what} (${JSON.stringify(got)})`);
 
 // The helper's globals in a context of their own: its class, and its message handler.
 const helper = () => {
@@ -111,14 +113,20 @@ for (const [size, slice, slots, what] of [
   check(Atomics.load(state, 0) === -1 && /gone/.test(answers.at(-1)?.error ?? ''), 'a file that cannot be read: its slot is -1 and the answer an error');
 }
 
-// A file `pt-snap view` serves: this server answers a byte range as pt-snap view does, in
-// chunks of a few KiB (`whole`: it answers every byte it has instead, as a server may;
-// `stopAt`: the connection drops after that many bytes).
+// A file `pt-snap view` serves: this server answers a byte range as pt-snap view does
+// (206, `Content-Range` with the file's length now), in chunks of a few KiB (`whole`: it
+// answers every byte it has instead, as a server may; `stopAt`: the connection drops after
+// that many bytes). Each range asked for is noted in `ranges`.
 const serve = (data, { whole, stopAt } = {}) => new Promise((resolve) => {
+  const ranges = [];
   const server = http.createServer((req, res) => {
+    ranges.push(req.headers.range);
     const m = !whole && /^bytes=(\d+)-(\d+)$/.exec(req.headers.range ?? '');
     const [start, end] = m ? [Number(m[1]), Math.min(Number(m[2]) + 1, data.length)] : [0, data.length];
-    res.writeHead(m ? 206 : 200, { 'content-length': end - start });
+    res.writeHead(m ? 206 : 200, {
+      'content-length': end - start,
+      ...(m ? { 'content-range': `bytes ${start}-${end - 1}/${data.length}` } : {}),
+    });
     let at = start;
     const more = () => {
       if (stopAt !== undefined && at >= stopAt) return res.destroy();
@@ -129,47 +137,78 @@ const serve = (data, { whole, stopAt } = {}) => new Promise((resolve) => {
     };
     more();
   });
+  server.ranges = ranges;
   server.listen(0, '127.0.0.1', () => resolve(server));
 });
 
 for (const [size, extra, what] of [
   [10 * 4096 + 123, 0, 'a served file of two and a half turns'],
-  [0, 0, 'an empty served file'],
-  [5 * 4096, 777, "a served file that grew after it was listed (the whole of it sent)"],
+  [5 * 4096, 777, 'a server that ignores the range and sends more than was listed'],
 ]) {
-  // The file grew: the server sends all of it, more than the size listed.
   const server = await serve(pattern(size + extra), { whole: extra > 0 });
   const url = `http://127.0.0.1:${server.address().port}/files/0?token=t`;
   const { data, out, error, answers } = await through(size, 4096, 4, { url, size });
   server.close();
+  eq1(server.ranges, [`bytes=0-${size - 1}`], `${what}: one request, for the listed bytes`);
   check(error === null && Buffer.compare(Buffer.from(out), Buffer.from(data)) === 0,
     `${what}: every listed byte reaches the reader once, in order`);
   check(answers[0]?.started === true && answers.at(-1)?.hex === sha(data), `${what}: the SHA-256 of the listed bytes`);
 }
 
 {
-  const slice = 4096, slots = 2, size = 6 * slice;
-  const server = await serve(pattern(size), { stopAt: 3 * slice + 100 });
-  const url = `http://127.0.0.1:${server.address().port}/files/0?token=t`;
+  const { data, out, error, answers } = await through(0, 4096, 4, { url: 'http://127.0.0.1:9/never', size: 0 });
+  check(error === null && out.length === 0 && answers.at(-1)?.hex === sha(data), 'an empty served file: read without asking the server');
+}
+
+// What reaches the reader when the read fails: slots emptied as the import worker empties
+// them, until one says the read failed (its index), and the helper's last answer.
+const failing = async (file, slice, slots, size) => {
   const shared = new SharedArrayBuffer(slots * (4 + slice));
   const state = new Int32Array(shared, 0, slots);
   const bytes = new Uint8Array(shared, slots * 4);
   const { context, answers } = helper();
-  // Empties each slot as it fills, as the import worker does, until one says the read failed.
   let failedAt = null;
   const drain = (async () => {
-    for (let i = 0; failedAt === null && i < 6; i++) {
+    for (let i = 0; failedAt === null && i * slice < size; i++) {
       const slot = i % slots;
       while (Atomics.load(state, slot) === 0) await new Promise((r) => setTimeout(r, 1));
       if (Atomics.load(state, slot) < 0) failedAt = i;
       else { Atomics.store(state, slot, 0); Atomics.notify(state, slot); }
     }
   })();
-  await context.onmessage({ data: { file: { url, size }, hash: true, state, bytes, slice } });
+  await context.onmessage({ data: { file, hash: true, state, bytes, slice } });
   await drain;
+  return { failedAt, last: answers.at(-1) };
+};
+
+{
+  const slice = 4096, size = 6 * slice;
+  const server = await serve(pattern(size), { stopAt: 3 * slice + 100 });
+  const url = `http://127.0.0.1:${server.address().port}/files/0?token=t`;
+  const { failedAt, last } = await failing({ url, size }, slice, 2, size);
   server.close();
-  check(failedAt === 3 && typeof answers.at(-1)?.error === 'string',
+  check(failedAt === 3 && typeof last?.error === 'string',
     `a server that stops mid-file: the slice it stopped in fails (${failedAt}), and the answer is an error`);
+}
+
+{
+  // Dumped again to the same path, longer, after the page was told its size.
+  const slice = 4096, size = 3 * slice;
+  const server = await serve(pattern(size + 5000));
+  const url = `http://127.0.0.1:${server.address().port}/files/0?token=t`;
+  const { failedAt, last } = await failing({ url, size }, slice, 2, size);
+  server.close();
+  check(failedAt === 0 && /changed since the page listed it/.test(last?.error ?? ''),
+    `a file rewritten since it was listed: nothing of it is read (${failedAt}; ${last?.error})`);
+}
+
+{
+  // A file shorter than its size said: never hashed or read as if whole.
+  const slice = 4096, size = 3 * slice;
+  class Shrunk extends Blob { get size() { return size; } }
+  const { failedAt, last } = await failing(new Shrunk([pattern(size - 100)]), slice, 2, size);
+  check(failedAt === 2 && /shorter/.test(last?.error ?? '') && last?.hex === undefined,
+    `a file shorter than its size: its last slice fails and no SHA-256 is given (${failedAt}; ${last?.error})`);
 }
 
 if (failures) {

@@ -159,7 +159,7 @@ const results = [];
 for (let r = 0; r < rounds; r++) {
   const n = native();
   const row = { round: r + 1, native_s: n.wall_s };
-  const before = process.env.VIEW_BENCH_BEFORE;
+  const before = process.env.VIEW_BENCH_BEFORE && path.resolve(process.env.VIEW_BENCH_BEFORE);
   const steps = [['view', () => viewStep(n.peak)], ...(before ? [['before', () => viewStep(n.peak, before)]] : []),
     ['drop', () => dropStep(n.peak, false)], ['at_load', () => dropStep(n.peak, true)]];
   for (const [name, step] of steps) {
@@ -175,7 +175,7 @@ for (let r = 0; r < rounds; r++) {
   console.log(`   round ${r + 1}: native ${f2(row.native_s)} s; view→peaks ${f2(row.view_s)} s (${f2(row.view_s / row.native_s)}×)` +
     `; drop→peaks ${f2(row.drop_s)} s (${f2(row.drop_s / row.native_s)}×); drop at load→peaks ${f2(row.at_load_s)} s (${f2(row.at_load_s / row.native_s)}×)` +
     (before ? `; view of the older binary→peaks ${f2(row.before_s)} s (${f2(row.before_s / row.native_s)}×)` : '') +
-    `; peaks equal the CLI: ${[row.view_peaks_equal, row.drop_peaks_equal, row.at_load_peaks_equal].join('/')}` +
+    `; peaks equal the CLI: ${[row.view_peaks_equal, ...(before ? [row.before_peaks_equal] : []), row.drop_peaks_equal, row.at_load_peaks_equal].join('/')}` +
     `${['view', 'before', 'drop', 'at_load'].map((k) => row[`${k}_error`] ? ` ${k} failed: ${row[`${k}_error`]}` : '').join('')}`);
   fs.writeFileSync(path.join(outDir, 'view-bench.json'), JSON.stringify({ file, size_mib: size, results }, null, 1) + '\n');
 }

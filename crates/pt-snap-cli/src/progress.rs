@@ -299,7 +299,9 @@ impl PageReads {
                     return;
                 };
                 let furthest = state.furthest[file];
-                // Read again from the start (the page reloaded): its share starts over.
+                // Read again from the start (the page reloaded, or reads it a second time: to
+                // hash it before a cache lookup, or to check a database it reopened by the
+                // file's name, size and time): its share starts over.
                 if start == 0 && furthest >= size && end < size {
                     state.read -= furthest;
                     state.furthest[file] = 0;

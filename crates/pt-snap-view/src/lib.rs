@@ -3,8 +3,9 @@
 //! ([`server`]): the app to anyone who can connect, the file only to a request that carries
 //! the URL's token; and [`browser`] opens it.
 //!
-//! The page fetches the file in one streamed answer (HTTP ranges are answered too), so the
-//! server never holds more of it than the slice it is sending, whatever its size.
+//! The page reads the file by HTTP ranges: its first bytes, then the rest in one streamed
+//! answer (or, for an exported table's parts, range by range), so the server never holds
+//! more of it than the slice it is sending, whatever its size.
 #![forbid(unsafe_code)]
 
 pub mod app;

@@ -218,13 +218,20 @@ impl Served {
     }
 
     /// The listing the page asks for first: what was given, and each file's name, size, time
-    /// and URL (relative to the page; the page adds its token).
+    /// and URL (relative to the page; the page adds its token). Size and time are the
+    /// file's now: the page reads exactly the size listed, and a snapshot dumped again to
+    /// the same path (the same file, rewritten) is read whole on the page's next load.
     pub fn manifest(&self) -> Value {
         let files: Vec<Value> = self
             .entries
             .iter()
             .enumerate()
             .map(|(i, e)| {
+                let now = fs::metadata(&e.real)
+                    .ok()
+                    .filter(|m| m.is_file() && Identity::of(m) == e.identity)
+                    .map(|m| Entry::new(e.path.clone(), e.real.clone(), &m));
+                let e = now.as_ref().unwrap_or(e);
                 json!({
                     "path": e.path,
                     "size": e.size,

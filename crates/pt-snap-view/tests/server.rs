@@ -440,6 +440,29 @@ fn a_link_given_is_served_as_its_target_under_its_own_name() {
 }
 
 #[test]
+fn a_file_dumped_again_to_its_path_is_listed_at_its_size_now() {
+    // `_dump_snapshot` to the same path rewrites the same file: the page reads exactly the
+    // size listed, so the listing says what the file is now, and serves all of it.
+    let tmp = layout();
+    let path = tmp.path().join("run7/rank0.pkl");
+    let server = start(Served::file(&path).unwrap());
+    let listing = |server: &Running| -> serde_json::Value {
+        serde_json::from_slice(&get(server.addr, &format!("/files?token={}", server.token)).body)
+            .unwrap()
+    };
+    assert_eq!(listing(&server)["files"][0]["size"], 15);
+    fs::OpenOptions::new()
+        .write(true)
+        .truncate(true)
+        .open(&path)
+        .and_then(|mut f| std::io::Write::write_all(&mut f, b"a longer rewrite of rank zero"))
+        .unwrap();
+    assert_eq!(listing(&server)["files"][0]["size"], 29);
+    let answer = get(server.addr, &format!("/files/0?token={}", server.token));
+    assert_eq!(answer.text(), "a longer rewrite of rank zero");
+}
+
+#[test]
 fn nothing_given_serves_the_app_and_an_empty_listing() {
     let server = start(Served::nothing());
     assert_eq!(get(server.addr, "/").status, 200);

@@ -91,6 +91,7 @@ impl Drop for SpareReader {
     fn drop(&mut self) {
         // Taken: `take` cleared the handler and the worker is a reader's now.
         if self.worker.onerror().is_some() {
+            self.worker.set_onerror(None);
             self.worker.terminate();
         }
     }
@@ -345,8 +346,7 @@ fn post(worker: &Worker, o: &Object) {
 }
 
 /// The worker `www/served.js` started as a `pt-snap view` page began to load (its wasm
-/// compiles while the page's does and the file is fetched), with the events it got until
-/// now; taken once.
+/// compiles while the page's does), with the events it got until now; taken once.
 fn early_worker() -> Option<(Worker, js_sys::Array)> {
     let window = web_sys::window()?;
     let early = Reflect::get(&window, &"ptSnapEarlyWorker".into()).ok()?;

@@ -10,6 +10,9 @@ use web_sys::{File, Headers, RequestInit, Response};
 
 use crate::client;
 
+/// What a failed request for a served file says (a stopped server's, mostly).
+const NOT_ANSWERING: &str = "pt-snap view does not answer; it may have stopped";
+
 /// A file to open.
 #[derive(Clone)]
 pub enum Source {
@@ -84,16 +87,23 @@ impl Source {
                     .map_err(js)?;
                 let init = RequestInit::new();
                 init.set_headers(&headers);
-                let response: Response = JsFuture::from(
-                    web_sys::window()
-                        .expect("a page")
-                        .fetch_with_str_and_init(url, &init),
-                )
-                .await
-                .map_err(js)?
-                .unchecked_into();
-                if !response.ok() {
-                    return Err(format!("pt-snap view answered HTTP {}", response.status()));
+                let window = web_sys::window().expect("a page");
+                // Not the browser's words: they may name the URL, and with it the token.
+                let response: Response = JsFuture::from(window.fetch_with_str_and_init(url, &init))
+                    .await
+                    .map_err(|_| NOT_ANSWERING.to_owned())?
+                    .unchecked_into();
+                // Only the range asked for: a whole answer would be the whole file.
+                if response.status() != 206 {
+                    let said = match response.text() {
+                        Ok(text) => JsFuture::from(text).await.ok().and_then(|t| t.as_string()),
+                        Err(_) => None,
+                    };
+                    return Err(format!(
+                        "pt-snap view answered HTTP {}: {}",
+                        response.status(),
+                        said.unwrap_or_default().trim()
+                    ));
                 }
                 JsFuture::from(response.array_buffer().map_err(js)?)
                     .await

@@ -71,7 +71,10 @@ impl FileChunks {
             Some(ring) => Box::new(move |start, end| ring.take(start, end)),
             None => {
                 let ranges = file.ranges().map_err(backend)?;
-                Box::new(move |start: u64, end: u64| ranges.read(start, end))
+                Box::new(move |start: u64, end: u64| {
+                    (ranges.read(start, end))
+                        .map_err(|e| io::Error::other(format!("cannot read the file: {e}")))
+                })
             }
         };
         Ok(FileChunks {

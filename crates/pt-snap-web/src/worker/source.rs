@@ -96,26 +96,39 @@ impl Ranges {
                 reader.read_as_array_buffer(&slice).map_err(js_io)?.into()
             }
             Ranges::Served(url) => {
+                // Not the browser's words when it fails: they may name the URL, and with it
+                // the token.
+                let not_answering = |_| io::Error::other(NOT_ANSWERING);
                 let request = XmlHttpRequest::new().map_err(js_io)?;
-                request.open_with_async("GET", url, false).map_err(js_io)?;
+                request
+                    .open_with_async("GET", url, false)
+                    .map_err(not_answering)?;
                 request
                     .set_request_header("Range", &format!("bytes={start}-{}", end - 1))
                     .map_err(js_io)?;
                 request.set_response_type(XmlHttpRequestResponseType::Arraybuffer);
-                request.send().map_err(js_io)?;
-                let status = request.status().map_err(js_io)?;
+                request.send().map_err(not_answering)?;
+                let status = request.status().map_err(not_answering)?;
+                let body = request.response().map_err(js_io)?;
                 if status != 206 {
+                    let said = String::from_utf8_lossy(&Uint8Array::new(&body).to_vec())
+                        .trim()
+                        .to_owned();
                     return Err(io::Error::other(format!(
-                        "cannot read the file: pt-snap view answered HTTP {status} (has it stopped?)"
+                        "pt-snap view answered HTTP {status}: {said}"
                     )));
                 }
-                request.response().map_err(js_io)?
+                body
             }
         };
         Ok(Uint8Array::new(&bytes).to_vec())
     }
 }
 
+/// What a failed request for a served file says, as the page's `source.rs` says it.
+const NOT_ANSWERING: &str = "pt-snap view does not answer; it may have stopped";
+
+/// A `File` the browser would not read (the caller says which file).
 fn js_io(e: JsValue) -> io::Error {
-    io::Error::other(format!("cannot read the file: {e:?}"))
+    io::Error::other(format!("{e:?}"))
 }
