@@ -11,7 +11,7 @@ import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import zlib from 'node:zlib';
 import path from 'node:path';
-import { launch, check, eq, ok, checkClean, finish } from './harness.mjs';
+import { launch, check, eq, eqPeaks, ok, checkClean, finish } from './harness.mjs';
 
 const [url, root] = process.argv.slice(2);
 const out = path.join(root, 'target/web');
@@ -42,10 +42,7 @@ watch(page);
 
 async function peaks(p = page) {
   await p.waitForSelector('[data-testid=peak-reserved]', { timeout: 120000 });
-  const v = async (id) => Number(await p.getAttribute(`[data-testid=${id}]`, 'data-value'));
-  eq(await v('peak-allocated'), expected.peak_allocated, 'peak_allocated');
-  eq(await v('peak-active'), expected.peak_active, 'peak_active');
-  eq(await v('peak-reserved'), expected.peak_reserved, 'peak_reserved');
+  await eqPeaks(p, expected);
 }
 /** The peak cards show `want` (a memory_peak row) once they have caught up. */
 async function peaksAre(p, want, what) {

@@ -32,7 +32,7 @@ import { execFileSync, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { launch } from './harness.mjs';
+import { launch, peaksShown } from './harness.mjs';
 
 const [url, root, outDir, ...files] = process.argv.slice(2);
 if (!files.length) {
@@ -215,9 +215,8 @@ async function inBrowser(file, n, sizeMib) {
     if (gone >= 0) st['(progress gone)'] = log[gone].t;
     return st;
   };
-  const peaksShown = async () => {
-    const v = async (id) => Number(await page.getAttribute(`[data-testid=${id}]`, 'data-value'));
-    const peak = { peak_allocated: await v('peak-allocated'), peak_active: await v('peak-active'), peak_reserved: await v('peak-reserved') };
+  const peaksNow = async () => {
+    const peak = await peaksShown(page);
     return { peak, equal: Object.keys(peak).every((k) => peak[k] === n.peak[k]) };
   };
   /// Outcome of a step that did not reach ready: what the page showed, and a screenshot.
@@ -261,7 +260,7 @@ async function inBrowser(file, n, sizeMib) {
     if (d1.waited !== 'ok' || out.drop_to_ready_s === null) {
       Object.assign(out, await failure('import', d1.startedAt, d1.waited, d1.log));
     } else {
-      const shown = await peaksShown();
+      const shown = await peaksNow();
       out.peak = shown.peak;
       out.peaks_equal = shown.equal;
       out.opened_text = await page.textContent('.opened').catch(() => null);
@@ -301,7 +300,7 @@ async function inBrowser(file, n, sizeMib) {
           ready_s: first(d.log, (e, i) => e.state === 'ready' && (e.cache || (left >= 0 && i > left))),
           stages: stagesOf(d.log), log: d.log,
         };
-        if (d.waited === 'ok') out.same_page.peaks_equal = (await peaksShown()).equal;
+        if (d.waited === 'ok') out.same_page.peaks_equal = (await peaksNow()).equal;
       }
 
       // 3b. The same file in a new page of the same profile (the first page closed, which
@@ -322,7 +321,7 @@ async function inBrowser(file, n, sizeMib) {
         stages: stagesOf(d2.log), log: d2.log,
       };
       if (d2.waited === 'ok' && out.again.ready_s !== null) {
-        out.again.peaks_equal = (await peaksShown()).equal;
+        out.again.peaks_equal = (await peaksNow()).equal;
         phase = 'again-settled';
         await page.waitForTimeout(2000);
       } else {

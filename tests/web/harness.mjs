@@ -53,6 +53,17 @@ export async function check(name, fn) {
 export function eq(a, b, what) { if (a !== b) throw new Error(`${what}: expected ${JSON.stringify(b)}, got ${JSON.stringify(a)}`); }
 export function ok(cond, what) { if (!cond) throw new Error(what); }
 
+/** The peak cards' values, keyed as `memory_peak`'s row names them. */
+export async function peaksShown(p) {
+  const v = async (n) => Number(await p.getAttribute(`[data-testid=peak-${n}]`, 'data-value'));
+  return { peak_allocated: await v('allocated'), peak_active: await v('active'), peak_reserved: await v('reserved') };
+}
+/** Each peak card shows its value of `want`, a `memory_peak` row (`what` prefixes a failure). */
+export async function eqPeaks(p, want, what = '') {
+  const shown = await peaksShown(p);
+  for (const k of Object.keys(shown)) eq(shown[k], want[k], `${what}${k}`);
+}
+
 /** The last check of a page test: no console error and nothing fetched from elsewhere. */
 export async function checkClean(browser) {
   await check('no console error and no request outside the origin', async () => {

@@ -25,7 +25,7 @@ import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { launch } from './harness.mjs';
+import { launch, peaksShown } from './harness.mjs';
 
 const [root, outDir, file, roundsArg] = process.argv.slice(2);
 if (!file) {
@@ -107,8 +107,7 @@ async function peaksAfter(page, t0, want) {
   const { at, error } = await page.evaluate(() => ({ at: window.__peaksAt, error: window.__error }));
   if (at === null) throw new Error(`the page shows an error: ${error}`);
   await page.waitForSelector('[data-testid=peak-reserved]', { timeout: timeoutMs });
-  const v = async (id) => Number(await page.getAttribute(`[data-testid=${id}]`, 'data-value'));
-  const shown = { peak_allocated: await v('peak-allocated'), peak_active: await v('peak-active'), peak_reserved: await v('peak-reserved') };
+  const shown = await peaksShown(page);
   const equal = Object.keys(shown).every((k) => shown[k] === want[k]);
   return { s: (at - t0) / 1000, equal };
 }

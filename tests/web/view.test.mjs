@@ -9,7 +9,7 @@ import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { launch, check, eq, ok, finish } from './harness.mjs';
+import { launch, check, eq, eqPeaks, ok, finish } from './harness.mjs';
 
 const [root] = process.argv.slice(2);
 const out = path.join(root, 'target/web');
@@ -84,10 +84,7 @@ await check('the printed URL opens the file with the CLI peaks; the server liste
     const p = await newPage();
     await p.goto(server.url);
     await p.waitForSelector('[data-testid=peak-reserved]', { timeout: 120000 });
-    const v = async (id) => Number(await p.getAttribute(`[data-testid=${id}]`, 'data-value'));
-    eq(await v('peak-allocated'), want.peak_allocated, 'peak_allocated');
-    eq(await v('peak-active'), want.peak_active, 'peak_active');
-    eq(await v('peak-reserved'), want.peak_reserved, 'peak_reserved');
+    await eqPeaks(p, want);
     await p.waitForSelector('[data-testid=engine-state][data-value=ready]', { timeout: 120000 });
     eq(await p.textContent('.opened strong'), 'sample.pkl', 'the file is named as it is on disk');
     // The worker www/served.js started as the page loaded is the one the file went to.
@@ -162,9 +159,7 @@ await check('a served database opens, and an exported summary table, each read b
     const p = await newPage();
     await p.goto(server.url);
     await p.waitForSelector('[data-testid=engine-state][data-value=ready]', { timeout: 120000 });
-    const v = async (id) => Number(await p.getAttribute(`[data-testid=${id}]`, 'data-value'));
-    eq(await v('peak-reserved'), want.peak_reserved, 'the database\'s peak_reserved');
-    eq(await v('peak-active'), want.peak_active, 'the database\'s peak_active');
+    await eqPeaks(p, want, 'the database\'s ');
     await p.close();
   } finally {
     await server.stop();

@@ -227,15 +227,14 @@ impl Served {
             .iter()
             .enumerate()
             .map(|(i, e)| {
-                let now = fs::metadata(&e.real)
+                let (size, modified_ms) = fs::metadata(&e.real)
                     .ok()
                     .filter(|m| m.is_file() && Identity::of(m) == e.identity)
-                    .map(|m| Entry::new(e.path.clone(), e.real.clone(), &m));
-                let e = now.as_ref().unwrap_or(e);
+                    .map_or((e.size, e.modified_ms), |m| size_and_time(&m));
                 json!({
                     "path": e.path,
-                    "size": e.size,
-                    "modified_ms": e.modified_ms,
+                    "size": size,
+                    "modified_ms": modified_ms,
                     "url": format!("files/{i}"),
                 })
             })
@@ -256,18 +255,23 @@ impl Served {
 
 impl Entry {
     fn new(path: String, real: PathBuf, metadata: &fs::Metadata) -> Entry {
+        let (size, modified_ms) = size_and_time(metadata);
         Entry {
             path,
-            size: metadata.len(),
-            modified_ms: metadata
-                .modified()
-                .ok()
-                .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
-                .map(|d| d.as_millis() as u64),
+            size,
+            modified_ms,
             real,
             identity: Identity::of(metadata),
         }
     }
+}
+
+/// A file's length, and its modification time in ms since the epoch.
+fn size_and_time(metadata: &fs::Metadata) -> (u64, Option<u64>) {
+    let modified_ms = (metadata.modified().ok())
+        .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
+        .map(|d| d.as_millis() as u64);
+    (metadata.len(), modified_ms)
 }
 
 fn file_name(path: &Path) -> String {

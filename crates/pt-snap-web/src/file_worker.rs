@@ -51,9 +51,11 @@ struct Shared {
 }
 
 /// A read helper not given a job yet. An error before it is taken (its script did not
-/// load) would otherwise go unheard: it is noted, and such a spare is not used.
+/// load) would otherwise go unheard: it is noted, and such a spare is not used. Dropped
+/// untaken, it ends.
 struct SpareReader {
-    worker: Worker,
+    /// `None` once taken.
+    worker: Option<Worker>,
     failed: Rc<std::cell::Cell<bool>>,
     _on_error: Closure<dyn FnMut(web_sys::Event)>,
 }
@@ -70,29 +72,29 @@ impl SpareReader {
         });
         worker.set_onerror(Some(on_error.as_ref().unchecked_ref()));
         Some(SpareReader {
-            worker,
+            worker: Some(worker),
             failed,
             _on_error: on_error,
         })
     }
 
     /// The worker, unless it failed.
-    fn take(self) -> Option<Worker> {
-        self.worker.set_onerror(None);
+    fn take(mut self) -> Option<Worker> {
+        let worker = self.worker.take()?;
+        worker.set_onerror(None);
         if self.failed.get() {
-            self.worker.terminate();
+            worker.terminate();
             return None;
         }
-        Some(self.worker.clone())
+        Some(worker)
     }
 }
 
 impl Drop for SpareReader {
     fn drop(&mut self) {
-        // Taken: `take` cleared the handler and the worker is a reader's now.
-        if self.worker.onerror().is_some() {
-            self.worker.set_onerror(None);
-            self.worker.terminate();
+        if let Some(worker) = self.worker.take() {
+            worker.set_onerror(None);
+            worker.terminate();
         }
     }
 }

@@ -2,7 +2,7 @@
 //! at a time ([`Slices`]). Where the page is cross-origin isolated, a helper worker
 //! (`www/read-worker.js`, [`Helper`]) streams it ahead into shared slots this worker copies
 //! each slice out of ([`Ring`]), so the file is read once, and hashes it on the way;
-//! elsewhere this worker reads it a range at a time ([`Source::ranges`]). The
+//! elsewhere this worker reads it a range at a time ([`Source::read`]). The
 //! page starts the helper when asked (`FromWorker::StartReader`): a worker's own workers
 //! make its end racy in Chromium (the page's `file_worker` says how).
 
@@ -69,13 +69,10 @@ impl FileChunks {
         let ahead = ring.is_some();
         let fetch: Box<FetchSlice> = match ring {
             Some(ring) => Box::new(move |start, end| ring.take(start, end)),
-            None => {
-                let ranges = file.ranges().map_err(backend)?;
-                Box::new(move |start: u64, end: u64| {
-                    (ranges.read(start, end))
-                        .map_err(|e| io::Error::other(format!("cannot read the file: {e}")))
-                })
-            }
+            None => Box::new(move |start: u64, end: u64| {
+                (file.read(start, end))
+                    .map_err(|e| io::Error::other(format!("cannot read the file: {e}")))
+            }),
         };
         Ok(FileChunks {
             slices: Slices::new(len, fetch),

@@ -19,9 +19,15 @@ pub(crate) struct Source {
     name: String,
     size: f64,
     last_modified: f64,
-    /// `None` for a served file, read from `url`.
-    file: Option<File>,
-    url: String,
+    bytes: Bytes,
+}
+
+/// Where the bytes are.
+#[derive(Clone)]
+enum Bytes {
+    File(File),
+    /// Served at this URL.
+    Served(String),
 }
 
 impl Source {
@@ -32,21 +38,18 @@ impl Source {
                 name: file.name(),
                 size: file.size(),
                 last_modified: file.last_modified(),
-                file: Some(file.clone()),
-                url: String::new(),
+                bytes: Bytes::File(file.clone()),
                 js,
             });
         }
-        let url = get(&js, "url").as_string()?;
         Some(Source {
+            bytes: Bytes::Served(get(&js, "url").as_string()?),
             name: get(&js, "name").as_string()?,
             size: get(&js, "size").as_f64()?,
             // A file without a time is as new as a `File` made without one.
             last_modified: get(&js, "lastModified")
                 .as_f64()
                 .unwrap_or_else(js_sys::Date::now),
-            file: None,
-            url,
             js,
         })
     }
@@ -67,35 +70,21 @@ impl Source {
         &self.js
     }
 
-    /// A reader of byte ranges, for reading without the helper: `FileReaderSync` for a
-    /// `File`; a synchronous request (which a worker may make) for a served one.
-    pub(crate) fn ranges(&self) -> io::Result<Ranges> {
-        Ok(match &self.file {
-            Some(file) => Ranges::File(file.clone(), FileReaderSync::new().map_err(js_io)?),
-            None => Ranges::Served(self.url.clone()),
-        })
-    }
-}
-
-/// Reads `start..end` of a [`Source`] synchronously.
-pub(crate) enum Ranges {
-    File(File, FileReaderSync),
-    Served(String),
-}
-
-impl Ranges {
+    /// Bytes `start..end`, read here and now, without the helper: a `File`'s with
+    /// `FileReaderSync`, a served one's by a synchronous request (which a worker may make).
     pub(crate) fn read(&self, start: u64, end: u64) -> io::Result<Vec<u8>> {
         if end <= start {
             return Ok(Vec::new());
         }
-        let bytes = match self {
-            Ranges::File(file, reader) => {
+        let bytes = match &self.bytes {
+            Bytes::File(file) => {
                 let slice = file
                     .slice_with_f64_and_f64(start as f64, end as f64)
                     .map_err(js_io)?;
+                let reader = FileReaderSync::new().map_err(js_io)?;
                 reader.read_as_array_buffer(&slice).map_err(js_io)?.into()
             }
-            Ranges::Served(url) => {
+            Bytes::Served(url) => {
                 // Not the browser's words when it fails: they may name the URL, and with it
                 // the token.
                 let not_answering = |_| io::Error::other(NOT_ANSWERING);

@@ -3,8 +3,6 @@
 
 #![cfg(target_arch = "wasm32")]
 
-use std::io;
-
 use pt_snap_engine::{ErrorCode, Failure, FromWorker};
 
 use crate::messages::post;
@@ -12,28 +10,23 @@ use crate::source::Source;
 
 /// Reads `files` (the `paths` of them) as parts of an exported summary table.
 pub(crate) fn read_summaries(paths: &[String], files: &js_sys::Array) {
-    let reads =
-        paths
-            .iter()
-            .enumerate()
-            .map(|(i, path)| match Source::from_js(files.get(i as u32)) {
-                Some(file) => {
-                    let ranges = file.ranges();
-                    pt_snap_engine::SummaryRead::of(path, file.size() as u64, |start, end| {
-                        match &ranges {
-                            Ok(ranges) => ranges.read(start, end),
-                            Err(e) => Err(io::Error::other(e.to_string())),
-                        }
-                    })
-                }
-                None => pt_snap_engine::SummaryRead {
-                    path: path.clone(),
-                    ranks: Err(Failure::new(
-                        ErrorCode::Internal,
-                        "The worker was sent no file.",
-                    )),
-                },
-            })
-            .collect();
+    let reads = paths
+        .iter()
+        .enumerate()
+        .map(|(i, path)| match Source::from_js(files.get(i as u32)) {
+            Some(file) => {
+                pt_snap_engine::SummaryRead::of(path, file.size() as u64, |start, end| {
+                    file.read(start, end)
+                })
+            }
+            None => pt_snap_engine::SummaryRead {
+                path: path.clone(),
+                ranks: Err(Failure::new(
+                    ErrorCode::Internal,
+                    "The worker was sent no file.",
+                )),
+            },
+        })
+        .collect();
     post(&FromWorker::Summaries(reads));
 }
